@@ -1,0 +1,43 @@
+# Sourced by scripts/*.sh: where the local stack lives, its ports, and the variables the apps read.
+# Every value can be overridden from the environment; the defaults are listed in the README.
+
+MAS_HOME="${MAS_HOME:-$HOME/.cache/managed-agent-service}"
+MAS_PG_PORT="${MAS_PG_PORT:-55432}"
+MAS_KAFKA_PORT="${MAS_KAFKA_PORT:-19092}"
+MAS_KAFKA_CONTROLLER_PORT="${MAS_KAFKA_CONTROLLER_PORT:-19093}"
+MAS_TEMPORAL_PORT="${MAS_TEMPORAL_PORT:-7233}"
+MAS_TEMPORAL_UI_PORT="${MAS_TEMPORAL_UI_PORT:-8233}"
+MAS_KAFKA_VERSION=3.9.1
+MAS_TEMPORAL_CLI_VERSION=1.5.1
+
+# PostgreSQL refuses to run as root; as root the cluster runs as the `postgres` user, whose home
+# is readable to it (root's home is not).
+if [ "$(id -u)" = 0 ]; then
+  MAS_PG_DATA="${MAS_PG_DATA:-/var/lib/postgresql/managed-agent-service/$MAS_PG_PORT}"
+else
+  MAS_PG_DATA="${MAS_PG_DATA:-$MAS_HOME/data/postgres}"
+fi
+
+# Set when the caller brings its own PostgreSQL; the stack then leaves PostgreSQL alone.
+MAS_EXTERNAL_DATABASE="${DATABASE_URL:+1}"
+
+export DATABASE_URL="${DATABASE_URL:-postgres://mas@127.0.0.1:$MAS_PG_PORT/mas}"
+export KAFKA_BROKERS="${KAFKA_BROKERS:-127.0.0.1:$MAS_KAFKA_PORT}"
+export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:$MAS_TEMPORAL_PORT}"
+export TEMPORAL_NAMESPACE="${TEMPORAL_NAMESPACE:-default}"
+export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-http://127.0.0.1:$MAS_TEMPORAL_UI_PORT}"
+export PORT="${PORT:-3000}"
+
+# Local secrets: generated once per machine, kept outside the repository, readable by the owner only.
+if [ -z "${MAS_MASTER_KEY:-}" ] || [ -z "${MAS_API_KEY_PEPPER:-}" ]; then
+  if [ ! -f "$MAS_HOME/secrets.env" ]; then
+    mkdir -p "$MAS_HOME"
+    (umask 077 && {
+      echo "MAS_MASTER_KEY=$(head -c 32 /dev/urandom | base64)"
+      echo "MAS_API_KEY_PEPPER=$(head -c 32 /dev/urandom | base64)"
+    } > "$MAS_HOME/secrets.env")
+  fi
+  # shellcheck disable=SC1091
+  . "$MAS_HOME/secrets.env"
+fi
+export MAS_MASTER_KEY MAS_API_KEY_PEPPER
