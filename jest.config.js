@@ -1,0 +1,23 @@
+// Four tiers (STYLE.md): unit tests beside the code with no I/O; integration tests against the real
+// stack; workflow tests under Temporal's time-skipping server; end-to-end tests over HTTP.
+const base = {
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: {
+    '^#libs/([^/]+)$': '<rootDir>/libs/$1/src/index.ts',
+    '^(\\.{1,2}/.*)\\.js$': '$1',
+  },
+  transform: {
+    '^.+\\.ts$': ['ts-jest', { useESM: true, tsconfig: '<rootDir>/tsconfig.json', isolatedModules: true }],
+  },
+  testEnvironment: 'node',
+  rootDir: '.',
+};
+
+export default {
+  projects: [
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,workflows}/**/*.spec.ts'] },
+    { ...base, displayName: 'workflow', testMatch: ['<rootDir>/workflows/test/**/*.workflow-spec.ts'] },
+    { ...base, displayName: 'integration', testMatch: ['<rootDir>/{apps,libs,test}/**/*.int-spec.ts'] },
+    { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },
+  ],
+};

@@ -1,0 +1,2 @@
+export { ConfigError, loadConfig, type AppConfig } from './config.js';
+export { APP_CONFIG, ConfigModule, configFromEnvironment } from './config.module.js';

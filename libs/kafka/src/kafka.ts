@@ -1,0 +1,27 @@
+import { Kafka, logLevel, type LogEntry } from 'kafkajs';
+import { Logger } from '@nestjs/common';
+import type { AppConfig } from '#libs/config';
+
+const LEVELS: Record<number, 'error' | 'warn' | 'log' | 'debug'> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'log',
+  [logLevel.DEBUG]: 'debug',
+};
+
+/** A kafkajs client for one app, logging through Nest's Logger. */
+export function createKafka(config: Pick<AppConfig, 'kafkaBrokers'>, clientId: string): Kafka {
+  const logger = new Logger(`kafka:${clientId}`);
+  return new Kafka({
+    clientId,
+    brokers: [...config.kafkaBrokers],
+    connectionTimeout: 3000,
+    logLevel: logLevel.WARN,
+    logCreator:
+      () =>
+      ({ level, log }: LogEntry) => {
+        const { message, ...rest } = log;
+        logger[LEVELS[level] ?? 'log'](`${message} ${JSON.stringify(rest)}`);
+      },
+  });
+}

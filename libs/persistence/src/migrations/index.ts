@@ -1,0 +1,2 @@
+/** Every migration, in the order they apply. */
+export const MIGRATIONS: readonly Function[] = [];

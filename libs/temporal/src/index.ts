@@ -1,0 +1,1 @@
+export { TemporalClientModule, TemporalClientService, TemporalProbe } from './temporal-client.module.js';

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# npm start: installs what is missing, brings the local stack up, runs migrations, and starts the
+# api, the worker and the projector in this terminal (Ctrl-C stops them; the stack keeps running,
+# `npm run stack -- down` stops it).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+[ -d node_modules/@nestjs/core ] || npm ci --no-audit --no-fund
+bash scripts/stack.sh up
+# shellcheck source=stack/env.sh
+. scripts/stack/env.sh
+npm run --silent build
+node dist/apps/cli/src/main.js migrate
+
+node scripts/run-apps.mjs api worker projector &
+apps=$!
+trap 'kill -TERM "$apps" 2>/dev/null; wait "$apps"' INT TERM
+
+api="http://127.0.0.1:$PORT"
+ready=
+for _ in $(seq 1 120); do
+  curl -fsS "$api/readyz" >/dev/null 2>&1 && { ready=1; break; }
+  kill -0 "$apps" 2>/dev/null || exit 1
+  sleep 0.5
+done
+[ -n "$ready" ] || echo "[start] warning: $api/readyz is not ready yet: $(curl -sS "$api/readyz" 2>&1)" >&2
+cat <<TXT
+
+  Managed agent service is running.
+    API          $api   (health: $api/readyz)
+    Temporal UI  $TEMPORAL_UI_URL
+    Logs         $MAS_HOME/logs   (stack: npm run stack -- logs kafka|temporal|postgres)
+  Ctrl-C stops the apps; \`npm run stack -- down\` stops PostgreSQL, Kafka and Temporal.
+
+TXT
+wait "$apps"

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# npm test: brings the local stack up if it is not, then type-checks, lints, and runs the unit,
+# workflow, integration and end-to-end tests against the real PostgreSQL, Kafka and Temporal.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+[ -d node_modules/@nestjs/core ] || npm ci --no-audit --no-fund
+bash scripts/stack.sh up
+# shellcheck source=stack/env.sh
+. scripts/stack/env.sh
+# Tests run against their own database; the guard in test/support refuses one without "test" in its name.
+if [ -n "$MAS_EXTERNAL_DATABASE" ]; then
+  export DATABASE_URL="${TEST_DATABASE_URL:-$DATABASE_URL}"
+else
+  export DATABASE_URL="postgres://mas@127.0.0.1:$MAS_PG_PORT/mas_test"
+fi
+MAS_TEMPORAL_TEST_SERVER="$(bash scripts/stack.sh test-server)"
+export MAS_TEMPORAL_TEST_SERVER
+
+npm run --silent typecheck
+npm run --silent lint
+npm run --silent build
+node dist/apps/cli/src/main.js migrate
+
+results="$(mktemp)"
+status=0
+NODE_OPTIONS="--experimental-vm-modules ${NODE_OPTIONS:-}" node node_modules/jest/bin/jest.js \
+  --runInBand --json --outputFile="$results" "$@" || status=$?
+# The plain closing line, so a run that executed no test cannot pass unnoticed.
+node -e '
+  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  console.log(`tests: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped`);
+  if (r.numTotalTests === 0) { console.error("no test was executed"); process.exit(1); }
+' "$results" || status=1
+rm -f "$results"
+exit "$status"

@@ -1,0 +1,45 @@
+import { startApi, type RunningApi } from '../support/api.js';
+import { request } from '../support/http.js';
+import { testConfig } from '../support/config.js';
+
+testConfig();
+
+describe('health', () => {
+  let api: RunningApi;
+  beforeAll(async () => {
+    api = await startApi();
+  });
+  afterAll(async () => {
+    await api.close();
+  });
+
+  it('GET /healthz answers while the process is alive', async () => {
+    const res = await request(api.url, 'GET', '/healthz');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ status: 'ok' });
+  });
+
+  it('GET /readyz reports PostgreSQL, Kafka and Temporal up', async () => {
+    const res = await request(api.url, 'GET', '/readyz');
+    expect(res.body).toMatchObject({
+      status: 'ready',
+      components: { postgres: { status: 'up' }, kafka: { status: 'up' }, temporal: { status: 'up' } },
+    });
+    expect(res.status).toBe(200);
+  });
+
+  it('GET /readyz answers 503 and names the component that is down', async () => {
+    // A second api whose Kafka and Temporal addresses point at closed loopback ports.
+    const broken = await startApi({ KAFKA_BROKERS: '127.0.0.1:1', TEMPORAL_ADDRESS: '127.0.0.1:2' });
+    try {
+      const { status, body } = await request(broken.url, 'GET', '/readyz');
+      expect(status).toBe(503);
+      expect(body.status).toBe('unavailable');
+      expect(body.components.postgres.status).toBe('up');
+      expect(body.components.kafka).toMatchObject({ status: 'down', error: expect.any(String) });
+      expect(body.components.temporal).toMatchObject({ status: 'down', error: expect.any(String) });
+    } finally {
+      await broken.close();
+    }
+  });
+});
