@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-[ -d node_modules/@nestjs/core ] || npm ci --no-audit --no-fund
+[ -d node_modules/@nestjs/core ] || npm install --no-audit --no-fund
 bash scripts/stack.sh up
 # shellcheck source=stack/env.sh
 . scripts/stack/env.sh
