@@ -14,6 +14,7 @@ const base = {
 };
 
 export default {
+  testTimeout: 30000,
   projects: [
     { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,workflows}/**/*.spec.ts'] },
     { ...base, displayName: 'workflow', testMatch: ['<rootDir>/workflows/test/**/*.workflow-spec.ts'] },

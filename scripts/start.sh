@@ -25,11 +25,14 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 [ -n "$ready" ] || echo "[start] warning: $api/readyz is not ready yet: $(curl -sS "$api/readyz" 2>&1)" >&2
+demo="$(node dist/apps/cli/src/main.js demo --key-file "$MAS_HOME/demo-api-key" --api-url "$api")"
 cat <<TXT
 
   Managed agent service is running.
+    Operator CLI npm run cli -- --help
     API          $api   (health: $api/readyz)
     Temporal UI  $TEMPORAL_UI_URL
+$demo
     Logs         $MAS_HOME/logs   (stack: npm run stack -- logs kafka|temporal|postgres)
   Ctrl-C stops the apps; \`npm run stack -- down\` stops PostgreSQL, Kafka and Temporal.
 

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { DataSource } from 'typeorm';
+import { requireTemporalAddress } from '#libs/config';
 import { createKafka } from '#libs/kafka';
 import { dataSourceOptions } from '#libs/persistence';
 import { sourceBundlerOptions } from '../../apps/worker/src/workflow-bundle.js';
@@ -10,6 +11,7 @@ import * as activities from '../fixtures/stack-check.activities.js';
 import { testConfig } from '../support/config.js';
 
 const config = testConfig();
+const temporalAddress = requireTemporalAddress(config);
 
 describe('the local stack is real', () => {
   it('writes and reads a row in PostgreSQL', async () => {
@@ -53,8 +55,8 @@ describe('the local stack is real', () => {
 
   it('runs a workflow that runs an activity on Temporal', async () => {
     const taskQueue = `stack-check-${randomUUID()}`;
-    const nativeConnection = await NativeConnection.connect({ address: config.temporal.address });
-    const connection = await Connection.connect({ address: config.temporal.address });
+    const nativeConnection = await NativeConnection.connect({ address: temporalAddress });
+    const connection = await Connection.connect({ address: temporalAddress });
     try {
       const worker = await Worker.create({
         connection: nativeConnection,

@@ -1,3 +1,3 @@
 // The workflows of the agent task queue. Deterministic code only: this file and everything it
 // imports is bundled by the Temporal SDK and runs in its sandbox.
-export {};
+export { agentRequestWorkflow } from './agent-request.workflow.js';

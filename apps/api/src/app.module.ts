@@ -1,8 +1,20 @@
 import { Module } from '@nestjs/common';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { AccountsModule } from '#libs/accounts';
 import { ConfigModule } from '#libs/config';
+import { MeteringModule } from '#libs/metering';
+import { AgentModule } from './agent/agent.module.js';
+import { ApiKeyGuard } from './auth/api-key.guard.js';
+import { ContractExceptionFilter } from './errors/contract-exception.filter.js';
+import { ErrorDocsController } from './errors/error-docs.controller.js';
 import { HealthModule } from './health/health.module.js';
 
 @Module({
-  imports: [ConfigModule, HealthModule],
+  imports: [ConfigModule, AccountsModule, MeteringModule, HealthModule, AgentModule],
+  controllers: [ErrorDocsController],
+  providers: [
+    { provide: APP_FILTER, useClass: ContractExceptionFilter },
+    { provide: APP_GUARD, useClass: ApiKeyGuard },
+  ],
 })
 export class ApiModule {}

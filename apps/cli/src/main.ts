@@ -1,13 +1,21 @@
 import 'reflect-metadata';
-import { configFromEnvironment } from '#libs/config';
-import { runMigrations } from '#libs/persistence';
+import { ConfigError, configFromEnvironment } from '#libs/config';
+import { runCli } from './cli.js';
 
-// The operator CLI. `migrate` applies pending database migrations.
-const [command] = process.argv.slice(2);
-if (command === 'migrate') {
-  const ran = await runMigrations(configFromEnvironment());
-  process.stdout.write(ran.length ? `applied ${ran.length} migration(s): ${ran.join(', ')}\n` : 'database is up to date\n');
-} else {
-  process.stderr.write('usage: mas migrate\n');
-  process.exitCode = 2;
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+try {
+  const io = { out: (s: string) => process.stdout.write(s), err: (s: string) => process.stderr.write(s), readStdin, env: process.env };
+  process.exitCode = await runCli(process.argv.slice(2), configFromEnvironment(), io);
+} catch (e) {
+  if (e instanceof ConfigError) {
+    process.stderr.write(`${e.message}\n`);
+    process.exitCode = 1;
+  } else {
+    throw e;
+  }
 }

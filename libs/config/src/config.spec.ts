@@ -25,7 +25,7 @@ describe('loadConfig', () => {
     expect(config.port).toBe(3000);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
     expect(config.kafkaBrokers).toEqual(['127.0.0.1:19092', '127.0.0.2:19092']);
-    expect(config.temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'mas-agent', uiUrl: undefined });
+    expect(config.temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'mas-agent', uiUrl: undefined, pickupTimeoutMs: 10000 });
     expect(config.masterKey).toHaveLength(32);
   });
 
@@ -33,7 +33,6 @@ describe('loadConfig', () => {
     expect(problemsOf({})).toEqual([
       'DATABASE_URL is required but not set',
       'KAFKA_BROKERS is required but not set',
-      'TEMPORAL_ADDRESS is required but not set',
       'MAS_MASTER_KEY is required but not set',
       'MAS_API_KEY_PEPPER is required but not set',
     ]);
@@ -54,6 +53,15 @@ describe('loadConfig', () => {
       expect.stringMatching(/^MAS_MASTER_KEY must be 32 random bytes in base64/),
     ]);
     expect(problems.join('\n')).not.toContain('c2hvcnQ=');
+  });
+
+  it('takes plan and surcharge overrides, and names a bad one', () => {
+    const config = loadConfig({ ...valid, MAS_PLANS: '{"free":{"monthlyQuota":5,"capabilities":["chat"]}}', MAS_CAPABILITY_SURCHARGES: '{"code":3}' });
+    expect(config.plans.free).toEqual({ name: 'free', monthlyQuota: 5, capabilities: ['chat'] });
+    expect(config.plans.pro.monthlyQuota).toBe(50000);
+    expect(config.capabilitySurcharges).toEqual({ chat: 0, research: 2, documents: 0, code: 3, data: 1, files: 0 });
+    expect(problemsOf({ ...valid, MAS_PLANS: '{"gold":{}}' })).toEqual(['MAS_PLANS: unknown plan "gold" (plans: free, starter, pro)']);
+    expect(problemsOf({ ...valid, MAS_CAPABILITY_SURCHARGES: '{' })).toEqual(['MAS_CAPABILITY_SURCHARGES must be JSON']);
   });
 
   it('strips a trailing slash from PUBLIC_BASE_URL', () => {

@@ -1,3 +1,14 @@
+import {
+  CAPABILITIES,
+  DEFAULT_CAPABILITY_SURCHARGES,
+  DEFAULT_PLANS,
+  isCapability,
+  isPlanName,
+  type Capability,
+  type Plan,
+  type PlanName,
+} from '#libs/contracts';
+
 /** Thrown at start-up when the environment is missing or malforms a variable; names every one. */
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -14,15 +25,28 @@ export interface AppConfig {
   readonly databaseUrl: string;
   readonly kafkaBrokers: readonly string[];
   readonly temporal: {
-    readonly address: string;
+    /** Unset: the api answers agent requests with 503 service_unavailable; the worker refuses to start. */
+    readonly address: string | undefined;
     readonly namespace: string;
     readonly taskQueue: string;
     readonly uiUrl: string | undefined;
+    /** How long the api waits for a worker to take up a new request before 502 compute_unavailable. */
+    readonly pickupTimeoutMs: number;
   };
   /** 32-byte key for AES-256-GCM encryption of customers' model keys. */
   readonly masterKey: Buffer;
   /** Secret pepper of the HMAC-SHA-256 under which API keys are stored. */
   readonly apiKeyPepper: Buffer;
+  /** Plans by name: monthly quota and allowed capabilities (MAS_PLANS overrides the defaults). */
+  readonly plans: Readonly<Record<PlanName, Plan>>;
+  /** Credits each capability adds when used (MAS_CAPABILITY_SURCHARGES overrides the defaults). */
+  readonly capabilitySurcharges: Readonly<Record<Capability, number>>;
+}
+
+/** The Temporal address, or a ConfigError naming TEMPORAL_ADDRESS (for processes that cannot run without it). */
+export function requireTemporalAddress(config: AppConfig): string {
+  if (!config.temporal.address) throw new ConfigError(['TEMPORAL_ADDRESS is required but not set']);
+  return config.temporal.address;
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
@@ -53,6 +77,14 @@ class Reader {
     return n;
   }
 
+  positiveInt(name: string, fallback: number): number {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n <= 0) this.problems.push(`${name} must be a positive integer, got "${raw}"`);
+    return n;
+  }
+
   url(name: string, protocols: readonly string[], fallback?: string): string {
     const raw = this.string(name, fallback);
     if (!raw) return raw;
@@ -79,6 +111,60 @@ class Reader {
     return items;
   }
 
+  json(name: string): unknown {
+    const raw = this.optional(name);
+    if (raw === undefined) return undefined;
+    try {
+      return JSON.parse(raw) as unknown;
+    } catch {
+      this.problems.push(`${name} must be JSON`);
+      return undefined;
+    }
+  }
+
+  plans(name: string): Record<PlanName, Plan> {
+    const plans: Record<PlanName, Plan> = { ...DEFAULT_PLANS };
+    const raw = this.json(name);
+    if (raw === undefined) return plans;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      this.problems.push(`${name} must be a JSON object of plan name to { monthlyQuota, capabilities }`);
+      return plans;
+    }
+    for (const [planName, value] of Object.entries(raw)) {
+      const v = value as { monthlyQuota?: unknown; capabilities?: unknown };
+      if (!isPlanName(planName)) {
+        this.problems.push(`${name}: unknown plan "${planName}" (plans: free, starter, pro)`);
+      } else if (
+        typeof v !== 'object' || v === null ||
+        !Number.isInteger(v.monthlyQuota) || (v.monthlyQuota as number) < 0 ||
+        !Array.isArray(v.capabilities) || !v.capabilities.every(isCapability)
+      ) {
+        this.problems.push(`${name}: plan "${planName}" needs an integer monthlyQuota >= 0 and capabilities from ${CAPABILITIES.join(', ')}`);
+      } else {
+        plans[planName] = { name: planName, monthlyQuota: v.monthlyQuota as number, capabilities: v.capabilities };
+      }
+    }
+    return plans;
+  }
+
+  surcharges(name: string): Record<Capability, number> {
+    const surcharges: Record<Capability, number> = { ...DEFAULT_CAPABILITY_SURCHARGES };
+    const raw = this.json(name);
+    if (raw === undefined) return surcharges;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      this.problems.push(`${name} must be a JSON object of capability to credits`);
+      return surcharges;
+    }
+    for (const [capability, credits] of Object.entries(raw)) {
+      if (!isCapability(capability) || !Number.isInteger(credits) || (credits as number) < 0) {
+        this.problems.push(`${name}: "${capability}" must be a capability with an integer surcharge >= 0`);
+      } else {
+        surcharges[capability] = credits as number;
+      }
+    }
+    return surcharges;
+  }
+
   secret(name: string, bytes: number): Buffer {
     const raw = this.string(name);
     if (!raw) return Buffer.alloc(0);
@@ -102,13 +188,16 @@ export function loadConfig(env: Env): AppConfig {
     databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     kafkaBrokers: r.hostPorts('KAFKA_BROKERS'),
     temporal: {
-      address: r.string('TEMPORAL_ADDRESS'),
+      address: r.optional('TEMPORAL_ADDRESS'),
       namespace: r.string('TEMPORAL_NAMESPACE', 'default'),
       taskQueue: r.string('TEMPORAL_TASK_QUEUE', 'mas-agent'),
       uiUrl: r.optional('TEMPORAL_UI_URL'),
+      pickupTimeoutMs: r.positiveInt('AGENT_PICKUP_TIMEOUT_MS', 10_000),
     },
     masterKey: r.secret('MAS_MASTER_KEY', 32),
     apiKeyPepper: r.secret('MAS_API_KEY_PEPPER', 32),
+    plans: r.plans('MAS_PLANS'),
+    capabilitySurcharges: r.surcharges('MAS_CAPABILITY_SURCHARGES'),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

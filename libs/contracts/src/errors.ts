@@ -66,3 +66,36 @@ export function isErrorCode(value: unknown): value is ErrorCode {
 export function errorDocsUrl(baseUrl: string, code: ErrorCode): string {
   return `${baseUrl}/docs/errors#${code}`;
 }
+
+/** What each code means and what the caller can do; served at /docs/errors. */
+export const ERROR_DESCRIPTIONS: Readonly<Record<ErrorCode, string>> = {
+  invalid_api_key: 'The Authorization header is missing, is not `Bearer <key>`, or the key is malformed, unknown or revoked. Ask the project operator for a valid key.',
+  invalid_body: 'The body is not valid JSON, is not a JSON object, or a field has the wrong type (for example `stream` that is not a boolean).',
+  missing_message: '`message` is missing, is not a string, or is empty or only white space.',
+  message_too_long: '`message` is longer than 100,000 characters.',
+  invalid_capabilities: '`capabilities` is not a non-empty array, or holds an unknown name. Valid names: chat, research, documents, code, data, files.',
+  invalid_tools: 'A tool definition is malformed or over the limits: name `^[a-zA-Z0-9_]+$` of at most 64 characters, description of at most 1024 characters, `parameters` a JSON Schema whose `type` is `object`, at most 20 tools.',
+  invalid_files: '`files` is not an array, an item lacks a string `name` or `content`, there are more than 20 files, or a file is larger than 1 MB (1,048,576 bytes of UTF-8).',
+  invalid_tool_outputs: '`tool_outputs` is malformed (each item needs a string `tool_call_id` and a string `output`), `_compute_instance` is missing, or the outputs do not answer exactly the pending tool calls.',
+  tool_output_too_large: 'A single tool output is larger than 100 KB (102,400 bytes of UTF-8).',
+  stream_not_supported: '`stream: true` cannot be combined with `tools`: custom tool calls are returned as JSON.',
+  insufficient_credits: 'The project has too few credits left to cover the most this request can cost. Nothing was run. Add credits and retry.',
+  capability_not_enabled: 'A requested capability is not enabled on the project. The message names them; an operator can enable them.',
+  plan_restricted: "The project's plan does not allow a requested capability or feature (sessions need a project that has purchased credits).",
+  context_expired: 'The tool execution context is gone: it expired 5 minutes after the tool calls were returned, the request finished, the request id is unknown, or `_compute_instance` does not match.',
+  session_not_found: 'No session with this id exists in this project.',
+  request_not_found: 'No request with this id exists in this project.',
+  file_not_found: 'No file with this id exists in this project, or it has passed its retention.',
+  not_found: 'No such route.',
+  idempotency_conflict: 'The Idempotency-Key was used in the last 24 hours with a different body.',
+  session_expired: 'The session expired after 30 minutes without a message. Start a new session.',
+  session_ended: 'The session was ended with DELETE /v1/sessions/{id}. Start a new session.',
+  payload_too_large: 'The request body is larger than 10 MB.',
+  rate_limited: 'More than 60 requests in the last 60 seconds for this project. Retry after the number of seconds in the Retry-After header.',
+  quota_exceeded: "The plan's monthly request quota is used up; it resets at X-RateLimit-Reset.",
+  session_limit_reached: 'The project already has 10 active sessions. End one (DELETE /v1/sessions/{id}) or let one expire.',
+  internal_error: 'An unexpected error in the service. It has been logged; retrying may help.',
+  compute_error: "The language model (the compute service) returned an error, for example a rejected model key. The message carries the provider's reason.",
+  compute_unavailable: 'The language model could not be reached after retries.',
+  service_unavailable: 'No language model is configured for the project, or the service cannot reach a component it needs.',
+};

@@ -1,4 +1,8 @@
 export { dataSourceOptions, runMigrations } from './data-source.js';
+export { ApiKeyEntity } from './entities/api-key.entity.js';
+export { ModelConfigEntity, type ModelProvider } from './entities/model-config.entity.js';
+export { ProjectEntity } from './entities/project.entity.js';
 export { PersistenceModule } from './persistence.module.js';
 export { PostgresProbe } from './postgres.probe.js';
 export { assertTestDatabase } from './test-database.js';
+export { BlobStore, BLOB_RETENTION_HOURS } from './blob-store.js';

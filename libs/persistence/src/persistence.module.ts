@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
+import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { BlobStore } from './blob-store.js';
 import { dataSourceOptions } from './data-source.js';
 import { PostgresProbe } from './postgres.probe.js';
 
@@ -12,7 +14,7 @@ import { PostgresProbe } from './postgres.probe.js';
       useFactory: (config: AppConfig) => dataSourceOptions(config),
     }),
   ],
-  providers: [PostgresProbe],
-  exports: [TypeOrmModule, PostgresProbe],
+  providers: [PostgresProbe, { provide: BlobStore, inject: [DataSource], useFactory: (db: DataSource) => new BlobStore(db) }],
+  exports: [TypeOrmModule, PostgresProbe, BlobStore],
 })
 export class PersistenceModule {}

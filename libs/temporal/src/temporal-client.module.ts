@@ -1,5 +1,6 @@
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
-import { Client, Connection } from '@temporalio/client';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import type { ReadinessProbe } from '#libs/health';
 
@@ -7,16 +8,34 @@ import type { ReadinessProbe } from '#libs/health';
  * 503) while Temporal is down, and connects once it is up. */
 @Injectable()
 export class TemporalClientService implements OnApplicationShutdown {
-  readonly connection: Connection;
-  readonly client: Client;
+  /** Undefined when no Temporal address is configured. */
+  readonly connection: Connection | undefined;
+  readonly client: Client | undefined;
+  private closing = false;
+  /** When the last scheduled gRPC retry fires: the SDK's retry timers cannot be cancelled, and
+   * one that fires after the channel is closed throws, so shutdown waits for them. */
+  private retriesPendingUntil = 0;
 
   constructor(@Inject(APP_CONFIG) readonly config: AppConfig) {
-    this.connection = Connection.lazy({ address: config.temporal.address });
-    this.client = new Client({ connection: this.connection, namespace: config.temporal.namespace });
+    const { address, namespace } = config.temporal;
+    const retry = defaultGrpcRetryOptions({ maxAttempts: 5, maxIntervalMs: () => 1000 });
+    const interceptor = makeGrpcRetryInterceptor({
+      retryableDecider: (attempt, status) => !this.closing && retry.retryableDecider(attempt, status),
+      delayFunction: (attempt, status) => {
+        const delay = retry.delayFunction(attempt, status);
+        this.retriesPendingUntil = Math.max(this.retriesPendingUntil, Date.now() + delay);
+        return delay;
+      },
+    });
+    this.connection = address ? Connection.lazy({ address, connectTimeout: '3 seconds', interceptors: [interceptor] }) : undefined;
+    this.client = this.connection && new Client({ connection: this.connection, namespace });
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.connection.close();
+    this.closing = true;
+    const wait = this.retriesPendingUntil - Date.now();
+    if (wait > 0) await sleep(wait + 50);
+    await this.connection?.close();
   }
 }
 
@@ -25,21 +44,23 @@ export class TemporalClientService implements OnApplicationShutdown {
 @Injectable()
 export class TemporalProbe implements ReadinessProbe, OnApplicationShutdown {
   readonly name = 'temporal';
-  private readonly connection: Connection;
+  private readonly connection: Connection | undefined;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
-    this.connection = Connection.lazy({ address: config.temporal.address, interceptors: [] });
+    const { address } = config.temporal;
+    this.connection = address ? Connection.lazy({ address, interceptors: [] }) : undefined;
   }
 
   async check(signal: AbortSignal): Promise<void> {
     const { connection } = this;
+    if (!connection) throw new Error('TEMPORAL_ADDRESS is not configured');
     const response = await connection.withAbortSignal(signal, () => connection.healthService.check({}));
     // 1 = SERVING in grpc.health.v1.HealthCheckResponse.ServingStatus.
     if (response.status !== 1) throw new Error(`health status ${String(response.status)}`);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.connection.close();
+    await this.connection?.close();
   }
 }
 

@@ -1,2 +1,5 @@
+import { Accounts1763700000001 } from './1763700000001-accounts.js';
+import { Metering1763700000002 } from './1763700000002-metering.js';
+
 /** Every migration, in the order they apply. */
-export const MIGRATIONS: readonly Function[] = [];
+export const MIGRATIONS: readonly Function[] = [Accounts1763700000001, Metering1763700000002];

@@ -1,0 +1,183 @@
+import { Ajv } from 'ajv';
+import { CAPABILITIES, isCapability, ServiceError, type Capability, type ToolDefinition } from '#libs/contracts';
+
+/** Limits of DESIGN.md section 7 (sizes in bytes of UTF-8). */
+export const LIMITS = {
+  messageChars: 100_000,
+  files: 20,
+  fileBytes: 1_048_576,
+  tools: 20,
+  toolName: 64,
+  toolDescription: 1024,
+  toolOutputBytes: 102_400,
+} as const;
+
+const TOOL_NAME = /^[a-zA-Z0-9_]+$/;
+
+export interface InputFile {
+  readonly name: string;
+  readonly content: string;
+}
+
+/** A validated AgentRequest (contract section 2.1); unknown fields are ignored. */
+export interface AgentRequestBody {
+  readonly message: string;
+  readonly capabilities?: readonly Capability[];
+  readonly files: readonly InputFile[];
+  readonly stream: boolean;
+  readonly tools: readonly ToolDefinition[];
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The body as an object, or invalid_body. */
+export function requireObject(body: unknown): Record<string, unknown> {
+  if (!isObject(body)) throw new ServiceError('invalid_body', 'The request body must be a JSON object.');
+  return body;
+}
+
+function parseMessage(value: unknown): string {
+  if (typeof value !== 'string' || value.trim() === '') {
+    throw new ServiceError('missing_message', '`message` is required and must be a non-empty string.');
+  }
+  const chars = [...value].length;
+  if (chars > LIMITS.messageChars) {
+    throw new ServiceError('message_too_long', `\`message\` has ${chars} characters; the limit is ${LIMITS.messageChars.toLocaleString('en')}.`);
+  }
+  return value;
+}
+
+function parseCapabilities(value: unknown): Capability[] | undefined {
+  if (value === undefined) return undefined;
+  if (!Array.isArray(value) || value.length === 0) {
+    throw new ServiceError('invalid_capabilities', `\`capabilities\` must be a non-empty array of capability names (${CAPABILITIES.join(', ')}).`);
+  }
+  const unknown = value.filter((c) => !isCapability(c)).map((c) => (typeof c === 'string' ? c : JSON.stringify(c)));
+  if (unknown.length) {
+    throw new ServiceError('invalid_capabilities', `Unknown capabilities: ${unknown.join(', ')}. Valid capabilities: ${CAPABILITIES.join(', ')}.`);
+  }
+  return [...new Set(value as Capability[])];
+}
+
+function parseStream(value: unknown): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new ServiceError('invalid_body', '`stream` must be a boolean.');
+  return value;
+}
+
+function parseFiles(value: unknown): InputFile[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ServiceError('invalid_files', '`files` must be an array of { name, content } objects.');
+  if (value.length > LIMITS.files) throw new ServiceError('invalid_files', `At most ${LIMITS.files} files per request; got ${value.length}.`);
+  return value.map((file, i) => {
+    if (!isObject(file) || typeof file.name !== 'string' || typeof file.content !== 'string' || file.name.trim() === '') {
+      throw new ServiceError('invalid_files', `files[${i}] needs a non-empty string \`name\` and a string \`content\`.`);
+    }
+    const bytes = Buffer.byteLength(file.content, 'utf8');
+    if (bytes > LIMITS.fileBytes) {
+      throw new ServiceError('invalid_files', `files[${i}] ("${file.name}") is ${bytes} bytes; the limit is 1 MB (${LIMITS.fileBytes} bytes).`);
+    }
+    return { name: file.name, content: file.content };
+  });
+}
+
+const ajv = new Ajv({ strict: false, allErrors: false });
+
+function parseTools(value: unknown): ToolDefinition[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw new ServiceError('invalid_tools', '`tools` must be an array of tool definitions.');
+  if (value.length > LIMITS.tools) throw new ServiceError('invalid_tools', `At most ${LIMITS.tools} tools per request; got ${value.length}.`);
+  const names = new Set<string>();
+  return value.map((tool, i) => {
+    const at = `tools[${i}]`;
+    if (!isObject(tool)) throw new ServiceError('invalid_tools', `${at} must be an object with name, description and parameters.`);
+    const { name, description, parameters } = tool;
+    if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
+      throw new ServiceError('invalid_tools', `${at}.name must match ^[a-zA-Z0-9_]+$.`);
+    }
+    if (name.length > LIMITS.toolName) throw new ServiceError('invalid_tools', `${at}.name is ${name.length} characters; the limit is ${LIMITS.toolName}.`);
+    if (names.has(name)) throw new ServiceError('invalid_tools', `${at}.name "${name}" is used by another tool.`);
+    names.add(name);
+    if (typeof description !== 'string') throw new ServiceError('invalid_tools', `${at}.description is required and must be a string.`);
+    if (description.length > LIMITS.toolDescription) {
+      throw new ServiceError('invalid_tools', `${at}.description is ${description.length} characters; the limit is ${LIMITS.toolDescription}.`);
+    }
+    if (!isObject(parameters) || parameters.type !== 'object') {
+      throw new ServiceError('invalid_tools', `${at}.parameters must be a JSON Schema object whose "type" is "object".`);
+    }
+    try {
+      ajv.compile(parameters);
+    } catch (e) {
+      throw new ServiceError('invalid_tools', `${at}.parameters is not a valid JSON Schema: ${e instanceof Error ? e.message : String(e)}.`);
+    }
+    return { name, description, parameters };
+  });
+}
+
+/** Validates an AgentRequest (or a session message) exactly as the contract says, before anything runs. */
+export function parseAgentRequest(body: unknown): AgentRequestBody {
+  const b = requireObject(body);
+  const message = parseMessage(b.message);
+  const capabilities = parseCapabilities(b.capabilities);
+  const stream = parseStream(b.stream);
+  const files = parseFiles(b.files);
+  const tools = parseTools(b.tools);
+  if (stream && tools.length > 0) {
+    throw new ServiceError('stream_not_supported', '`stream: true` cannot be combined with `tools`: custom tool calls are returned as JSON. Send `stream: false`.');
+  }
+  return { message, capabilities, files, stream, tools };
+}
+
+export interface ToolOutputsBody {
+  readonly outputs: readonly { readonly toolCallId: string; readonly output: string }[];
+  readonly computeInstance: string;
+}
+
+/** Validates a tool-outputs submission (contract section 4.2). */
+export function parseToolOutputs(body: unknown): ToolOutputsBody {
+  const b = requireObject(body);
+  const list = b.tool_outputs;
+  if (!Array.isArray(list) || list.length === 0) {
+    throw new ServiceError('invalid_tool_outputs', '`tool_outputs` must be a non-empty array of { tool_call_id, output } objects.');
+  }
+  const outputs = list.map((item, i) => {
+    if (!isObject(item) || typeof item.tool_call_id !== 'string' || typeof item.output !== 'string') {
+      throw new ServiceError('invalid_tool_outputs', `tool_outputs[${i}] needs a string \`tool_call_id\` and a string \`output\`.`);
+    }
+    return { toolCallId: item.tool_call_id, output: item.output };
+  });
+  if (typeof b._compute_instance !== 'string' || b._compute_instance === '') {
+    throw new ServiceError('invalid_tool_outputs', '`_compute_instance` is required: pass the value from the previous response.');
+  }
+  outputs.forEach((o, i) => {
+    const bytes = Buffer.byteLength(o.output, 'utf8');
+    if (bytes > LIMITS.toolOutputBytes) {
+      throw new ServiceError('tool_output_too_large', `tool_outputs[${i}].output is ${bytes} bytes; the limit is 100 KB (${LIMITS.toolOutputBytes} bytes).`);
+    }
+  });
+  return { outputs, computeInstance: b._compute_instance };
+}
+
+/** Which capabilities a request may use: the plan is checked before the project (DESIGN.md section 7). */
+export function resolveCapabilities(
+  requested: readonly Capability[] | undefined,
+  planName: string,
+  planAllows: readonly Capability[],
+  enabled: readonly Capability[],
+  hasCustomTools: boolean,
+): Capability[] {
+  if (requested) {
+    const forbidden = requested.filter((c) => !planAllows.includes(c));
+    if (forbidden.length) {
+      throw new ServiceError('plan_restricted', `The ${planName} plan does not include: ${forbidden.join(', ')}. Upgrade the plan to use ${forbidden.length > 1 ? 'them' : 'it'}.`);
+    }
+    const notEnabled = requested.filter((c) => !enabled.includes(c));
+    if (notEnabled.length) {
+      throw new ServiceError('capability_not_enabled', `Capabilities not enabled on this project: ${notEnabled.join(', ')}.`);
+    }
+  }
+  // With custom tools only chat applies (contract 2.1).
+  if (hasCustomTools) return ['chat'];
+  const offered = requested ?? enabled.filter((c) => planAllows.includes(c));
+  return CAPABILITIES.filter((c) => offered.includes(c));
+}

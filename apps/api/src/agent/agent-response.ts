@@ -1,0 +1,66 @@
+import type { Response } from 'express';
+import type { Principal } from '#libs/accounts';
+import { ServiceError, type AgentStop, type PlanName, type ResponseFile, type ToolCall } from '#libs/contracts';
+import { currentPeriod } from '#libs/metering';
+
+/** AgentResponse (contract section 2.4), also the session message response (2.10). */
+export interface AgentResponse {
+  id: string;
+  object: 'agent.response' | 'session.message';
+  session_id?: string;
+  status: AgentStop['status'];
+  message?: string;
+  tool_calls?: readonly ToolCall[];
+  capabilities_used: readonly string[];
+  files: readonly ResponseFile[];
+  usage: { credits_this_request: number; credits_remaining: number; tokens_used: number };
+  meta: { duration_ms: number; project_id: string; plan: PlanName };
+  _compute_instance: string;
+  error?: { code: string; message: string };
+}
+
+export interface RenderContext {
+  readonly object: AgentResponse['object'];
+  readonly sessionId?: string;
+  readonly computeInstance: string;
+  readonly startedAt: number;
+  readonly plan: PlanName;
+}
+
+/** The contract's view of a stop. `message` when completed, `tool_calls` when paused. */
+export function renderStop(stop: AgentStop, ctx: RenderContext): AgentResponse {
+  return {
+    id: stop.requestId,
+    object: ctx.object,
+    ...(ctx.sessionId ? { session_id: ctx.sessionId } : {}),
+    status: stop.status,
+    ...(stop.status === 'completed' ? { message: stop.message ?? '' } : {}),
+    ...(stop.status === 'requires_tool_outputs' ? { tool_calls: stop.toolCalls ?? [] } : {}),
+    capabilities_used: stop.capabilitiesUsed,
+    files: stop.files.map(({ name, content, url }) => ({ name, content, ...(url ? { url } : {}) })),
+    usage: { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed },
+    meta: { duration_ms: Math.max(0, Math.round(performance.now() - ctx.startedAt)), project_id: stop.projectId, plan: ctx.plan },
+    _compute_instance: ctx.computeInstance,
+    ...(stop.status === 'failed' && stop.error ? { error: stop.error } : {}),
+  };
+}
+
+/** A stop that answers a POST: a failed run becomes its contract error instead of a 200. */
+export function requireSuccessfulStop(stop: AgentStop): AgentStop {
+  if (stop.status === 'failed') {
+    throw new ServiceError(stop.error?.code ?? 'compute_error', stop.error?.message ?? 'The agent run failed.');
+  }
+  if (stop.status === 'expired') {
+    throw new ServiceError('context_expired', 'The tool execution context has expired.');
+  }
+  return stop;
+}
+
+/** X-Request-Id and the quota headers of every 200 (contract section 4.1). */
+export function setResponseHeaders(res: Response, requestId: string, principal: Principal, monthlyQuota: number, requestsUsed: number): void {
+  const { end } = currentPeriod(principal.project.periodStart, new Date());
+  res.setHeader('X-Request-Id', requestId);
+  res.setHeader('X-RateLimit-Limit', String(monthlyQuota));
+  res.setHeader('X-RateLimit-Remaining', String(Math.max(0, monthlyQuota - requestsUsed)));
+  res.setHeader('X-RateLimit-Reset', String(Math.floor(end.getTime() / 1000)));
+}

@@ -1,0 +1,53 @@
+import { ArgumentsHost, Catch, HttpException, Inject, Logger, type ExceptionFilter } from '@nestjs/common';
+import type { Response } from 'express';
+import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { errorDocsUrl, ERROR_STATUS, ServiceError, type ErrorBody, type ErrorCode } from '#libs/contracts';
+
+/** Body-parser failures carry a `type`; map the ones a client causes to contract codes. */
+function fromBodyParser(e: unknown): ServiceError | undefined {
+  const type = (e as { type?: unknown } | null)?.type;
+  if (type === 'entity.parse.failed') return new ServiceError('invalid_body', 'The request body is not valid JSON.');
+  if (type === 'entity.too.large') return new ServiceError('payload_too_large', 'The request body is larger than 10 MB.');
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return new ServiceError('invalid_body', 'The request body must be UTF-8 JSON.');
+  }
+  return undefined;
+}
+
+/** The one place where errors become HTTP: every failure leaves as `{ error: { code, message, docs } }`. */
+@Catch()
+export class ContractExceptionFilter implements ExceptionFilter {
+  private readonly logger = new Logger('errors');
+
+  constructor(@Inject(APP_CONFIG) private readonly config: AppConfig) {}
+
+  catch(exception: unknown, host: ArgumentsHost): void {
+    const res = host.switchToHttp().getResponse<Response>();
+    const error = this.toServiceError(exception);
+    if (res.headersSent) {
+      // A stream already started: it reports its own errors as events; just end it.
+      res.end();
+      return;
+    }
+    const body: ErrorBody = { error: { code: error.code, message: error.message, docs: errorDocsUrl(this.config.publicBaseUrl, error.code) } };
+    for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+    res.status(error.status).json(body);
+  }
+
+  private toServiceError(e: unknown): ServiceError {
+    if (e instanceof ServiceError) return e;
+    const parsed = fromBodyParser(e);
+    if (parsed) return parsed;
+    if (e instanceof HttpException) {
+      const status = e.getStatus();
+      if (status === 404) return new ServiceError('not_found', 'No such route. See the API reference at /docs.');
+      if (status === 413) return new ServiceError('payload_too_large', 'The request body is larger than 10 MB.');
+      // Our own failures are ServiceErrors; a bare 400 comes from Nest's body parsing.
+      if (status === 400) return new ServiceError('invalid_body', 'The request body is not valid JSON.');
+      const code = (Object.keys(ERROR_STATUS) as ErrorCode[]).find((c) => ERROR_STATUS[c] === status);
+      if (code) return new ServiceError(code, e.message);
+    }
+    this.logger.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
+    return new ServiceError('internal_error', 'An unexpected error occurred. It has been logged.');
+  }
+}

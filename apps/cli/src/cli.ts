@@ -1,0 +1,237 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import { Command, CommanderError, Option } from 'commander';
+import { DataSource } from 'typeorm';
+import { AccountsError, AccountsService, MODEL_PROVIDERS } from '#libs/accounts';
+import type { AppConfig } from '#libs/config';
+import { CAPABILITIES, PLANS, type Capability, type PlanName } from '#libs/contracts';
+import { dataSourceOptions, runMigrations, type ApiKeyEntity, type ProjectEntity } from '#libs/persistence';
+
+/** Where the CLI writes and reads; injectable so tests capture output. */
+export interface CliIo {
+  out(text: string): void;
+  err(text: string): void;
+  readStdin(): Promise<string>;
+  env: Readonly<Record<string, string | undefined>>;
+}
+
+const projectView = (p: ProjectEntity) => ({
+  id: p.id,
+  name: p.name,
+  plan: p.plan,
+  capabilities: p.capabilities,
+  credit_balance: p.creditBalance,
+  credits_purchased: p.creditsPurchased,
+  period_start: p.periodStart.toISOString(),
+});
+
+const keyView = (k: ApiKeyEntity) => ({
+  id: k.id,
+  project_id: k.projectId,
+  prefix: k.prefix,
+  label: k.label,
+  created_at: k.createdAt.toISOString(),
+  revoked_at: k.revokedAt?.toISOString() ?? null,
+});
+
+function parseList(value: string): string[] {
+  return value.split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+function parsePositiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n <= 0) throw new AccountsError(`"${value}" is not a positive integer`);
+  return n;
+}
+
+/** Runs one CLI invocation; returns the exit code (0 done, 1 refused, 2 usage). */
+export async function runCli(argv: readonly string[], config: AppConfig, io: CliIo): Promise<number> {
+  let db: DataSource | undefined;
+  const accounts = async (): Promise<AccountsService> => {
+    if (!db) {
+      db = new DataSource({ ...dataSourceOptions(config), logging: ['error'] });
+      await db.initialize();
+    }
+    return new AccountsService(db, config);
+  };
+  const print = (json: boolean, value: unknown, text: string): void => io.out(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
+  const jsonOption = new Option('--json', 'print JSON instead of text');
+
+  const program = new Command('mas')
+    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, API keys.')
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
+    .showHelpAfterError('(run with --help for usage)');
+
+  program
+    .command('migrate')
+    .description('apply pending database migrations')
+    .action(async () => {
+      const ran = await runMigrations(config);
+      io.out(ran.length ? `applied ${ran.length} migration(s): ${ran.join(', ')}\n` : 'database is up to date\n');
+    });
+
+  const project = program.command('project').description('create and change projects');
+  project
+    .command('create')
+    .description('create a project')
+    .requiredOption('--name <name>', 'unique project name')
+    .addOption(new Option('--plan <plan>', 'plan').choices(PLANS).default('free'))
+    .option('--capabilities <list>', `comma-separated capabilities to enable (default: all the plan allows; valid: ${CAPABILITIES.join(', ')})`, parseList)
+    .option('--credits <n>', 'purchased credits to add at once', parsePositiveInt)
+    .addOption(jsonOption)
+    .action(async (o: { name: string; plan: PlanName; capabilities?: Capability[]; credits?: number; json?: boolean }) => {
+      const svc = await accounts();
+      let p = await svc.createProject({ name: o.name, plan: o.plan, capabilities: o.capabilities });
+      if (o.credits) p = await svc.addCredits(p.id, o.credits);
+      print(!!o.json, projectView(p), `created project ${p.name} (${p.id}), plan ${p.plan}, capabilities ${p.capabilities.join(', ') || 'none'}, ${p.creditBalance} credits`);
+    });
+  project
+    .command('list')
+    .description('list projects')
+    .addOption(jsonOption)
+    .action(async (o: { json?: boolean }) => {
+      const all = await (await accounts()).listProjects();
+      print(!!o.json, all.map(projectView), all.map((p) => `${p.id}  ${p.name}  ${p.plan}  ${p.creditBalance} credits  [${p.capabilities.join(',')}]`).join('\n') || 'no projects');
+    });
+  project
+    .command('show')
+    .description('show a project and its model configuration')
+    .argument('<project>', 'project id or name')
+    .addOption(jsonOption)
+    .action(async (ref: string, o: { json?: boolean }) => {
+      const svc = await accounts();
+      const p = await svc.findProject(ref);
+      const model = await svc.modelConfig(p.id);
+      const view = { ...projectView(p), model: model && { provider: model.provider, model: model.model, base_url: model.baseUrl, key_set: model.hasKey } };
+      const modelText = model ? `${model.provider} ${model.model}${model.baseUrl ? ` at ${model.baseUrl}` : ''}${model.hasKey ? ', key set' : ''}` : 'not configured';
+      print(!!o.json, view, `${p.name} (${p.id})\n  plan: ${p.plan}\n  capabilities: ${p.capabilities.join(', ') || 'none'}\n  credits: ${p.creditBalance}${p.creditsPurchased ? '' : ' (never purchased)'}\n  model: ${modelText}`);
+    });
+  project
+    .command('set-plan')
+    .description('move a project to another plan')
+    .argument('<project>', 'project id or name')
+    .addArgument(new Command().createArgument('<plan>', 'free, starter or pro').choices(PLANS))
+    .addOption(jsonOption)
+    .action(async (ref: string, plan: string, o: { json?: boolean }) => {
+      const p = await (await accounts()).setPlan(ref, plan);
+      print(!!o.json, projectView(p), `${p.name} is now on the ${p.plan} plan`);
+    });
+  const capabilities = project.command('capabilities').description('enable or disable capabilities on a project');
+  for (const change of ['enable', 'disable'] as const) {
+    capabilities
+      .command(change)
+      .description(`${change} capabilities (${CAPABILITIES.join(', ')})`)
+      .argument('<project>', 'project id or name')
+      .argument('<capabilities...>', 'capability names, space- or comma-separated')
+      .addOption(jsonOption)
+      .action(async (ref: string, names: string[], o: { json?: boolean }) => {
+        const p = await (await accounts()).setCapabilities(ref, change, names.flatMap(parseList));
+        print(!!o.json, projectView(p), `${p.name} capabilities: ${p.capabilities.join(', ') || 'none'}`);
+      });
+  }
+  project
+    .command('set-model')
+    .description("set the project's language model; the key is read from an environment variable or stdin, never from the command line")
+    .argument('<project>', 'project id or name')
+    .addOption(new Option('--provider <provider>', 'model provider').choices(MODEL_PROVIDERS).makeOptionMandatory())
+    .requiredOption('--model <model>', 'model name, e.g. gpt-4o-mini')
+    .option('--base-url <url>', 'API base URL (an OpenAI-compatible server, a proxy)')
+    .option('--key-from-env <VAR>', 'read the model key from this environment variable')
+    .option('--key-stdin', 'read the model key from standard input')
+    .addOption(jsonOption)
+    .action(async (ref: string, o: { provider: string; model: string; baseUrl?: string; keyFromEnv?: string; keyStdin?: boolean; json?: boolean }) => {
+      let apiKey: string | undefined;
+      if (o.keyFromEnv) {
+        apiKey = io.env[o.keyFromEnv];
+        if (!apiKey) throw new AccountsError(`environment variable ${o.keyFromEnv} is not set`);
+      } else if (o.keyStdin) {
+        apiKey = (await io.readStdin()).trim();
+        if (!apiKey) throw new AccountsError('no key on standard input');
+      }
+      const m = await (await accounts()).setModel(ref, { provider: o.provider, model: o.model, baseUrl: o.baseUrl ?? null, apiKey: apiKey ?? null });
+      print(!!o.json, { provider: m.provider, model: m.model, base_url: m.baseUrl, key_set: m.hasKey }, `model set: ${m.provider} ${m.model}${m.baseUrl ? ` at ${m.baseUrl}` : ''}${m.hasKey ? ' (key stored encrypted)' : ''}`);
+    });
+  project
+    .command('credits')
+    .description('manage credits')
+    .command('add')
+    .description('add purchased credits')
+    .argument('<project>', 'project id or name')
+    .argument('<amount>', 'credits to add', parsePositiveInt)
+    .addOption(jsonOption)
+    .action(async (ref: string, amount: number, o: { json?: boolean }) => {
+      const p = await (await accounts()).addCredits(ref, amount);
+      print(!!o.json, projectView(p), `${p.name} has ${p.creditBalance} credits`);
+    });
+
+  const key = program.command('key').description('issue, list and revoke API keys');
+  key
+    .command('create')
+    .description('issue an API key; the full key is printed once and never stored')
+    .argument('<project>', 'project id or name')
+    .option('--label <label>', 'a note to tell keys apart')
+    .addOption(jsonOption)
+    .action(async (ref: string, o: { label?: string; json?: boolean }) => {
+      const { key: secret, record } = await (await accounts()).createApiKey(ref, o.label);
+      print(!!o.json, { ...keyView(record), key: secret }, `${secret}\n(key id ${record.id}; shown once: store it now)`);
+    });
+  key
+    .command('list')
+    .description("list a project's keys (prefixes only)")
+    .argument('<project>', 'project id or name')
+    .addOption(jsonOption)
+    .action(async (ref: string, o: { json?: boolean }) => {
+      const keys = await (await accounts()).listApiKeys(ref);
+      print(!!o.json, keys.map(keyView), keys.map((k) => `${k.id}  ${k.prefix}…  ${k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active'}${k.label ? `  ${k.label}` : ''}`).join('\n') || 'no keys');
+    });
+  key
+    .command('revoke')
+    .description('revoke a key at once, on every api replica')
+    .argument('<key-id>', 'the key id (from key list)')
+    .addOption(jsonOption)
+    .action(async (id: string, o: { json?: boolean }) => {
+      const k = await (await accounts()).revokeApiKey(id);
+      print(!!o.json, keyView(k), `revoked ${k.prefix}… (${k.id})`);
+    });
+
+  program
+    .command('demo')
+    .description('create the demo project on first run (pro plan, every capability, credits, the scripted model) and print a working key and curl command')
+    .requiredOption('--key-file <path>', 'where the demo key is kept between runs (created with mode 600)')
+    .requiredOption('--api-url <url>', 'the api base URL for the printed curl command')
+    .action(async (o: { keyFile: string; apiUrl: string }) => {
+      const svc = await accounts();
+      const existing = await svc.listProjects();
+      let demo = existing.find((p) => p.name === 'demo');
+      if (!demo) {
+        demo = await svc.createProject({ name: 'demo', plan: 'pro', capabilities: CAPABILITIES });
+        demo = await svc.addCredits(demo.id, 1000);
+        await svc.setModel(demo.id, { provider: 'scripted', model: 'scripted-demo' });
+      }
+      let secret = (await readFile(o.keyFile, 'utf8').catch(() => '')).trim();
+      const principal = secret ? await svc.authenticate(secret) : null;
+      if (!principal || principal.project.id !== demo.id) {
+        secret = (await svc.createApiKey(demo.id, 'demo (npm start)')).key;
+        await writeFile(o.keyFile, `${secret}\n`, { mode: 0o600 });
+      }
+      io.out(
+        `  Demo project "demo" (${demo.id}): plan pro, ${demo.creditBalance} credits, scripted model\n` +
+          `    API key      ${secret}\n` +
+          `    Try it       curl -sS ${o.apiUrl}/v1/agent -H 'Authorization: Bearer ${secret}' -H 'Content-Type: application/json' -d '{"message":"Hello!"}'\n`,
+      );
+    });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return 0;
+  } catch (e) {
+    if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
+    if (e instanceof AccountsError) {
+      io.err(`error: ${e.message}\n`);
+      return 1;
+    }
+    throw e;
+  } finally {
+    await db?.destroy();
+  }
+}

@@ -1,0 +1,90 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineUpdate } from '@temporalio/workflow';
+import type { AgentError, AgentStatus, ChatMessage, InputFileRef, ModelTurn, ResponseFile, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
+import type { Capability, PlanName } from './capabilities.js';
+
+/** Operators find requests in the Temporal UI by these (registered by the stack). */
+export const SEARCH_ATTRIBUTES = {
+  projectId: defineSearchAttributeKey('ProjectId', SearchAttributeType.KEYWORD),
+  agentStatus: defineSearchAttributeKey('AgentStatus', SearchAttributeType.KEYWORD),
+  capabilities: defineSearchAttributeKey('Capabilities', SearchAttributeType.KEYWORD_LIST),
+};
+
+export const agentRequestWorkflowId = (requestId: string): string => `agent-request-${requestId}`;
+
+/** Input of agentRequestWorkflow. Nothing secret: the model key is read inside the activity. */
+export interface AgentRequestInput {
+  readonly requestId: string;
+  readonly projectId: string;
+  readonly plan: PlanName;
+  readonly message: string;
+  /** Earlier turns (sessions); empty for a one-shot request. */
+  readonly history: readonly ChatMessage[];
+  /** Capabilities whose built-in tools are offered (only `chat` when custom tools are present). */
+  readonly capabilities: readonly Capability[];
+  readonly tools: readonly ToolDefinition[];
+  readonly files: readonly InputFileRef[];
+  /** Credits reserved before the run: 1 + the surcharges of the capabilities offered. */
+  readonly maxCredits: number;
+  readonly surcharges: Readonly<Record<Capability, number>>;
+  readonly monthlyQuota: number;
+  readonly stream: boolean;
+}
+
+/** One stop of a request as the api renders it (and the `state` query shows operators). */
+export interface AgentStop {
+  readonly requestId: string;
+  readonly projectId: string;
+  readonly status: AgentStatus;
+  /** Bumped at every stop, so a caller can wait for the next one. */
+  readonly stop: number;
+  readonly message?: string;
+  readonly toolCalls?: readonly ToolCall[];
+  readonly capabilitiesUsed: readonly Capability[];
+  readonly files: readonly ResponseFile[];
+  /** Tokens of the leg that ended at this stop (this HTTP request). */
+  readonly tokensUsed: number;
+  /** Credits charged by the leg that ended at this stop: the charge at the first stop, 0 after. */
+  readonly creditsThisRequest: number;
+  /** The project's balance after this stop's charge. */
+  readonly creditsRemaining: number;
+  /** Quota counter after this request was admitted. */
+  readonly requestsUsed: number;
+  readonly error?: AgentError;
+}
+
+/** Outputs for pending tool calls; a large output arrives as a stored blob's id (claim check). */
+export interface ToolOutputsSubmission {
+  /** The submitting project: another project's submission is refused as context_expired. */
+  readonly projectId: string;
+  readonly outputs: readonly { readonly toolCallId: string; readonly output?: string; readonly blobId?: string }[];
+}
+
+/** Waits for the request's first stop (Update-with-Start): completed, paused, or failed. */
+export const firstStopUpdate = defineUpdate<AgentStop>('firstStop');
+/** Delivers tool outputs; the validator refuses a request that is not paused or ids that are not
+ * exactly the pending calls; the reply is the next stop. */
+export const submitToolOutputsUpdate = defineUpdate<AgentStop, [ToolOutputsSubmission]>('submitToolOutputs');
+/** The request's current state, for the api's GET and the Temporal UI. */
+export const stateQuery = defineQuery<AgentStop>('state');
+
+/** Activities of the agent loop; the workflow imports only this interface. */
+export interface AgentActivities {
+  /** Admits the request: counts it against the monthly quota and reserves `credits`. Idempotent by request id. */
+  admitRequest(input: { requestId: string; projectId: string; credits: number; monthlyQuota: number }): Promise<
+    { ok: true; balance: number; requestsUsed: number } | { ok: false; error: AgentError; balance: number; requestsUsed: number }
+  >;
+  /** Settles the reservation to the actual charge (0 for a failed run). Idempotent by request id. */
+  settleCredits(input: { requestId: string; projectId: string; reserved: number; charged: number; capabilities: readonly Capability[]; tokens: number }): Promise<{ balance: number }>;
+  /** Calls the project's model (its key is decrypted here, never passed in). */
+  callModel(input: { requestId: string; projectId: string; messages: readonly ChatMessage[]; tools: readonly ToolSpec[]; files: readonly InputFileRef[]; stream: boolean }): Promise<ModelTurn>;
+  /** Built-in tools offered for a set of capabilities, and notes on any that are unavailable. */
+  builtinTools(input: { capabilities: readonly Capability[] }): Promise<{ tools: readonly (ToolSpec & { capability: Capability })[]; notes: readonly string[] }>;
+  /** Runs one built-in tool call. */
+  runBuiltinTool(input: { requestId: string; projectId: string; call: ToolCall; files: readonly InputFileRef[] }): Promise<{ ok: boolean; output: string; files: readonly ResponseFile[] }>;
+}
+
+/** A tool output stored by reference stands in the conversation as this marker; the model
+ * activity replaces it with the stored text, so large outputs never enter workflow history. */
+export const blobMarker = (blobId: string): string => `mas-blob://${blobId}`;
+export const BLOB_MARKER = /^mas-blob:\/\/([0-9a-f-]{36})$/;

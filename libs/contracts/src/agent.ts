@@ -1,0 +1,63 @@
+import type { ErrorCode } from './errors.js';
+
+/** ToolDefinition, contract section 2.3 (validated by the api). */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description: string;
+  /** A JSON Schema object with `type: "object"`. */
+  readonly parameters: Record<string, unknown>;
+}
+
+/** ToolCall, contract section 2.5. */
+export interface ToolCall {
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: Record<string, unknown>;
+}
+
+/** One message of a conversation with the model, provider-neutral. */
+export type ChatMessage =
+  | { readonly role: 'system'; readonly content: string }
+  | { readonly role: 'user'; readonly content: string }
+  | { readonly role: 'assistant'; readonly content: string; readonly toolCalls?: readonly ToolCall[] }
+  | { readonly role: 'tool'; readonly toolCallId: string; readonly name: string; readonly content: string };
+
+/** A tool as offered to the model (custom or built-in). */
+export interface ToolSpec {
+  readonly name: string;
+  readonly description: string;
+  readonly parameters: Record<string, unknown>;
+}
+
+/** What one model call produced. */
+export interface ModelTurn {
+  /** Text of the reply (may be empty when the model only calls tools). */
+  readonly content: string;
+  readonly toolCalls: readonly ToolCall[];
+  readonly usage: { readonly inputTokens: number; readonly outputTokens: number };
+  /** The provider's model name as it reported it. */
+  readonly model: string;
+}
+
+/** ResponseFile, contract section 2.6, plus the stored file's id. */
+export interface ResponseFile {
+  readonly id?: string;
+  readonly name: string;
+  readonly content: string;
+  readonly url?: string;
+}
+
+export type AgentStatus = 'in_progress' | 'requires_tool_outputs' | 'completed' | 'expired' | 'failed';
+
+/** An input file after the api stored it: the workflow carries only the reference (claim check). */
+export interface InputFileRef {
+  readonly name: string;
+  readonly blobId: string;
+  readonly bytes: number;
+}
+
+/** The error of a failed run, in contract terms. */
+export interface AgentError {
+  readonly code: ErrorCode;
+  readonly message: string;
+}

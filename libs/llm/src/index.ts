@@ -1,0 +1,3 @@
+export { callModel } from './call-model.js';
+export { ModelError, type ModelErrorKind } from './model-error.js';
+export type { ModelProvider, ModelRequest } from './model-request.js';

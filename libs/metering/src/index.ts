@@ -1,0 +1,3 @@
+export { addMonths, currentPeriod } from './billing-period.js';
+export { MeteringService, RATE_LIMIT_PER_MINUTE, type Admission } from './metering.service.js';
+export { MeteringModule } from './metering.module.js';

@@ -1,0 +1,32 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+
+/** How long input files and large tool outputs are kept (they only serve an agent run). */
+export const BLOB_RETENTION_HOURS = 24;
+
+/** Claim-check storage: large payloads live here and travel through Temporal as ids. */
+export class BlobStore {
+  constructor(private readonly db: DataSource) {}
+
+  async put(projectId: string, name: string, content: string): Promise<{ id: string; bytes: number }> {
+    const id = randomUUID();
+    const bytes = Buffer.byteLength(content, 'utf8');
+    await this.db.query(
+      `insert into blobs (id, project_id, name, content, bytes, expires_at) values ($1, $2, $3, $4, $5, now() + make_interval(hours => $6))`,
+      [id, projectId, name, content, bytes, BLOB_RETENTION_HOURS],
+    );
+    return { id, bytes };
+  }
+
+  /** A blob of `projectId`; another project's blob is not found. */
+  async get(id: string, projectId: string): Promise<{ name: string; content: string } | undefined> {
+    const rows: { name: string; content: string }[] = await this.db.query(`select name, content from blobs where id = $1 and project_id = $2`, [id, projectId]);
+    return rows[0];
+  }
+
+  /** Deletes expired blobs; returns how many. */
+  async deleteExpired(): Promise<number> {
+    const [, count] = (await this.db.query(`delete from blobs where expires_at < now()`)) as [unknown, number];
+    return count;
+  }
+}

@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import { Client, Connection } from '@temporalio/client';
+import { requireTemporalAddress } from '#libs/config';
+import { agentRequestWorkflowId } from '#libs/contracts';
+import { startApi, type RunningApi } from '../support/api.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { testConfig } from '../support/config.js';
+import { Fixtures } from '../support/fixtures.js';
+import { request } from '../support/http.js';
+import { startWorker, type RunningWorker } from '../support/worker.js';
+
+const config = testConfig();
+// Each test file has its own task queue, so no other worker (e.g. a running `npm start`) takes its requests.
+const env = { TEMPORAL_TASK_QUEUE: `e2e-agent-${randomUUID()}` };
+
+const weatherTool = {
+  name: 'get_weather',
+  description: 'Current weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+describe('POST /v1/agent', () => {
+  let api: RunningApi;
+  let worker: RunningWorker;
+  let fixtures: Fixtures;
+  let models: ModelServer;
+
+  beforeAll(async () => {
+    fixtures = await Fixtures.open(config);
+    models = await startModelServer();
+    worker = await startWorker(env);
+    api = await startApi(env);
+  });
+  afterAll(async () => {
+    await api.close();
+    await worker.close();
+    await models.close();
+    await fixtures.close();
+  });
+
+  it('answers a one-shot request with every AgentResponse field and the headers', async () => {
+    const { project, auth } = await fixtures.project({ credits: 10 });
+    const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Hello there' } });
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      object: 'agent.response',
+      status: 'completed',
+      message: 'You said: "Hello there"',
+      capabilities_used: ['chat'],
+      files: [],
+      usage: { credits_this_request: 1, credits_remaining: 9, tokens_used: expect.any(Number) },
+      meta: { duration_ms: expect.any(Number), project_id: project.id, plan: 'pro' },
+      _compute_instance: `default/${env.TEMPORAL_TASK_QUEUE}`,
+    });
+    expect(res.body.usage.tokens_used).toBeGreaterThan(0);
+    expect(res.headers.get('x-request-id')).toBe(res.body.id);
+    expect(res.headers.get('x-ratelimit-limit')).toBe('50000');
+    expect(res.headers.get('x-ratelimit-remaining')).toBe('49999');
+    expect(Number(res.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000);
+
+    const read = await request(api.url, 'GET', `/v1/agent/${res.body.id}`, { headers: auth });
+    expect(read.status).toBe(200);
+    expect(read.body).toMatchObject({ id: res.body.id, status: 'completed', message: 'You said: "Hello there"' });
+  });
+
+  it('pauses for custom tools, resumes with their outputs, and charges only the first leg', async () => {
+    const { auth } = await fixtures.project({ credits: 10 });
+    const first = await request(api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'What is the weather? use get_weather {"city":"Oslo"}', tools: [weatherTool] },
+    });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({
+      object: 'agent.response',
+      status: 'requires_tool_outputs',
+      tool_calls: [{ id: expect.any(String), name: 'get_weather', arguments: { city: 'Oslo' } }],
+      capabilities_used: ['chat'],
+      usage: { credits_this_request: 1, credits_remaining: 9 },
+    });
+    expect(first.body.message).toBeUndefined();
+    const call = first.body.tool_calls[0];
+
+    const second = await request(api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
+      headers: auth,
+      body: { tool_outputs: [{ tool_call_id: call.id, output: 'Sunny, 21 C' }], _compute_instance: first.body._compute_instance },
+    });
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({
+      id: first.body.id,
+      status: 'completed',
+      message: expect.stringContaining('Sunny, 21 C'),
+      usage: { credits_this_request: 0, credits_remaining: 9 },
+    });
+    expect(second.headers.get('x-request-id')).toBe(first.body.id);
+
+    // The context is gone once the request finished.
+    const again = await request(api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
+      headers: auth,
+      body: { tool_outputs: [{ tool_call_id: call.id, output: 'x' }], _compute_instance: first.body._compute_instance },
+    });
+    expect(again.status).toBe(404);
+    expect(again.body.error.code).toBe('context_expired');
+  });
+
+  it('calls an OpenAI-compatible server with the project key, through a tool round trip', async () => {
+    const { auth } = await fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-openai-secret-1' } });
+    models.reply({ toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] }, { content: 'It is sunny in Paris.' });
+    const first = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Weather in Paris?', tools: [weatherTool] } });
+    expect(first.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] });
+    const second = await request(api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
+      headers: auth,
+      body: { tool_outputs: [{ tool_call_id: first.body.tool_calls[0].id, output: '{"sky":"clear"}' }], _compute_instance: first.body._compute_instance },
+    });
+    expect(second.body).toMatchObject({ status: 'completed', message: 'It is sunny in Paris.' });
+    const calls = models.requests.filter((r) => r.path.endsWith('/chat/completions')).slice(-2);
+    expect(calls[0]?.headers.authorization).toBe('Bearer sk-openai-secret-1');
+    expect(calls[1]?.body.messages.at(-1)).toMatchObject({ role: 'tool', content: '{"sky":"clear"}' });
+  });
+
+  it('calls an Anthropic server', async () => {
+    const { auth } = await fixtures.project({ model: { provider: 'anthropic', model: 'claude-test', baseUrl: models.origin, apiKey: 'sk-ant-secret-2' } });
+    models.reply({ content: 'Bonjour from Anthropic.' });
+    const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Say hello' } });
+    expect(res.body).toMatchObject({ status: 'completed', message: 'Bonjour from Anthropic.' });
+    expect(models.requests.at(-1)?.headers['x-api-key']).toBe('sk-ant-secret-2');
+  });
+
+  it('reports a rejected model key as compute_error with the provider message and no key, charging nothing', async () => {
+    const { auth, project } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-wrong-key-3' } });
+    models.requireKey('sk-the-right-key');
+    try {
+      const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } });
+      expect(res.status).toBe(502);
+      expect(res.body.error).toMatchObject({ code: 'compute_error', message: expect.stringContaining('401'), docs: `${config.publicBaseUrl}/docs/errors#compute_error` });
+      expect(JSON.stringify(res.body)).not.toContain('sk-wrong-key-3');
+      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
+    } finally {
+      models.requireKey('');
+    }
+  });
+
+  it('keeps the model key and the API key out of the Temporal history', async () => {
+    const { auth, key } = await fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-model-key-never-logged' } });
+    models.reply({ content: 'done' });
+    const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello' } });
+    expect(res.body.status).toBe('completed');
+    const connection = await Connection.connect({ address: requireTemporalAddress(config) });
+    try {
+      const client = new Client({ connection, namespace: config.temporal.namespace });
+      const history = await client.workflow.getHandle(agentRequestWorkflowId(res.body.id)).fetchHistory();
+      // Payloads are base64 in the JSON form of the history: decode every one before searching.
+      const decoded: string[] = [];
+      const json = JSON.stringify(history, (k, v: unknown) => {
+        if (k === 'data' && typeof v === 'string') decoded.push(Buffer.from(v, 'base64').toString('utf8'));
+        return v;
+      });
+      const text = json + decoded.join('\n');
+      expect(text).toContain('hello');
+      expect(text).not.toContain('sk-model-key-never-logged');
+      expect(text).not.toContain(key);
+      expect(text).not.toContain(key.slice(7));
+    } finally {
+      await connection.close();
+    }
+  });
+});

@@ -1,0 +1,238 @@
+import {
+  ActivityFailure,
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import {
+  blobMarker,
+  firstStopUpdate,
+  SEARCH_ATTRIBUTES,
+  stateQuery,
+  submitToolOutputsUpdate,
+  type AgentActivities,
+  type AgentError,
+  type AgentRequestInput,
+  type AgentStatus,
+  type AgentStop,
+  type Capability,
+  type ChatMessage,
+  type ResponseFile,
+  type ToolCall,
+  type ToolOutputsSubmission,
+  type ToolSpec,
+} from '#libs/contracts';
+
+/** How long the caller has to submit tool outputs (contract section 3.1). */
+export const TOOL_CONTEXT_LIFETIME = '5 minutes';
+/** Model calls one leg may make before it is stopped as a runaway. */
+export const MAX_MODEL_CALLS_PER_LEG = 12;
+
+const { admitRequest, settleCredits } = proxyLocalActivities<AgentActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 ms', maximumAttempts: 5 },
+});
+
+const { builtinTools } = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: '5 seconds' });
+
+const { callModel } = proxyActivities<AgentActivities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  // 429 and 5xx from the provider retry with backoff; a rejected request (4xx) is non-retryable.
+  retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 4, nonRetryableErrorTypes: ['compute_error', 'service_unavailable'] },
+});
+
+const { runBuiltinTool } = proxyActivities<AgentActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '500 ms', maximumAttempts: 3 },
+});
+
+/** The model-call failure in contract terms. */
+function toAgentError(e: unknown): AgentError {
+  const cause = e instanceof ActivityFailure ? e.cause : e;
+  if (cause instanceof ApplicationFailure) {
+    if (cause.type === 'compute_error' || cause.type === 'service_unavailable') {
+      return { code: cause.type, message: cause.message };
+    }
+    return { code: 'compute_unavailable', message: `The language model could not be reached: ${cause.message}` };
+  }
+  return { code: 'compute_unavailable', message: 'The language model could not be reached.' };
+}
+
+/**
+ * One agent request: admit it (quota, credit reservation), run the agent loop (model calls and
+ * built-in tools), pause for custom tool outputs for up to 5 minutes at a time, and settle the
+ * credits at the first stop. The api waits for the first stop with Update-with-Start.
+ */
+export async function agentRequestWorkflow(input: AgentRequestInput): Promise<AgentStop> {
+  const used = new Set<Capability>();
+  const files: ResponseFile[] = [];
+  let state: AgentStop = {
+    requestId: input.requestId,
+    projectId: input.projectId,
+    status: 'in_progress',
+    stop: 0,
+    capabilitiesUsed: [],
+    files: [],
+    tokensUsed: 0,
+    creditsThisRequest: 0,
+    creditsRemaining: 0,
+    requestsUsed: 0,
+  };
+  let pendingOutputs: Map<string, string> | undefined;
+
+  const setStatus = (status: AgentStatus, patch: Partial<AgentStop>): void => {
+    state = { ...state, ...patch, status, stop: state.stop + 1, capabilitiesUsed: [...used], files: [...files] };
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: status }]);
+  };
+
+  setHandler(stateQuery, () => state);
+  setHandler(firstStopUpdate, async () => {
+    await condition(() => state.status !== 'in_progress');
+    return state;
+  });
+  setHandler(
+    submitToolOutputsUpdate,
+    async (submission) => {
+      const outputs = new Map<string, string>();
+      for (const o of submission.outputs) outputs.set(o.toolCallId, o.blobId ? blobMarker(o.blobId) : (o.output ?? ''));
+      const stopBefore = state.stop;
+      pendingOutputs = outputs;
+      state = { ...state, status: 'in_progress', toolCalls: undefined };
+      upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: 'in_progress' }]);
+      await condition(() => state.stop > stopBefore && state.status !== 'in_progress');
+      return state;
+    },
+    {
+      validator: (submission: ToolOutputsSubmission) => {
+        if (submission.projectId !== input.projectId || state.status !== 'requires_tool_outputs' || pendingOutputs !== undefined) {
+          throw ApplicationFailure.create({ type: 'context_expired', message: 'The request is not waiting for tool outputs.' });
+        }
+        const pending = new Set((state.toolCalls ?? []).map((c) => c.id));
+        const given = submission.outputs.map((o) => o.toolCallId);
+        const unknown = given.filter((id) => !pending.has(id));
+        const missing = [...pending].filter((id) => !given.includes(id));
+        const duplicated = given.filter((id, i) => given.indexOf(id) !== i);
+        if (unknown.length || missing.length || duplicated.length) {
+          const parts = [
+            unknown.length ? `unknown tool_call_id: ${unknown.join(', ')}` : '',
+            missing.length ? `missing outputs for: ${missing.join(', ')}` : '',
+            duplicated.length ? `duplicated tool_call_id: ${[...new Set(duplicated)].join(', ')}` : '',
+          ].filter(Boolean);
+          throw ApplicationFailure.create({ type: 'invalid_tool_outputs', message: `tool_outputs must answer exactly the pending tool calls (${parts.join('; ')}).` });
+        }
+      },
+    },
+  );
+
+  const finish = async (): Promise<AgentStop> => {
+    await condition(allHandlersFinished);
+    return state;
+  };
+
+  // Admission: the quota counter and the credit reservation move together, or not at all.
+  const admission = await admitRequest({ requestId: input.requestId, projectId: input.projectId, credits: input.maxCredits, monthlyQuota: input.monthlyQuota });
+  if (!admission.ok) {
+    setStatus('failed', { error: admission.error, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed });
+    return finish();
+  }
+  state = { ...state, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed };
+
+  const offered = await builtinTools({ capabilities: input.capabilities });
+  const capabilityOfTool = new Map(offered.tools.map((t) => [t.name, t.capability] as const));
+  const tools: ToolSpec[] = [
+    ...input.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+    ...offered.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+  ];
+  const customToolNames = new Set(input.tools.map((t) => t.name));
+  const conversation: ChatMessage[] = [...input.history, { role: 'user', content: input.message }];
+
+  let settled = false;
+  let legTokens = 0;
+  // The first stop settles the reservation to the actual charge; later stops charge nothing.
+  const charge = async (failed: boolean): Promise<Pick<AgentStop, 'creditsThisRequest' | 'creditsRemaining'>> => {
+    if (settled) return { creditsThisRequest: 0, creditsRemaining: state.creditsRemaining };
+    settled = true;
+    const capabilities = [...used];
+    const charged = failed ? 0 : 1 + capabilities.reduce((sum, c) => sum + (input.surcharges[c] ?? 0), 0);
+    const { balance } = await settleCredits({
+      requestId: input.requestId,
+      projectId: input.projectId,
+      reserved: input.maxCredits,
+      charged: Math.min(charged, input.maxCredits),
+      capabilities,
+      tokens: legTokens,
+    });
+    return { creditsThisRequest: Math.min(charged, input.maxCredits), creditsRemaining: balance };
+  };
+
+  for (;;) {
+    let modelCalls = 0;
+    let paused: ToolCall[] | undefined;
+    let reply: string | undefined;
+    try {
+      while (reply === undefined && paused === undefined) {
+        if (++modelCalls > MAX_MODEL_CALLS_PER_LEG) {
+          throw ApplicationFailure.create({ type: 'compute_error', message: `The agent did not finish within ${MAX_MODEL_CALLS_PER_LEG} model calls.`, nonRetryable: true });
+        }
+        const turn = await callModel({ requestId: input.requestId, projectId: input.projectId, messages: conversation, tools, files: input.files, stream: input.stream });
+        legTokens += turn.usage.inputTokens + turn.usage.outputTokens;
+        used.add('chat');
+        conversation.push({ role: 'assistant', content: turn.content, toolCalls: turn.toolCalls.length ? turn.toolCalls : undefined });
+        if (turn.toolCalls.length === 0) {
+          reply = turn.content;
+        } else if (turn.toolCalls.some((c) => customToolNames.has(c.name))) {
+          // The caller runs its own tools; built-in calls in the same turn are answered first.
+          for (const call of turn.toolCalls.filter((c) => !customToolNames.has(c.name))) {
+            conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: 'This tool was not run: answer the custom tool calls first.' });
+          }
+          paused = turn.toolCalls.filter((c) => customToolNames.has(c.name));
+        } else {
+          for (const call of turn.toolCalls) {
+            const capability = capabilityOfTool.get(call.name);
+            if (!capability) {
+              conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: `Unknown tool "${call.name}".` });
+              continue;
+            }
+            const result = await runBuiltinTool({ requestId: input.requestId, projectId: input.projectId, call, files: input.files });
+            used.add(capability);
+            files.push(...result.files);
+            conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: result.output });
+          }
+        }
+      }
+    } catch (e) {
+      const error = toAgentError(e);
+      log.warn('agent run failed', { requestId: input.requestId, code: error.code });
+      const credits = await charge(true);
+      setStatus('failed', { ...credits, error, tokensUsed: legTokens });
+      return finish();
+    }
+
+    const credits = await charge(false);
+    if (reply !== undefined) {
+      const notes = offered.notes.length ? `\n\n${offered.notes.join('\n')}` : '';
+      setStatus('completed', { ...credits, message: reply + (state.stop === 0 ? notes : ''), toolCalls: undefined, tokensUsed: legTokens });
+      return finish();
+    }
+
+    setStatus('requires_tool_outputs', { ...credits, message: undefined, toolCalls: paused, tokensUsed: legTokens });
+    legTokens = 0;
+    const answered = await condition(() => pendingOutputs !== undefined, TOOL_CONTEXT_LIFETIME);
+    if (!answered) {
+      setStatus('expired', { toolCalls: undefined, creditsThisRequest: 0, tokensUsed: 0 });
+      return finish();
+    }
+    const outputs = pendingOutputs ?? new Map<string, string>();
+    pendingOutputs = undefined;
+    for (const call of paused ?? []) {
+      const output = outputs.get(call.id) ?? '';
+      conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: output });
+    }
+  }
+}
