@@ -136,7 +136,7 @@ describe('POST /v1/agent', () => {
       expect(JSON.stringify(res.body)).not.toContain('sk-wrong-key-3');
       expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     } finally {
-      models.requireKey('');
+      models.requireKey(undefined);
     }
   });
 

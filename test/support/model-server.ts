@@ -30,7 +30,7 @@ export interface ModelServer {
   /** Queues replies; when the queue is empty the server echoes the last user message. */
   reply(...replies: ScriptedReply[]): void;
   /** Answers 401 (in the protocol's error shape) to any other key. */
-  requireKey(key: string): void;
+  requireKey(key: string | undefined): void;
   close(): Promise<void>;
 }
 

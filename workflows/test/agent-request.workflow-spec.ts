@@ -1,0 +1,170 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import {
+  DEFAULT_CAPABILITY_SURCHARGES,
+  firstStopUpdate,
+  stateQuery,
+  submitToolOutputsUpdate,
+  type AgentActivities,
+  type AgentRequestInput,
+  type AgentStop,
+} from '#libs/contracts';
+import { scriptedTurn } from '#libs/llm';
+import { sourceBundlerOptions } from '../../apps/worker/src/workflow-bundle.js';
+
+// The workflow's own logic under Temporal's time-skipping test server: the 5-minute timer runs in
+// milliseconds. Activities are in-memory stand-ins (the model is the pure scripted model); the
+// end-to-end tests run the real ones.
+const workflowsPath = fileURLToPath(new URL('../src/index.ts', import.meta.url));
+
+function fakeActivities(ledger: { settled: number[] }): AgentActivities {
+  return {
+    admitRequest: async () => ({ ok: true, balance: 94, requestsUsed: 1 }),
+    settleCredits: async ({ charged, reserved }) => {
+      ledger.settled.push(charged);
+      return { balance: 94 + reserved - charged };
+    },
+    callModel: async ({ messages, tools }) => scriptedTurn({ model: 'scripted', messages, tools }),
+    builtinTools: async () => ({ tools: [], notes: [] }),
+    runBuiltinTool: async ({ call }) => ({ ok: false, output: `no ${call.name}`, files: [] }),
+  };
+}
+
+const lookupTool = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+
+function input(message: string): AgentRequestInput {
+  return {
+    requestId: randomUUID(),
+    projectId: randomUUID(),
+    plan: 'pro',
+    message,
+    history: [],
+    capabilities: ['chat'],
+    tools: [lookupTool],
+    files: [],
+    maxCredits: 6,
+    surcharges: DEFAULT_CAPABILITY_SURCHARGES,
+    monthlyQuota: 100,
+    stream: false,
+  };
+}
+
+describe('agentRequestWorkflow', () => {
+  let env: TestWorkflowEnvironment;
+  const taskQueue = 'workflow-test';
+
+  beforeAll(async () => {
+    const path = process.env.MAS_TEMPORAL_TEST_SERVER;
+    if (!path) throw new Error('MAS_TEMPORAL_TEST_SERVER is not set: run the tests with `npm test`');
+    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } });
+    for (const [name, type] of [['ProjectId', 'KEYWORD'], ['AgentStatus', 'KEYWORD'], ['Capabilities', 'KEYWORD_LIST']] as const) {
+      await env.connection.operatorService
+        .addSearchAttributes({ namespace: env.namespace ?? 'default', searchAttributes: { [name]: type === 'KEYWORD' ? 2 : 7 } })
+        .catch(() => undefined);
+    }
+  });
+  afterAll(async () => {
+    await env?.teardown();
+  });
+
+  const newWorker = (ledger: { settled: number[] }, options: { cache?: boolean } = {}) =>
+    Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowsPath,
+      bundlerOptions: sourceBundlerOptions(),
+      activities: fakeActivities(ledger),
+      // Without a cache there is no sticky queue: the next task goes to any worker, which must
+      // rebuild the workflow from its history, as after a process restart.
+      ...(options.cache === false ? { maxCachedWorkflows: 0 } : {}),
+    });
+
+  async function start(message: string) {
+    const handle = await env.client.workflow.start('agentRequestWorkflow', { taskQueue, workflowId: `agent-request-${randomUUID()}`, args: [input(message)] });
+    const first = await handle.executeUpdate(firstStopUpdate);
+    return { handle, first };
+  }
+
+  it('expires the tool context 5 minutes after the pause, and refuses outputs after that', async () => {
+    const ledger = { settled: [] as number[] };
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, first } = await start('please lookup {"q":"a"}');
+      expect(first).toMatchObject({ status: 'requires_tool_outputs', toolCalls: [{ name: 'lookup', arguments: { q: 'a' } }], creditsThisRequest: 1 });
+      await env.sleep('4 minutes');
+      expect((await handle.query(stateQuery)).status).toBe('requires_tool_outputs');
+      await env.sleep('61 seconds');
+      const final: AgentStop = await handle.result();
+      expect(final.status).toBe('expired');
+      await expect(
+        handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'late' }] }] }),
+      ).rejects.toThrow();
+    });
+    expect(ledger.settled).toEqual([1]);
+  });
+
+  it('answers outputs submitted just before the 5 minutes are up', async () => {
+    const worker = await newWorker({ settled: [] });
+    await worker.runUntil(async () => {
+      const { handle, first } = await start('please lookup {"q":"b"}');
+      await env.sleep('290 seconds');
+      const next = await handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'just in time' }] }] });
+      expect(next).toMatchObject({ status: 'completed', creditsThisRequest: 0, message: expect.stringContaining('just in time') });
+    });
+  });
+
+  it('goes through several rounds of tool calls, each with a fresh 5-minute context', async () => {
+    const ledger = { settled: [] as number[] };
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, first } = await start('lookup {"q":"c"} rounds:3');
+      let stop = first;
+      const ids = new Set<string>();
+      for (let round = 1; round <= 3; round++) {
+        expect(stop.status).toBe('requires_tool_outputs');
+        const call = stop.toolCalls![0]!;
+        ids.add(call.id);
+        await env.sleep('4 minutes');
+        stop = await handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: call.id, output: `result ${round}` }] }] });
+      }
+      expect(ids.size).toBe(3);
+      expect(stop).toMatchObject({ status: 'completed', message: expect.stringContaining('result 3') });
+    });
+    expect(ledger.settled).toEqual([1]);
+  });
+
+  it('refuses outputs that do not answer exactly the pending calls, and another project\'s', async () => {
+    const worker = await newWorker({ settled: [] });
+    await worker.runUntil(async () => {
+      const { handle, first } = await start('lookup {"q":"d"}');
+      const submit = (projectId: string, toolCallId: string) => handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId, outputs: [{ toolCallId, output: 'x' }] }] });
+      const wrongId = await submit(first.projectId, 'call_nope').catch((e: unknown) => e);
+      expect(wrongId).toBeInstanceOf(WorkflowUpdateFailedError);
+      expect((wrongId as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'invalid_tool_outputs' });
+      const otherProject = await submit(randomUUID(), first.toolCalls![0]!.id).catch((e: unknown) => e);
+      expect((otherProject as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'context_expired' });
+      expect((await handle.query(stateQuery)).status).toBe('requires_tool_outputs');
+    });
+  });
+
+  it('survives a worker restart in the middle of a pause', async () => {
+    const ledger = { settled: [] as number[] };
+    let paused: Awaited<ReturnType<typeof start>> | undefined;
+    const before = await newWorker(ledger, { cache: false });
+    await before.runUntil(async () => {
+      paused = await start('lookup {"q":"e"}');
+    });
+    // The first worker is gone; a new one (a fresh process in production) picks the workflow up.
+    const after = await newWorker(ledger, { cache: false });
+    await after.runUntil(async () => {
+      await env.sleep('2 minutes');
+      const { handle, first } = paused!;
+      const next = await handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'after restart' }] }] });
+      expect(next).toMatchObject({ status: 'completed', message: expect.stringContaining('after restart') });
+    });
+    expect(ledger.settled).toEqual([1]);
+  });
+});
