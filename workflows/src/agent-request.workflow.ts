@@ -22,7 +22,7 @@ import {
   type AgentStop,
   type Capability,
   type ChatMessage,
-  type ResponseFile,
+  type FileRef,
   type ToolCall,
   type ToolOutputsSubmission,
   type ToolSpec,
@@ -71,7 +71,7 @@ function toAgentError(e: unknown): AgentError {
  */
 export async function agentRequestWorkflow(input: AgentRequestInput): Promise<AgentStop> {
   const used = new Set<Capability>();
-  const files: ResponseFile[] = [];
+  const files: FileRef[] = [];
   let state: AgentStop = {
     requestId: input.requestId,
     projectId: input.projectId,
@@ -216,7 +216,7 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
 
     const credits = await charge(false);
     if (reply !== undefined) {
-      const notes = offered.notes.length ? `\n\n${offered.notes.join('\n')}` : '';
+      const notes = input.capabilitiesRequested && offered.notes.length ? `\n\n${offered.notes.join('\n')}` : '';
       setStatus('completed', { ...credits, message: reply + (state.stop === 0 ? notes : ''), toolCalls: undefined, tokensUsed: legTokens });
       return finish();
     }

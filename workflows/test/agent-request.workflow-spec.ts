@@ -43,6 +43,7 @@ function input(message: string): AgentRequestInput {
     message,
     history: [],
     capabilities: ['chat'],
+    capabilitiesRequested: false,
     tools: [lookupTool],
     files: [],
     maxCredits: 6,

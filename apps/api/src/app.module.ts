@@ -3,15 +3,17 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { AccountsModule } from '#libs/accounts';
 import { ConfigModule } from '#libs/config';
 import { MeteringModule } from '#libs/metering';
+import { PersistenceModule } from '#libs/persistence';
 import { AgentModule } from './agent/agent.module.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ContractExceptionFilter } from './errors/contract-exception.filter.js';
 import { ErrorDocsController } from './errors/error-docs.controller.js';
+import { FilesController } from './files/files.controller.js';
 import { HealthModule } from './health/health.module.js';
 
 @Module({
-  imports: [ConfigModule, AccountsModule, MeteringModule, HealthModule, AgentModule],
-  controllers: [ErrorDocsController],
+  imports: [ConfigModule, PersistenceModule, AccountsModule, MeteringModule, HealthModule, AgentModule],
+  controllers: [ErrorDocsController, FilesController],
   providers: [
     { provide: APP_FILTER, useClass: ContractExceptionFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },

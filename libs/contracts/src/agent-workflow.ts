@@ -1,6 +1,6 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { AgentError, AgentStatus, ChatMessage, InputFileRef, ModelTurn, ResponseFile, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
+import type { AgentError, AgentStatus, ChatMessage, FileRef, InputFileRef, ModelTurn, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
 import type { Capability, PlanName } from './capabilities.js';
 
 /** Operators find requests in the Temporal UI by these (registered by the stack). */
@@ -22,6 +22,8 @@ export interface AgentRequestInput {
   readonly history: readonly ChatMessage[];
   /** Capabilities whose built-in tools are offered (only `chat` when custom tools are present). */
   readonly capabilities: readonly Capability[];
+  /** Whether the caller named the capabilities: then it is told about any it cannot have (e.g. web_search without a provider). */
+  readonly capabilitiesRequested: boolean;
   readonly tools: readonly ToolDefinition[];
   readonly files: readonly InputFileRef[];
   /** Credits reserved before the run: 1 + the surcharges of the capabilities offered. */
@@ -41,7 +43,7 @@ export interface AgentStop {
   readonly message?: string;
   readonly toolCalls?: readonly ToolCall[];
   readonly capabilitiesUsed: readonly Capability[];
-  readonly files: readonly ResponseFile[];
+  readonly files: readonly FileRef[];
   /** Tokens of the leg that ended at this stop (this HTTP request). */
   readonly tokensUsed: number;
   /** Credits charged by the leg that ended at this stop: the charge at the first stop, 0 after. */
@@ -81,7 +83,7 @@ export interface AgentActivities {
   /** Built-in tools offered for a set of capabilities, and notes on any that are unavailable. */
   builtinTools(input: { capabilities: readonly Capability[] }): Promise<{ tools: readonly (ToolSpec & { capability: Capability })[]; notes: readonly string[] }>;
   /** Runs one built-in tool call. */
-  runBuiltinTool(input: { requestId: string; projectId: string; call: ToolCall; files: readonly InputFileRef[] }): Promise<{ ok: boolean; output: string; files: readonly ResponseFile[] }>;
+  runBuiltinTool(input: { requestId: string; projectId: string; call: ToolCall; files: readonly InputFileRef[] }): Promise<{ ok: boolean; output: string; files: readonly FileRef[] }>;
 }
 
 /** A tool output stored by reference stands in the conversation as this marker; the model

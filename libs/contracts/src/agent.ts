@@ -39,12 +39,17 @@ export interface ModelTurn {
   readonly model: string;
 }
 
-/** ResponseFile, contract section 2.6, plus the stored file's id. */
+/** ResponseFile, contract section 2.6. */
 export interface ResponseFile {
-  readonly id?: string;
   readonly name: string;
   readonly content: string;
   readonly url?: string;
+}
+
+/** A generated file as workflows carry it: by reference (claim check); the api adds the content. */
+export interface FileRef {
+  readonly id: string;
+  readonly name: string;
 }
 
 export type AgentStatus = 'in_progress' | 'requires_tool_outputs' | 'completed' | 'expired' | 'failed';

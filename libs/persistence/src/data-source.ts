@@ -2,6 +2,7 @@ import { DataSource, type DataSourceOptions } from 'typeorm';
 import type { AppConfig } from '#libs/config';
 import { ENTITIES } from './entities.js';
 import { MIGRATIONS } from './migrations/index.js';
+import { TypeOrmNestLogger } from './typeorm-logger.js';
 
 /** TypeORM options for the service's database: explicit entity and migration lists (ESM, no globs). */
 export function dataSourceOptions(config: Pick<AppConfig, 'databaseUrl'>): DataSourceOptions {
@@ -13,6 +14,7 @@ export function dataSourceOptions(config: Pick<AppConfig, 'databaseUrl'>): DataS
     migrationsTransactionMode: 'each',
     synchronize: false,
     logging: ['error', 'warn', 'migration'],
+    logger: new TypeOrmNestLogger(['error', 'warn', 'migration']),
     extra: { max: 20, connectionTimeoutMillis: 5000 },
   };
 }

@@ -6,3 +6,4 @@ export { PersistenceModule } from './persistence.module.js';
 export { PostgresProbe } from './postgres.probe.js';
 export { assertTestDatabase } from './test-database.js';
 export { BlobStore, BLOB_RETENTION_HOURS } from './blob-store.js';
+export { FileStore, FILE_RETENTION_DAYS, type StoredFile } from './file-store.js';

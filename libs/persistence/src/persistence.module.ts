@@ -3,6 +3,7 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { BlobStore } from './blob-store.js';
+import { FileStore } from './file-store.js';
 import { dataSourceOptions } from './data-source.js';
 import { PostgresProbe } from './postgres.probe.js';
 
@@ -14,7 +15,11 @@ import { PostgresProbe } from './postgres.probe.js';
       useFactory: (config: AppConfig) => dataSourceOptions(config),
     }),
   ],
-  providers: [PostgresProbe, { provide: BlobStore, inject: [DataSource], useFactory: (db: DataSource) => new BlobStore(db) }],
-  exports: [TypeOrmModule, PostgresProbe, BlobStore],
+  providers: [
+    PostgresProbe,
+    { provide: BlobStore, inject: [DataSource], useFactory: (db: DataSource) => new BlobStore(db) },
+    { provide: FileStore, inject: [DataSource], useFactory: (db: DataSource) => new FileStore(db) },
+  ],
+  exports: [TypeOrmModule, PostgresProbe, BlobStore, FileStore],
 })
 export class PersistenceModule {}

@@ -1,7 +1,9 @@
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
+import type { AppConfig } from '#libs/config';
 import { ServiceError, type AgentStop, type PlanName, type ResponseFile, type ToolCall } from '#libs/contracts';
 import { currentPeriod } from '#libs/metering';
+import type { FileStore } from '#libs/persistence';
 
 /** AgentResponse (contract section 2.4), also the session message response (2.10). */
 export interface AgentResponse {
@@ -27,8 +29,18 @@ export interface RenderContext {
   readonly plan: PlanName;
 }
 
+/** The generated files of a stop with their content (text as is, binary as base64) and download URL. */
+export async function responseFiles(stop: AgentStop, store: FileStore, config: Pick<AppConfig, 'publicBaseUrl'>): Promise<ResponseFile[]> {
+  const files: ResponseFile[] = [];
+  for (const ref of stop.files) {
+    const file = await store.get(ref.id, stop.projectId);
+    if (file) files.push({ name: file.name, content: file.content, url: `${config.publicBaseUrl}/v1/files/${file.id}` });
+  }
+  return files;
+}
+
 /** The contract's view of a stop. `message` when completed, `tool_calls` when paused. */
-export function renderStop(stop: AgentStop, ctx: RenderContext): AgentResponse {
+export function renderStop(stop: AgentStop, ctx: RenderContext, files: readonly ResponseFile[]): AgentResponse {
   return {
     id: stop.requestId,
     object: ctx.object,
@@ -37,7 +49,7 @@ export function renderStop(stop: AgentStop, ctx: RenderContext): AgentResponse {
     ...(stop.status === 'completed' ? { message: stop.message ?? '' } : {}),
     ...(stop.status === 'requires_tool_outputs' ? { tool_calls: stop.toolCalls ?? [] } : {}),
     capabilities_used: stop.capabilitiesUsed,
-    files: stop.files.map(({ name, content, url }) => ({ name, content, ...(url ? { url } : {}) })),
+    files,
     usage: { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed },
     meta: { duration_ms: Math.max(0, Math.round(performance.now() - ctx.startedAt)), project_id: stop.projectId, plan: ctx.plan },
     _compute_instance: ctx.computeInstance,

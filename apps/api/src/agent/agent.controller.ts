@@ -4,10 +4,11 @@ import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { ServiceError } from '#libs/contracts';
+import { ServiceError, type AgentStop } from '#libs/contracts';
+import { FileStore } from '#libs/persistence';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { parseAgentRequest, parseToolOutputs } from './agent-request.validation.js';
-import { renderStop, requireSuccessfulStop, setResponseHeaders, type AgentResponse } from './agent-response.js';
+import { renderStop, requireSuccessfulStop, responseFiles, setResponseHeaders, type AgentResponse } from './agent-response.js';
 import { StartAgentRequestCommand } from './commands/start-agent-request.command.js';
 import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command.js';
 import { computeInstanceOf } from './compute-instance.js';
@@ -20,7 +21,13 @@ export class AgentController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
+    private readonly files: FileStore,
   ) {}
+
+  private async render(stop: AgentStop, principal: Principal, startedAt: number): Promise<AgentResponse> {
+    const files = await responseFiles(stop, this.files, this.config);
+    return renderStop(stop, { object: 'agent.response', computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan }, files);
+  }
 
   @Post()
   @HttpCode(200)
@@ -32,7 +39,7 @@ export class AgentController {
     }
     const stop = requireSuccessfulStop(await this.commands.execute(new StartAgentRequestCommand(principal, request, randomUUID())));
     setResponseHeaders(res, stop.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, stop.requestsUsed);
-    return renderStop(stop, { object: 'agent.response', computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan });
+    return this.render(stop, principal, startedAt);
   }
 
   @Post(':id/tool-outputs')
@@ -47,7 +54,7 @@ export class AgentController {
     const outputs = parseToolOutputs(body);
     const stop = requireSuccessfulStop(await this.commands.execute(new SubmitToolOutputsCommand(principal, id, outputs)));
     setResponseHeaders(res, stop.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed);
-    return renderStop(stop, { object: 'agent.response', computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan });
+    return this.render(stop, principal, startedAt);
   }
 
   @Get(':id')
@@ -55,6 +62,6 @@ export class AgentController {
     const startedAt = performance.now();
     const stop = await this.queries.execute(new GetAgentRequestQuery(principal, id));
     setResponseHeaders(res, stop.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed);
-    return renderStop(stop, { object: 'agent.response', computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan });
+    return this.render(stop, principal, startedAt);
   }
 }

@@ -48,6 +48,7 @@ export class StartAgentRequestHandler implements ICommandHandler<StartAgentReque
       message: body.message,
       history,
       capabilities,
+      capabilitiesRequested: body.capabilities !== undefined,
       tools: body.tools,
       files,
       maxCredits: 1 + capabilities.reduce((sum, c) => sum + surcharges[c], 0),

@@ -1,0 +1,26 @@
+import { Controller, Get, Param, Res } from '@nestjs/common';
+import type { Response } from 'express';
+import type { Principal } from '#libs/accounts';
+import { ServiceError } from '#libs/contracts';
+import { FileStore, FILE_RETENTION_DAYS } from '#libs/persistence';
+import { CurrentPrincipal } from '../auth/api-key.guard.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** `GET /v1/files/{id}`: downloads a generated file with the same project's key. */
+@Controller('v1/files')
+export class FilesController {
+  constructor(private readonly files: FileStore) {}
+
+  @Get(':id')
+  async download(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res() res: Response): Promise<void> {
+    const file = UUID.test(id) ? await this.files.get(id, principal.project.id) : undefined;
+    if (!file) {
+      throw new ServiceError('file_not_found', `No file with this id exists in this project, or it is older than ${FILE_RETENTION_DAYS} days.`);
+    }
+    const body = Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8');
+    res.setHeader('Content-Type', file.encoding === 'utf8' && !file.mediaType.includes('charset') ? `${file.mediaType}; charset=utf-8` : file.mediaType);
+    res.setHeader('Content-Disposition', `attachment; filename="${file.name.replace(/["\\\r\n]/g, '_')}"`);
+    res.status(200).end(body);
+  }
+}

@@ -1,0 +1,58 @@
+import { testConfig } from '../../../test/support/config.js';
+import { runCli, type CliIo } from './cli.js';
+
+const config = testConfig();
+
+async function cli(args: string, env: Record<string, string> = {}, stdin = ''): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const io: CliIo = { out: (s) => void (out += s), err: (s) => void (err += s), readStdin: async () => stdin, env };
+  const code = await runCli(args.split(' ').filter(Boolean), config, io);
+  return { code, out, err };
+}
+
+describe('operator CLI', () => {
+  const name = `cli-${Math.random().toString(36).slice(2)}`;
+
+  it('creates a project, changes it, and prints JSON on request', async () => {
+    const created = await cli(`project create --name ${name} --plan starter --credits 40 --json`);
+    expect(created.code).toBe(0);
+    expect(JSON.parse(created.out)).toMatchObject({ name, plan: 'starter', credit_balance: 40, credits_purchased: true });
+
+    expect((await cli(`project set-plan ${name} pro`)).out).toBe(`${name} is now on the pro plan\n`);
+    expect((await cli(`project capabilities disable ${name} code,data`)).out).toBe(`${name} capabilities: chat, research, documents, files\n`);
+    expect((await cli(`project credits add ${name} 10`)).out).toBe(`${name} has 50 credits\n`);
+  });
+
+  it('reads a model key from the environment or stdin, never prints it', async () => {
+    const fromEnv = await cli(`project set-model ${name} --provider openai --model gpt-4o-mini --key-from-env MY_KEY`, { MY_KEY: 'sk-env-secret' });
+    expect(fromEnv).toMatchObject({ code: 0, out: 'model set: openai gpt-4o-mini (key stored encrypted)\n' });
+    const fromStdin = await cli(`project set-model ${name} --provider anthropic --model claude --key-stdin --json`, {}, 'sk-stdin-secret\n');
+    expect(JSON.parse(fromStdin.out)).toEqual({ provider: 'anthropic', model: 'claude', base_url: null, key_set: true });
+    const shown = await cli(`project show ${name} --json`);
+    expect(shown.out).not.toContain('sk-');
+    const missing = await cli(`project set-model ${name} --provider openai --model m --key-from-env NOPE`);
+    expect(missing).toMatchObject({ code: 1, err: 'error: environment variable NOPE is not set\n' });
+  });
+
+  it('issues, lists and revokes keys; the full key is printed once', async () => {
+    const created = await cli(`key create ${name} --label ci --json`);
+    const key = JSON.parse(created.out);
+    expect(key.key).toMatch(/^sk-mas_[0-9A-Za-z]{43}$/);
+    const listed = await cli(`key list ${name} --json`);
+    expect(listed.out).not.toContain(key.key);
+    expect(JSON.parse(listed.out)).toEqual([expect.objectContaining({ id: key.id, prefix: key.key.slice(0, 11), revoked_at: null })]);
+    expect((await cli(`key revoke ${key.id}`)).code).toBe(0);
+    expect(JSON.parse((await cli(`key list ${name} --json`)).out)[0].revoked_at).not.toBeNull();
+  });
+
+  it('exits 2 with usage help for a usage error and 1 for a refused request', async () => {
+    const usage = await cli('project create --plan gold');
+    expect(usage.code).toBe(2);
+    expect(usage.err).toMatch(/error: /);
+    expect((await cli('project set-plan no-such-project pro')).code).toBe(1);
+    const help = await cli('key create --help');
+    expect(help.code).toBe(0);
+    expect(help.out).toContain('Usage: mas key create [options] <project>');
+  });
+});

@@ -1,0 +1,68 @@
+import { DataSource } from 'typeorm';
+import { dataSourceOptions } from '#libs/persistence';
+import { testConfig } from '../../../test/support/config.js';
+import { AccountsError, AccountsService } from './accounts.service.js';
+
+const config = testConfig();
+
+describe('AccountsService against PostgreSQL', () => {
+  let db: DataSource;
+  let accounts: AccountsService;
+  beforeAll(async () => {
+    db = new DataSource({ ...dataSourceOptions(config), logging: false });
+    await db.initialize();
+    accounts = new AccountsService(db, config);
+  });
+  afterAll(async () => {
+    await db.destroy();
+  });
+
+  const uniqueName = () => `acct-${Math.random().toString(36).slice(2)}`;
+
+  it('stores no full API key and no plaintext model key in any row', async () => {
+    const project = await accounts.createProject({ name: uniqueName(), plan: 'pro' });
+    const { key } = await accounts.createApiKey(project.id);
+    const modelKey = 'sk-provider-plaintext-0123456789';
+    await accounts.setModel(project.id, { provider: 'openai', model: 'gpt-x', apiKey: modelKey });
+
+    const dump: unknown[] = [
+      ...(await db.query(`select * from projects where id = $1`, [project.id])),
+      ...(await db.query(`select * from api_keys where project_id = $1`, [project.id])),
+      ...(await db.query(`select * from model_configs where project_id = $1`, [project.id])),
+    ];
+    const text = JSON.stringify(dump, (_, v: unknown) => (v && typeof v === 'object' && 'type' in v && v.type === 'Buffer' ? Buffer.from((v as unknown as { data: number[] }).data).toString('latin1') : v));
+    expect(text).not.toContain(key);
+    expect(text).not.toContain(key.slice(7, 30));
+    expect(text).not.toContain(modelKey);
+    expect(text).toContain(key.slice(0, 11)); // the display prefix is all that is kept
+
+    expect((await accounts.modelCredentials(project.id))?.apiKey).toBe(modelKey);
+    expect(await accounts.modelConfig(project.id)).toEqual({ provider: 'openai', model: 'gpt-x', baseUrl: null, hasKey: true });
+  });
+
+  it('authenticates a key until it is revoked', async () => {
+    const project = await accounts.createProject({ name: uniqueName(), plan: 'starter' });
+    const { key, record } = await accounts.createApiKey(project.id);
+    expect((await accounts.authenticate(key))?.project.id).toBe(project.id);
+    await accounts.revokeApiKey(record.id);
+    expect(await accounts.authenticate(key)).toBeNull();
+  });
+
+  it('refuses bad operator input with a clear message', async () => {
+    const name = uniqueName();
+    await accounts.createProject({ name, plan: 'free' });
+    await expect(accounts.createProject({ name, plan: 'free' })).rejects.toThrow(new AccountsError(`a project named "${name}" already exists`));
+    await expect(accounts.setPlan(name, 'gold')).rejects.toThrow('unknown plan "gold"');
+    await expect(accounts.setCapabilities(name, 'enable', ['teleport'])).rejects.toThrow('unknown capabilities: teleport');
+    await expect(accounts.addCredits(name, -5)).rejects.toThrow('positive integer');
+    await expect(accounts.setModel(name, { provider: 'openai', model: 'x' })).rejects.toThrow('needs a model key');
+    await expect(accounts.findProject('no-such-project')).rejects.toThrow('no project "no-such-project"');
+  });
+
+  it('marks a project that bought credits', async () => {
+    const project = await accounts.createProject({ name: uniqueName(), plan: 'free' });
+    expect(project.creditsPurchased).toBe(false);
+    const after = await accounts.addCredits(project.id, 25);
+    expect(after).toMatchObject({ creditBalance: 25, creditsPurchased: true });
+  });
+});
