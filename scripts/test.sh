@@ -15,6 +15,9 @@ if [ -n "$MAS_EXTERNAL_DATABASE" ]; then
 else
   export DATABASE_URL="postgres://mas@127.0.0.1:$MAS_PG_PORT/mas_test"
 fi
+# The tests' projector reads the shared Kafka in consumer groups of its own, so a running
+# `npm start` (another database) never takes the tests' events, nor the tests its.
+export KAFKA_GROUP_PREFIX="${KAFKA_GROUP_PREFIX:-mas-test}"
 MAS_TEMPORAL_TEST_SERVER="$(bash scripts/stack.sh test-server)"
 export MAS_TEMPORAL_TEST_SERVER
 

@@ -164,4 +164,21 @@ describe('POST /v1/agent', () => {
       await connection.close();
     }
   });
+
+  it('returns the first response for a repeated Idempotency-Key with the same body, 409 for another body', async () => {
+    const { auth } = await fixtures.project({ credits: 10 });
+    const headers = { ...auth, 'idempotency-key': `order-${randomUUID()}` };
+    const first = await request(api.url, 'POST', '/v1/agent', { headers, body: { message: 'charge me once', capabilities: ['chat'] } });
+    expect(first.status).toBe(200);
+    // The same parsed body (keys in another order) is the same request.
+    const again = await request(api.url, 'POST', '/v1/agent', { headers, body: { capabilities: ['chat'], message: 'charge me once' } });
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(first.body);
+    expect(again.headers.get('x-request-id')).toBe(first.body.id);
+    expect((await fixtures.accounts.findProject(first.body.meta.project_id)).creditBalance).toBe(9);
+
+    const conflict = await request(api.url, 'POST', '/v1/agent', { headers, body: { message: 'something else' } });
+    expect(conflict.status).toBe(409);
+    expect(conflict.body.error).toEqual({ code: 'idempotency_conflict', message: expect.stringContaining('different request body'), docs: `${config.publicBaseUrl}/docs/errors#idempotency_conflict` });
+  });
 });

@@ -167,6 +167,7 @@ describe('contract errors over HTTP', () => {
         expect((await request(small.url, 'POST', '/v1/agent', { headers: a, body: { message: 'one' } })).status).toBe(200);
         const res = await request(small.url, 'POST', '/v1/agent', { headers: a, body: { message: 'two' } });
         expectError(res, 429, 'quota_exceeded', /quota of 1 requests/);
+        expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
       } finally {
         await small.close();
       }

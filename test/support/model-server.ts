@@ -10,6 +10,8 @@ export interface ScriptedReply {
   errorMessage?: string;
   delayMs?: number;
   usage?: { input: number; output: number };
+  /** Streaming only: cut the connection after this many events, as a provider failing mid-stream. */
+  failAfterEvents?: number;
 }
 
 /** A request the server received. */
@@ -94,8 +96,12 @@ export async function startModelServer(): Promise<ModelServer> {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       res.flushHeaders();
       const events = protocol === 'openai' ? openAiEvents(answer, isObject(body['stream_options']) && body['stream_options']['include_usage'] === true) : anthropicEvents(answer);
-      for (const event of events) {
+      for (const [i, event] of events.entries()) {
         if (res.destroyed) return;
+        if (reply.failAfterEvents !== undefined && i >= reply.failAfterEvents) {
+          res.destroy();
+          return;
+        }
         res.write(event);
         // A macrotask between writes sends each event in its own TCP segment: a real stream.
         await new Promise((resolve) => setImmediate(resolve));

@@ -3,6 +3,7 @@ import {
   allHandlersFinished,
   ApplicationFailure,
   condition,
+  getExternalWorkflowHandle,
   log,
   proxyActivities,
   proxyLocalActivities,
@@ -13,6 +14,8 @@ import {
   blobMarker,
   firstStopUpdate,
   SEARCH_ATTRIBUTES,
+  sessionRequestStopSignal,
+  sessionWorkflowId,
   stateQuery,
   submitToolOutputsUpdate,
   type AgentActivities,
@@ -23,6 +26,7 @@ import {
   type Capability,
   type ChatMessage,
   type FileRef,
+  type StreamEvent,
   type ToolCall,
   type ToolOutputsSubmission,
   type ToolSpec,
@@ -33,7 +37,7 @@ export const TOOL_CONTEXT_LIFETIME = '5 minutes';
 /** Model calls one leg may make before it is stopped as a runaway. */
 export const MAX_MODEL_CALLS_PER_LEG = 12;
 
-const { admitRequest, settleCredits } = proxyLocalActivities<AgentActivities>({
+const { admitRequest, settleCredits, recordStop, recordToolOutputs, emitStreamEvents } = proxyLocalActivities<AgentActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '200 ms', maximumAttempts: 5 },
 });
@@ -64,6 +68,17 @@ function toAgentError(e: unknown): AgentError {
   return { code: 'compute_unavailable', message: 'The language model could not be reached.' };
 }
 
+/** Sessions: a session's request tells its session that it paused (the session answers its caller
+ * with the pause and keeps its idle timer still; the request's end reaches it as the child's result).
+ * A session that is gone does not stop the request. */
+async function notifySession(sessionId: string, stop: AgentStop): Promise<void> {
+  try {
+    await getExternalWorkflowHandle(sessionWorkflowId(sessionId)).signal(sessionRequestStopSignal, stop);
+  } catch (e) {
+    log.warn('could not tell the session about a pause', { sessionId, requestId: stop.requestId, error: e instanceof Error ? e.message : String(e) });
+  }
+}
+
 /**
  * One agent request: admit it (quota, credit reservation), run the agent loop (model calls and
  * built-in tools), pause for custom tool outputs for up to 5 minutes at a time, and settle the
@@ -83,11 +98,52 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     creditsThisRequest: 0,
     creditsRemaining: 0,
     requestsUsed: 0,
+    ...(input.sessionId ? { sessionId: input.sessionId } : {}),
   };
   let pendingOutputs: Map<string, string> | undefined;
 
-  const setStatus = (status: AgentStatus, patch: Partial<AgentStop>): void => {
-    state = { ...state, ...patch, status, stop: state.stop + 1, capabilitiesUsed: [...used], files: [...files] };
+  let legInputTokens = 0;
+  let legOutputTokens = 0;
+  // Streaming: the SSE id of the next event; token events are published by the model activity.
+  let streamSeq = 1;
+  const emit = async (events: readonly Omit<StreamEvent, 'seq'>[]): Promise<void> => {
+    if (!input.stream) return;
+    ({ nextSeq: streamSeq } = await emitStreamEvents({ requestId: input.requestId, projectId: input.projectId, events }));
+  };
+  // A stop is recorded (event store, and usage through the outbox) before anyone can see it.
+  const setStatus = async (status: AgentStatus, patch: Partial<AgentStop>): Promise<void> => {
+    const next: AgentStop = {
+      ...state,
+      ...patch,
+      status,
+      stop: state.stop + 1,
+      capabilitiesUsed: [...used],
+      files: [...files],
+      tokensUsed: legInputTokens + legOutputTokens,
+    };
+    await recordStop({
+      requestId: input.requestId,
+      projectId: input.projectId,
+      ...(input.sessionId ? { sessionId: input.sessionId } : {}),
+      plan: input.plan,
+      stop: next.stop,
+      status,
+      capabilitiesUsed: next.capabilitiesUsed,
+      creditsCharged: next.creditsThisRequest,
+      inputTokens: legInputTokens,
+      outputTokens: legOutputTokens,
+      errorCode: next.error?.code,
+    });
+    if (status === 'completed') {
+      const usage = { credits_this_request: next.creditsThisRequest, credits_remaining: next.creditsRemaining, tokens_used: next.tokensUsed };
+      await emit([{ type: 'done', data: { id: input.requestId, status, usage } }]);
+    } else if (status === 'failed' || status === 'expired') {
+      const error = next.error ?? { code: 'context_expired', message: 'The request expired.' };
+      await emit([{ type: 'error', data: { code: error.code, message: error.message } }]);
+    }
+    state = next;
+    legInputTokens = 0;
+    legOutputTokens = 0;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: status }]);
   };
 
@@ -138,7 +194,7 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
   // Admission: the quota counter and the credit reservation move together, or not at all.
   const admission = await admitRequest({ requestId: input.requestId, projectId: input.projectId, credits: input.maxCredits, monthlyQuota: input.monthlyQuota });
   if (!admission.ok) {
-    setStatus('failed', { error: admission.error, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed });
+    await setStatus('failed', { error: admission.error, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed });
     return finish();
   }
   state = { ...state, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed };
@@ -153,7 +209,6 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
   const conversation: ChatMessage[] = [...input.history, { role: 'user', content: input.message }];
 
   let settled = false;
-  let legTokens = 0;
   // The first stop settles the reservation to the actual charge; later stops charge nothing.
   const charge = async (failed: boolean): Promise<Pick<AgentStop, 'creditsThisRequest' | 'creditsRemaining'>> => {
     if (settled) return { creditsThisRequest: 0, creditsRemaining: state.creditsRemaining };
@@ -166,7 +221,7 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
       reserved: input.maxCredits,
       charged: Math.min(charged, input.maxCredits),
       capabilities,
-      tokens: legTokens,
+      tokens: legInputTokens + legOutputTokens,
     });
     return { creditsThisRequest: Math.min(charged, input.maxCredits), creditsRemaining: balance };
   };
@@ -180,8 +235,18 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
         if (++modelCalls > MAX_MODEL_CALLS_PER_LEG) {
           throw ApplicationFailure.create({ type: 'compute_error', message: `The agent did not finish within ${MAX_MODEL_CALLS_PER_LEG} model calls.`, nonRetryable: true });
         }
-        const turn = await callModel({ requestId: input.requestId, projectId: input.projectId, messages: conversation, tools, files: input.files, stream: input.stream });
-        legTokens += turn.usage.inputTokens + turn.usage.outputTokens;
+        const turn = await callModel({
+          requestId: input.requestId,
+          projectId: input.projectId,
+          messages: conversation,
+          tools,
+          files: input.files,
+          stream: input.stream,
+          ...(input.stream ? { streamSeq } : {}),
+        });
+        streamSeq += turn.streamed ?? 0;
+        legInputTokens += turn.usage.inputTokens;
+        legOutputTokens += turn.usage.outputTokens;
         used.add('chat');
         conversation.push({ role: 'assistant', content: turn.content, toolCalls: turn.toolCalls.length ? turn.toolCalls : undefined });
         if (turn.toolCalls.length === 0) {
@@ -199,7 +264,10 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
               conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: `Unknown tool "${call.name}".` });
               continue;
             }
+            const startedAt = Date.now();
+            await emit([{ type: 'tool_start', data: { tool: call.name, call_id: call.id } }]);
             const result = await runBuiltinTool({ requestId: input.requestId, projectId: input.projectId, call, files: input.files });
+            await emit([{ type: 'tool_end', data: { tool: call.name, call_id: call.id, status: result.ok ? 'ok' : 'error', duration_ms: Date.now() - startedAt } }]);
             used.add(capability);
             files.push(...result.files);
             conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: result.output });
@@ -210,26 +278,27 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
       const error = toAgentError(e);
       log.warn('agent run failed', { requestId: input.requestId, code: error.code });
       const credits = await charge(true);
-      setStatus('failed', { ...credits, error, tokensUsed: legTokens });
+      await setStatus('failed', { ...credits, error });
       return finish();
     }
 
     const credits = await charge(false);
     if (reply !== undefined) {
       const notes = input.capabilitiesRequested && offered.notes.length ? `\n\n${offered.notes.join('\n')}` : '';
-      setStatus('completed', { ...credits, message: reply + (state.stop === 0 ? notes : ''), toolCalls: undefined, tokensUsed: legTokens });
+      await setStatus('completed', { ...credits, message: reply + (state.stop === 0 ? notes : ''), toolCalls: undefined });
       return finish();
     }
 
-    setStatus('requires_tool_outputs', { ...credits, message: undefined, toolCalls: paused, tokensUsed: legTokens });
-    legTokens = 0;
+    await setStatus('requires_tool_outputs', { ...credits, message: undefined, toolCalls: paused });
+    if (input.sessionId) await notifySession(input.sessionId, state);
     const answered = await condition(() => pendingOutputs !== undefined, TOOL_CONTEXT_LIFETIME);
     if (!answered) {
-      setStatus('expired', { toolCalls: undefined, creditsThisRequest: 0, tokensUsed: 0 });
+      await setStatus('expired', { toolCalls: undefined, creditsThisRequest: 0 });
       return finish();
     }
     const outputs = pendingOutputs ?? new Map<string, string>();
     pendingOutputs = undefined;
+    await recordToolOutputs({ requestId: input.requestId, projectId: input.projectId, stop: state.stop, toolCallIds: [...outputs.keys()] });
     for (const call of paused ?? []) {
       const output = outputs.get(call.id) ?? '';
       conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: output });

@@ -20,7 +20,7 @@ import { sourceBundlerOptions } from '../../apps/worker/src/workflow-bundle.js';
 // end-to-end tests run the real ones.
 const workflowsPath = fileURLToPath(new URL('../src/index.ts', import.meta.url));
 
-function fakeActivities(ledger: { settled: number[] }): AgentActivities {
+function fakeActivities(ledger: Ledger): AgentActivities {
   return {
     admitRequest: async () => ({ ok: true, balance: 94, requestsUsed: 1 }),
     settleCredits: async ({ charged, reserved }) => {
@@ -30,7 +30,15 @@ function fakeActivities(ledger: { settled: number[] }): AgentActivities {
     callModel: async ({ messages, tools }) => scriptedTurn({ model: 'scripted', messages, tools }),
     builtinTools: async () => ({ tools: [], notes: [] }),
     runBuiltinTool: async ({ call }) => ({ ok: false, output: `no ${call.name}`, files: [] }),
+    recordStop: async ({ status, stop }) => void ledger.stops.push(`${stop}:${status}`),
+    recordToolOutputs: async () => undefined,
+    emitStreamEvents: async () => ({ nextSeq: 1 }),
   };
+}
+
+interface Ledger {
+  settled: number[];
+  stops: string[];
 }
 
 const lookupTool = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
@@ -71,7 +79,7 @@ describe('agentRequestWorkflow', () => {
     await env?.teardown();
   });
 
-  const newWorker = (ledger: { settled: number[] }, options: { cache?: boolean } = {}) =>
+  const newWorker = (ledger: Ledger, options: { cache?: boolean } = {}) =>
     Worker.create({
       connection: env.nativeConnection,
       taskQueue,
@@ -90,7 +98,7 @@ describe('agentRequestWorkflow', () => {
   }
 
   it('expires the tool context 5 minutes after the pause, and refuses outputs after that', async () => {
-    const ledger = { settled: [] as number[] };
+    const ledger = { settled: [] as number[], stops: [] as string[] };
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
       const { handle, first } = await start('please lookup {"q":"a"}');
@@ -105,10 +113,11 @@ describe('agentRequestWorkflow', () => {
       ).rejects.toThrow();
     });
     expect(ledger.settled).toEqual([1]);
+    expect(ledger.stops).toEqual(['1:requires_tool_outputs', '2:expired']);
   });
 
   it('answers outputs submitted just before the 5 minutes are up', async () => {
-    const worker = await newWorker({ settled: [] });
+    const worker = await newWorker({ settled: [], stops: [] });
     await worker.runUntil(async () => {
       const { handle, first } = await start('please lookup {"q":"b"}');
       await env.sleep('290 seconds');
@@ -118,7 +127,7 @@ describe('agentRequestWorkflow', () => {
   });
 
   it('goes through several rounds of tool calls, each with a fresh 5-minute context', async () => {
-    const ledger = { settled: [] as number[] };
+    const ledger = { settled: [] as number[], stops: [] as string[] };
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
       const { handle, first } = await start('lookup {"q":"c"} rounds:3');
@@ -138,7 +147,7 @@ describe('agentRequestWorkflow', () => {
   });
 
   it('refuses outputs that do not answer exactly the pending calls, and another project\'s', async () => {
-    const worker = await newWorker({ settled: [] });
+    const worker = await newWorker({ settled: [], stops: [] });
     await worker.runUntil(async () => {
       const { handle, first } = await start('lookup {"q":"d"}');
       const submit = (projectId: string, toolCallId: string) => handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId, outputs: [{ toolCallId, output: 'x' }] }] });
@@ -152,7 +161,7 @@ describe('agentRequestWorkflow', () => {
   });
 
   it('survives a worker restart in the middle of a pause', async () => {
-    const ledger = { settled: [] as number[] };
+    const ledger = { settled: [] as number[], stops: [] as string[] };
     let paused: Awaited<ReturnType<typeof start>> | undefined;
     const before = await newWorker(ledger, { cache: false });
     await before.runUntil(async () => {

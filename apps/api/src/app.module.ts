@@ -10,9 +10,10 @@ import { ContractExceptionFilter } from './errors/contract-exception.filter.js';
 import { ErrorDocsController } from './errors/error-docs.controller.js';
 import { FilesController } from './files/files.controller.js';
 import { HealthModule } from './health/health.module.js';
+import { SessionsModule } from './sessions/sessions.module.js';
 
 @Module({
-  imports: [ConfigModule, PersistenceModule, AccountsModule, MeteringModule, HealthModule, AgentModule],
+  imports: [ConfigModule, PersistenceModule, AccountsModule, MeteringModule, HealthModule, AgentModule, SessionsModule],
   controllers: [ErrorDocsController, FilesController],
   providers: [
     { provide: APP_FILTER, useClass: ContractExceptionFilter },

@@ -2,6 +2,7 @@ import type { INestApplication, LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { ApiModule } from './app.module.js';
+import { serveOpenApi } from './openapi/openapi.js';
 
 /** Largest accepted request body (DESIGN.md section 7): larger gives 413 payload_too_large. */
 export const BODY_LIMIT = '10mb';
@@ -17,5 +18,6 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   // error for a bad body, not a silent empty one.
   app.useBodyParser('json', { limit: BODY_LIMIT, type: () => true, strict: false });
   app.enableShutdownHooks();
+  serveOpenApi(app);
   return app;
 }

@@ -1,18 +1,28 @@
 import { Module } from '@nestjs/common';
+import { DataSource } from 'typeorm';
 import { AccountsModule, AccountsService } from '#libs/accounts';
 import { ConfigModule } from '#libs/config';
 import { MeteringModule, MeteringService } from '#libs/metering';
 import { BlobStore, FileStore, PersistenceModule } from '#libs/persistence';
+import { StreamPublisherModule, StreamPublisherService } from '#libs/streaming';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
 import { ModelCallActivity } from './activities/model-call.activity.js';
+import { RequestEventsActivities } from './activities/request-events.activity.js';
+import { SessionReadModelActivities } from './activities/session.activity.js';
 
 /** The worker's providers; createAgentWorker binds the activities from them. */
 @Module({
-  imports: [ConfigModule, PersistenceModule, AccountsModule, MeteringModule],
+  imports: [ConfigModule, PersistenceModule, AccountsModule, MeteringModule, StreamPublisherModule],
   providers: [
-    { provide: ModelCallActivity, inject: [AccountsService, BlobStore], useFactory: (a: AccountsService, b: BlobStore) => new ModelCallActivity(a, b) },
+    {
+      provide: ModelCallActivity,
+      inject: [AccountsService, BlobStore, StreamPublisherService],
+      useFactory: (a: AccountsService, b: BlobStore, s: StreamPublisherService) => new ModelCallActivity(a, b, s.publisher),
+    },
     { provide: MeteringActivities, inject: [MeteringService], useFactory: (m: MeteringService) => new MeteringActivities(m) },
+    { provide: RequestEventsActivities, inject: [DataSource], useFactory: (db: DataSource) => new RequestEventsActivities(db) },
+    { provide: SessionReadModelActivities, inject: [DataSource], useFactory: (db: DataSource) => new SessionReadModelActivities(db) },
     { provide: BuiltinToolActivities, inject: [BlobStore, FileStore], useFactory: (b: BlobStore, f: FileStore) => new BuiltinToolActivities(b, f) },
   ],
 })

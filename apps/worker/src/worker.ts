@@ -1,10 +1,12 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
-import type { AgentActivities } from '#libs/contracts';
+import type { AgentActivities, SessionActivities } from '#libs/contracts';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
 import { ModelCallActivity } from './activities/model-call.activity.js';
+import { RequestEventsActivities } from './activities/request-events.activity.js';
+import { SessionReadModelActivities } from './activities/session.activity.js';
 import { workflowBundleOptions } from './workflow-bundle.js';
 
 /** The activities of the agent task queue, bound from the Nest container. */
@@ -12,13 +14,22 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
   const metering = app.get(MeteringActivities);
   const model = app.get(ModelCallActivity);
   const tools = app.get(BuiltinToolActivities);
+  const events = app.get(RequestEventsActivities);
   return {
     admitRequest: metering.admitRequest,
     settleCredits: metering.settleCredits,
     callModel: model.callModel,
+    emitStreamEvents: model.emitStreamEvents,
     builtinTools: tools.builtinTools,
     runBuiltinTool: tools.runBuiltinTool,
+    recordStop: events.recordStop,
+    recordToolOutputs: events.recordToolOutputs,
   };
+}
+
+/** The activities of sessionWorkflow (same task queue). */
+export function sessionActivities(app: INestApplicationContext): SessionActivities {
+  return { recordSession: app.get(SessionReadModelActivities).recordSession };
 }
 
 /** The Temporal worker of the agent task queue. */
@@ -30,7 +41,7 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     ...workflowBundleOptions(),
-    activities: agentActivities(app),
+    activities: { ...agentActivities(app), ...sessionActivities(app) },
   });
   return { worker, connection };
 }

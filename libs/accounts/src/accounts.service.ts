@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
-import { isCapability, isPlanName, CAPABILITIES, type Capability, type Plan, type PlanName } from '#libs/contracts';
+import { isCapability, isPlanName, CAPABILITIES, EVENT_TYPES, type Capability, type Plan, type PlanName } from '#libs/contracts';
+import { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
 import { ApiKeyEntity, ModelConfigEntity, ProjectEntity, type ModelProvider } from '#libs/persistence';
 import { decryptSecret, displayPrefix, encryptSecret, generateApiKey, hashApiKey, hashesEqual, isWellFormedApiKey } from './secrets.js';
@@ -48,6 +49,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Projects, plans, credits, API keys and model configuration. */
 export class AccountsService {
+  private readonly events = new EventStore();
+
   constructor(
     private readonly db: DataSource,
     private readonly config: Pick<AppConfig, 'plans' | 'masterKey' | 'apiKeyPepper'>,
@@ -92,8 +95,15 @@ export class AccountsService {
   async setPlan(ref: string, plan: string): Promise<ProjectEntity> {
     if (!isPlanName(plan)) throw new AccountsError(`unknown plan "${plan}" (plans: free, starter, pro)`);
     const project = await this.findProject(ref);
+    const from = project.plan;
     project.plan = plan;
-    return this.db.getRepository(ProjectEntity).save(project);
+    return this.db.transaction(async (tx) => {
+      const saved = await tx.getRepository(ProjectEntity).save(project);
+      await this.events.append(tx, `project-${project.id}`, 'any', [
+        { eventId: randomUUID(), type: EVENT_TYPES.projectPlanChanged, data: { from, to: plan }, metadata: { projectId: project.id, correlationId: project.id, causationId: project.id } },
+      ]);
+      return saved;
+    });
   }
 
   async setCapabilities(ref: string, change: 'enable' | 'disable', capabilities: readonly string[]): Promise<ProjectEntity> {
@@ -112,7 +122,13 @@ export class AccountsService {
   async addCredits(ref: string, amount: number): Promise<ProjectEntity> {
     if (!Number.isInteger(amount) || amount <= 0) throw new AccountsError('credits to add must be a positive integer');
     const project = await this.findProject(ref);
-    await this.db.query(`update projects set credit_balance = credit_balance + $2, credits_purchased = true where id = $1`, [project.id, amount]);
+    await this.db.transaction(async (tx) => {
+      // The row lock taken by the update serialises writers of the project stream.
+      const [rows] = (await tx.query(`update projects set credit_balance = credit_balance + $2, credits_purchased = true where id = $1 returning credit_balance`, [project.id, amount])) as [{ credit_balance: number }[], number];
+      await this.events.append(tx, `project-${project.id}`, 'any', [
+        { eventId: randomUUID(), type: EVENT_TYPES.projectCreditsAdded, data: { credits: amount, balance: rows[0]?.credit_balance }, metadata: { projectId: project.id, correlationId: project.id, causationId: project.id } },
+      ]);
+    });
     return this.findProject(project.id);
   }
 

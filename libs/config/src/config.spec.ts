@@ -27,6 +27,9 @@ describe('loadConfig', () => {
     expect(config.kafkaBrokers).toEqual(['127.0.0.1:19092', '127.0.0.2:19092']);
     expect(config.temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'mas-agent', uiUrl: undefined, pickupTimeoutMs: 10000 });
     expect(config.masterKey).toHaveLength(32);
+    expect(config.kafkaGroupPrefix).toBe('mas');
+    expect(loadConfig({ ...valid, SESSION_IDLE_TIMEOUT_MS: '2000' }).sessions.idleTimeoutMs).toBe(2000);
+    expect(problemsOf({ ...valid, SESSION_IDLE_TIMEOUT_MS: 'soon' })).toEqual([expect.stringContaining('SESSION_IDLE_TIMEOUT_MS')]);
   });
 
   it('names every missing variable at once', () => {

@@ -4,6 +4,7 @@ import {
   DEFAULT_PLANS,
   isCapability,
   isPlanName,
+  SESSION_LIMITS,
   type Capability,
   type Plan,
   type PlanName,
@@ -24,6 +25,9 @@ export interface AppConfig {
   readonly publicBaseUrl: string;
   readonly databaseUrl: string;
   readonly kafkaBrokers: readonly string[];
+  /** Prefix of the projector's consumer groups: deployments (or a test run) sharing one Kafka
+   * but not one database need their own. */
+  readonly kafkaGroupPrefix: string;
   readonly temporal: {
     /** Unset: the api answers agent requests with 503 service_unavailable; the worker refuses to start. */
     readonly address: string | undefined;
@@ -41,6 +45,10 @@ export interface AppConfig {
   readonly plans: Readonly<Record<PlanName, Plan>>;
   /** Credits each capability adds when used (MAS_CAPABILITY_SURCHARGES overrides the defaults). */
   readonly capabilitySurcharges: Readonly<Record<Capability, number>>;
+  readonly sessions: {
+    /** Idle time after which a session expires (contract: 30 minutes; SESSION_IDLE_TIMEOUT_MS). */
+    readonly idleTimeoutMs: number;
+  };
 }
 
 /** The Temporal address, or a ConfigError naming TEMPORAL_ADDRESS (for processes that cannot run without it). */
@@ -187,6 +195,7 @@ export function loadConfig(env: Env): AppConfig {
     publicBaseUrl: r.url('PUBLIC_BASE_URL', ['http:', 'https:'], `http://localhost:${problemsBefore === 0 ? port : 3000}`).replace(/\/+$/, ''),
     databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     kafkaBrokers: r.hostPorts('KAFKA_BROKERS'),
+    kafkaGroupPrefix: r.string('KAFKA_GROUP_PREFIX', 'mas'),
     temporal: {
       address: r.optional('TEMPORAL_ADDRESS'),
       namespace: r.string('TEMPORAL_NAMESPACE', 'default'),
@@ -198,6 +207,7 @@ export function loadConfig(env: Env): AppConfig {
     apiKeyPepper: r.secret('MAS_API_KEY_PEPPER', 32),
     plans: r.plans('MAS_PLANS'),
     capabilitySurcharges: r.surcharges('MAS_CAPABILITY_SURCHARGES'),
+    sessions: { idleTimeoutMs: r.positiveInt('SESSION_IDLE_TIMEOUT_MS', SESSION_LIMITS.idleTimeoutMs) },
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

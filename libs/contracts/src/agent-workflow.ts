@@ -1,6 +1,6 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { AgentError, AgentStatus, ChatMessage, FileRef, InputFileRef, ModelTurn, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
+import type { AgentError, AgentStatus, ChatMessage, FileRef, InputFileRef, ModelTurn, StreamEvent, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
 import type { Capability, PlanName } from './capabilities.js';
 
 /** Operators find requests in the Temporal UI by these (registered by the stack). */
@@ -31,6 +31,8 @@ export interface AgentRequestInput {
   readonly surcharges: Readonly<Record<Capability, number>>;
   readonly monthlyQuota: number;
   readonly stream: boolean;
+  /** Set when the request is a session's message (it then tells the session about its pauses). */
+  readonly sessionId?: string;
 }
 
 /** One stop of a request as the api renders it (and the `state` query shows operators). */
@@ -53,6 +55,8 @@ export interface AgentStop {
   /** Quota counter after this request was admitted. */
   readonly requestsUsed: number;
   readonly error?: AgentError;
+  /** The session the request belongs to: its responses are `session.message`s. */
+  readonly sessionId?: string;
 }
 
 /** Outputs for pending tool calls; a large output arrives as a stored blob's id (claim check). */
@@ -79,7 +83,37 @@ export interface AgentActivities {
   /** Settles the reservation to the actual charge (0 for a failed run). Idempotent by request id. */
   settleCredits(input: { requestId: string; projectId: string; reserved: number; charged: number; capabilities: readonly Capability[]; tokens: number }): Promise<{ balance: number }>;
   /** Calls the project's model (its key is decrypted here, never passed in). */
-  callModel(input: { requestId: string; projectId: string; messages: readonly ChatMessage[]; tools: readonly ToolSpec[]; files: readonly InputFileRef[]; stream: boolean }): Promise<ModelTurn>;
+  callModel(input: {
+    requestId: string;
+    projectId: string;
+    messages: readonly ChatMessage[];
+    tools: readonly ToolSpec[];
+    files: readonly InputFileRef[];
+    stream: boolean;
+    /** The seq of the first token event this call publishes, when streaming. */
+    streamSeq?: number;
+  }): Promise<ModelTurn>;
+  /** Publishes stream events (tool_start, tool_end, done, error) for live delivery and replay,
+   * numbered after the last stored event (so they follow the tokens of a failed model call too);
+   * returns the next free seq. */
+  emitStreamEvents(input: { requestId: string; projectId: string; events: readonly Omit<StreamEvent, 'seq'>[] }): Promise<{ nextSeq: number }>;
+  /** Records a stop in the event store, and its usage on mas.usage.v1 when it consumed tokens or
+   * credits (via the outbox). Idempotent by request id and stop number. */
+  recordStop(input: {
+    requestId: string;
+    projectId: string;
+    sessionId?: string;
+    plan: PlanName;
+    stop: number;
+    status: AgentStatus;
+    capabilitiesUsed: readonly Capability[];
+    creditsCharged: number;
+    inputTokens: number;
+    outputTokens: number;
+    errorCode?: string;
+  }): Promise<void>;
+  /** Records that tool outputs arrived for a paused request. Idempotent by request id and stop. */
+  recordToolOutputs(input: { requestId: string; projectId: string; stop: number; toolCallIds: readonly string[] }): Promise<void>;
   /** Built-in tools offered for a set of capabilities, and notes on any that are unavailable. */
   builtinTools(input: { capabilities: readonly Capability[] }): Promise<{ tools: readonly (ToolSpec & { capability: Capability })[]; notes: readonly string[] }>;
   /** Runs one built-in tool call. */

@@ -37,6 +37,8 @@ export interface ModelTurn {
   readonly usage: { readonly inputTokens: number; readonly outputTokens: number };
   /** The provider's model name as it reported it. */
   readonly model: string;
+  /** Stream events the call published (token events), when it streamed. */
+  readonly streamed?: number;
 }
 
 /** ResponseFile, contract section 2.6. */
@@ -65,4 +67,14 @@ export interface InputFileRef {
 export interface AgentError {
   readonly code: ErrorCode;
   readonly message: string;
+}
+
+/** SSE event types (contract section 6). */
+export type StreamEventType = 'token' | 'tool_start' | 'tool_end' | 'done' | 'error';
+
+/** One event of a streamed request; `seq` is its SSE `id`, increasing from 1 per request. */
+export interface StreamEvent {
+  readonly seq: number;
+  readonly type: StreamEventType;
+  readonly data: Record<string, unknown>;
 }

@@ -16,6 +16,8 @@ export function createKafka(config: Pick<AppConfig, 'kafkaBrokers'>, clientId: s
     clientId,
     brokers: [...config.kafkaBrokers],
     connectionTimeout: 3000,
+    // Short, bounded retries: callers (the outbox relay, consumers) have their own retry loops.
+    retry: { retries: 3, initialRetryTime: 200, maxRetryTime: 1000 },
     logLevel: logLevel.WARN,
     logCreator:
       () =>

@@ -1,5 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import type { AgentError } from '#libs/contracts';
+import { EVENT_TYPES, type AgentError } from '#libs/contracts';
+import { deterministicUuid, EventStore } from '#libs/events';
 import { currentPeriod } from './billing-period.js';
 
 /** Requests per sliding minute per project (contract section 8). */
@@ -17,6 +18,8 @@ export type Admission =
 
 /** Quota, credits and the rate limit, kept in PostgreSQL so every api replica and worker agree. */
 export class MeteringService {
+  private readonly events = new EventStore();
+
   constructor(private readonly db: DataSource) {}
 
   /** Counts a request against the monthly quota and reserves `credits`, atomically and once per
@@ -47,6 +50,14 @@ export class MeteringService {
         [input.projectId, input.credits],
       )) as [[ProjectRow], number];
       await tx.query(`insert into credit_ledger (request_id, kind, project_id, credits) values ($1, 'reserve', $2, $3)`, [input.requestId, input.projectId, input.credits]);
+      await this.events.append(tx, `agent-request-${input.requestId}`, 0, [
+        {
+          eventId: deterministicUuid(input.requestId, EVENT_TYPES.agentRequestAccepted),
+          type: EVENT_TYPES.agentRequestAccepted,
+          data: { requestId: input.requestId, creditsReserved: input.credits, requestsUsed: row[0].requests_used },
+          metadata: { projectId: input.projectId, correlationId: input.requestId, causationId: input.requestId },
+        },
+      ]);
       return { ok: true, balance: row[0].credit_balance, requestsUsed: row[0].requests_used };
     });
   }
@@ -64,7 +75,17 @@ export class MeteringService {
       }
       const refund = Math.max(0, input.reserved - input.charged);
       const [rows] = (await tx.query(`update projects set credit_balance = credit_balance + $2 where id = $1 returning credit_balance`, [input.projectId, refund])) as [ProjectRow[], number];
-      return { balance: rows[0]?.credit_balance ?? 0, settledNow: true };
+      const balance = rows[0]?.credit_balance ?? 0;
+      // The row lock taken by the update serialises writers of the project stream.
+      await this.events.append(tx, `project-${input.projectId}`, 'any', [
+        {
+          eventId: deterministicUuid(input.requestId, EVENT_TYPES.projectCreditsCharged),
+          type: EVENT_TYPES.projectCreditsCharged,
+          data: { requestId: input.requestId, reserved: input.reserved, charged: input.charged, balance },
+          metadata: { projectId: input.projectId, correlationId: input.requestId, causationId: input.requestId },
+        },
+      ]);
+      return { balance, settledNow: true };
     });
   }
 

@@ -58,9 +58,12 @@ export function renderStop(stop: AgentStop, ctx: RenderContext, files: readonly 
 }
 
 /** A stop that answers a POST: a failed run becomes its contract error instead of a 200. */
-export function requireSuccessfulStop(stop: AgentStop): AgentStop {
+export function requireSuccessfulStop(stop: AgentStop, principal: Principal): AgentStop {
   if (stop.status === 'failed') {
-    throw new ServiceError(stop.error?.code ?? 'compute_error', stop.error?.message ?? 'The agent run failed.');
+    const code = stop.error?.code ?? 'compute_error';
+    // A used-up quota comes back when the billing period ends.
+    const headers: Record<string, string> = code === 'quota_exceeded' ? { 'Retry-After': String(Math.max(1, Math.ceil((currentPeriod(principal.project.periodStart, new Date()).end.getTime() - Date.now()) / 1000))) } : {};
+    throw new ServiceError(code, stop.error?.message ?? 'The agent run failed.', headers);
   }
   if (stop.status === 'expired') {
     throw new ServiceError('context_expired', 'The tool execution context has expired.');

@@ -1,20 +1,42 @@
 import { randomUUID } from 'node:crypto';
-import { Body, Controller, Get, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { ServiceError, type AgentStop } from '#libs/contracts';
+import { errorDocsUrl, isErrorCode, ServiceError, type AgentStop } from '#libs/contracts';
 import { FileStore } from '#libs/persistence';
+import { SseSession, StreamHubService } from '#libs/streaming';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { parseAgentRequest, parseToolOutputs } from './agent-request.validation.js';
 import { renderStop, requireSuccessfulStop, responseFiles, setResponseHeaders, type AgentResponse } from './agent-response.js';
-import { StartAgentRequestCommand } from './commands/start-agent-request.command.js';
+import { StartAgentRequestCommand, StreamAgentRequestCommand } from './commands/start-agent-request.command.js';
 import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command.js';
+import { errorResponses } from '../openapi/schemas.js';
 import { computeInstanceOf } from './compute-instance.js';
+import { IdempotencyKeys } from './idempotency.js';
 import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
 
+const AUTH_ERRORS = ['invalid_api_key', 'rate_limited'] as const;
+const COMPUTE_ERRORS = ['compute_error', 'compute_unavailable', 'service_unavailable'] as const;
+const QUOTA_HEADERS = {
+  'X-Request-Id': { schema: { type: 'string' }, description: 'Equals the body\'s id.' },
+  'X-RateLimit-Limit': { schema: { type: 'integer' }, description: 'Monthly request limit of the plan.' },
+  'X-RateLimit-Remaining': { schema: { type: 'integer' }, description: 'Requests remaining this billing period.' },
+  'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Unix time the billing period ends.' },
+};
+const agentResponse = { description: 'AgentResponse', headers: QUOTA_HEADERS, content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } } } };
+
+function responses(list: Record<number, object>): MethodDecorator {
+  return (target, key, descriptor) => {
+    for (const [status, response] of Object.entries(list)) ApiResponse({ status: Number(status), ...response })(target, key, descriptor);
+  };
+}
+
 /** `POST /v1/agent`, `POST /v1/agent/{id}/tool-outputs`, `GET /v1/agent/{id}`. */
+@ApiTags('agent')
+@ApiBearerAuth()
 @Controller('v1/agent')
 export class AgentController {
   constructor(
@@ -22,28 +44,79 @@ export class AgentController {
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
     private readonly files: FileStore,
+    private readonly streams: StreamHubService,
+    private readonly idempotency: IdempotencyKeys,
   ) {}
+
+  /** Serves a request's stream events after `afterSeq` as SSE: replay from the store, then live. */
+  private async stream(res: Response, requestId: string, principal: Principal, afterSeq: number, started?: Promise<unknown>): Promise<void> {
+    await this.streams.hub.start().catch(() => undefined); // the store covers a late hub
+    const session = new SseSession(res, this.streams.hub, this.streams.store, {
+      requestId,
+      projectId: principal.project.id,
+      afterSeq,
+      decorate: (e) => (e.type === 'error' && isErrorCode(e.data.code) ? { docs: errorDocsUrl(this.config.publicBaseUrl, e.data.code) } : {}),
+    });
+    // A run that cannot finish (Temporal gone) still ends the stream with one error event.
+    started?.catch((e: unknown) => {
+      const error = e instanceof ServiceError ? e : new ServiceError('compute_unavailable', 'The compute service could not be reached.');
+      session.fail('error', { code: error.code, message: error.message, docs: errorDocsUrl(this.config.publicBaseUrl, error.code) });
+    });
+    await session.run();
+  }
 
   private async render(stop: AgentStop, principal: Principal, startedAt: number): Promise<AgentResponse> {
     const files = await responseFiles(stop, this.files, this.config);
-    return renderStop(stop, { object: 'agent.response', computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan }, files);
+    // A session's request stays a `session.message` through its tool-output continuations.
+    const object = stop.sessionId ? 'session.message' : 'agent.response';
+    return renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan }, files);
   }
 
   @Post()
   @HttpCode(200)
-  async create(@Body() body: unknown, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<AgentResponse> {
+  @ApiOperation({ summary: 'Run the agent', description: 'Answers with the first stop: `completed`, or `requires_tool_outputs` when the agent calls your tools. With `stream: true`, a text/event-stream of `token`, `tool_start`, `tool_end`, then `done` or `error` (each with an SSE id).' })
+  @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
+  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'The same key and body within 24 hours returns the first response.' })
+  @responses({
+    200: { ...agentResponse, content: { ...agentResponse.content, 'text/event-stream': { schema: { type: 'string' } } } },
+    ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'payload_too_large', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'idempotency_conflict', ...COMPUTE_ERRORS]),
+  })
+  async create(
+    @Body() body: unknown,
+    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @CurrentPrincipal() principal: Principal,
+    @Res() res: Response,
+  ): Promise<void> {
     const startedAt = performance.now();
     const request = parseAgentRequest(body);
     if (request.stream) {
-      throw new ServiceError('stream_not_supported', 'Streaming responses are not available on this deployment yet; send `stream: false`.');
+      const started = await this.commands.execute(new StreamAgentRequestCommand(principal, request, randomUUID()));
+      // The quota counter moves when the run is admitted; until then the headers count this request.
+      setResponseHeaders(res, started.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed + 1);
+      await this.stream(res, started.requestId, principal, 0, started.firstStop());
+      return;
     }
-    const stop = requireSuccessfulStop(await this.commands.execute(new StartAgentRequestCommand(principal, request, randomUUID())));
-    setResponseHeaders(res, stop.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, stop.requestsUsed);
-    return this.render(stop, principal, startedAt);
+    const monthlyQuota = this.config.plans[principal.project.plan].monthlyQuota;
+    const claim = idempotencyKey === undefined ? undefined : await this.idempotency.claim(principal.project.id, idempotencyKey, body);
+    if (claim?.kind === 'replay' && claim.response) {
+      setResponseHeaders(res, claim.requestId, principal, monthlyQuota, principal.project.requestsUsed);
+      res.status(200).json(claim.response);
+      return;
+    }
+    const requestId = claim?.requestId ?? randomUUID();
+    const stop = requireSuccessfulStop(await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId, [], claim?.kind === 'replay')), principal);
+    setResponseHeaders(res, stop.requestId, principal, monthlyQuota, stop.requestsUsed);
+    const response = await this.render(stop, principal, startedAt);
+    if (claim && idempotencyKey !== undefined) await this.idempotency.saveResponse(principal.project.id, idempotencyKey, requestId, response);
+    res.status(200).json(response);
   }
 
   @Post(':id/tool-outputs')
   @HttpCode(200)
+  @ApiOperation({ summary: 'Submit tool outputs', description: 'Answers the pending tool calls within 5 minutes; replies with the next stop. Costs no credits.' })
+  @ApiParam({ name: 'id', description: 'The request id from the first response.' })
+  @ApiBody({ schema: { $ref: '#/components/schemas/ToolOutputsRequest' } })
+  @responses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'invalid_tool_outputs', 'tool_output_too_large', 'context_expired', ...COMPUTE_ERRORS]) })
   async submitToolOutputs(
     @Param('id') id: string,
     @Body() body: unknown,
@@ -52,12 +125,40 @@ export class AgentController {
   ): Promise<AgentResponse> {
     const startedAt = performance.now();
     const outputs = parseToolOutputs(body);
-    const stop = requireSuccessfulStop(await this.commands.execute(new SubmitToolOutputsCommand(principal, id, outputs)));
+    const stop = requireSuccessfulStop(await this.commands.execute(new SubmitToolOutputsCommand(principal, id, outputs)), principal);
     setResponseHeaders(res, stop.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed);
     return this.render(stop, principal, startedAt);
   }
 
+  /** Replays what a client missed (Last-Event-ID or ?after=) and continues live. */
+  @Get(':id/events')
+  @ApiOperation({ summary: 'Resume a stream', description: 'The events after `Last-Event-ID` (or `after`), then live until `done` or `error`. Kept 24 hours.' })
+  @ApiHeader({ name: 'Last-Event-ID', required: false })
+  @ApiQuery({ name: 'after', required: false, type: Number })
+  @responses({ 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found']) })
+  async events(
+    @Param('id') id: string,
+    @Headers('last-event-id') lastEventId: string | undefined,
+    @Query('after') after: string | undefined,
+    @CurrentPrincipal() principal: Principal,
+    @Res() res: Response,
+  ): Promise<void> {
+    const raw = lastEventId ?? after ?? '0';
+    const afterSeq = Number(raw);
+    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(afterSeq)) {
+      throw new ServiceError('invalid_body', '`Last-Event-ID` (or `after`) must be the non-negative integer id of the last event received.');
+    }
+    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+    if (!UUID.test(id) || !(await this.streams.store.exists(id, principal.project.id))) {
+      throw new ServiceError('request_not_found', 'No streamed request with this id exists in this project (stream events are kept for 24 hours).');
+    }
+    res.setHeader('X-Request-Id', id);
+    await this.stream(res, id, principal, afterSeq);
+  }
+
   @Get(':id')
+  @ApiOperation({ summary: 'Read a request', description: 'Its latest state: in_progress, requires_tool_outputs, completed, expired or failed (with `error`).' })
+  @responses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'request_not_found']) })
   async get(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<AgentResponse> {
     const startedAt = performance.now();
     const stop = await this.queries.execute(new GetAgentRequestQuery(principal, id));

@@ -1,4 +1,5 @@
 import { Controller, Get, Param, Res } from '@nestjs/common';
+import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { ServiceError } from '#libs/contracts';
@@ -8,11 +9,16 @@ import { CurrentPrincipal } from '../auth/api-key.guard.js';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** `GET /v1/files/{id}`: downloads a generated file with the same project's key. */
+@ApiTags('files')
+@ApiBearerAuth()
 @Controller('v1/files')
 export class FilesController {
   constructor(private readonly files: FileStore) {}
 
   @Get(':id')
+  @ApiOperation({ summary: 'Download a generated file', description: 'With the same project\'s key; kept 7 days.' })
+  @ApiResponse({ status: 200, description: 'The file, with its media type.' })
+  @ApiResponse({ status: 404, description: '`file_not_found`', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } })
   async download(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res() res: Response): Promise<void> {
     const file = UUID.test(id) ? await this.files.get(id, principal.project.id) : undefined;
     if (!file) {

@@ -3,6 +3,7 @@ import type { AccountsService } from '#libs/accounts';
 import { BLOB_MARKER, type AgentActivities, type ChatMessage, type InputFileRef, type ModelTurn } from '#libs/contracts';
 import { callModel, ModelError } from '#libs/llm';
 import type { BlobStore } from '#libs/persistence';
+import type { StreamPublisher } from '#libs/streaming';
 
 /** Input files at most this large are put into the conversation whole; larger ones are listed. */
 const INLINE_FILE_BYTES = 32 * 1024;
@@ -12,7 +13,12 @@ export class ModelCallActivity {
   constructor(
     private readonly accounts: AccountsService,
     private readonly blobs: BlobStore,
+    private readonly stream: StreamPublisher,
   ) {}
+
+  readonly emitStreamEvents: AgentActivities['emitStreamEvents'] = async ({ requestId, projectId, events }) => ({
+    nextSeq: await this.stream.append(requestId, projectId, events),
+  });
 
   readonly callModel: AgentActivities['callModel'] = async (input) => {
     const credentials = await this.accounts.modelCredentials(input.projectId);
@@ -22,6 +28,9 @@ export class ModelCallActivity {
     const messages = await this.withFiles(await this.resolveBlobs(input.messages, input.projectId), input.files, input.projectId);
     const context = Context.current();
     const heartbeat = setInterval(() => context.heartbeat(), 5000);
+    // Streaming: tokens go out as the provider produces them (the first at once, then in small
+    // batches); a retried attempt re-sends the same seqs, which readers keep only once.
+    const writer = input.stream && input.streamSeq !== undefined ? this.stream.tokenWriter(input.requestId, input.projectId, input.streamSeq) : undefined;
     try {
       const turn: ModelTurn = await callModel({
         provider: credentials.provider,
@@ -31,8 +40,11 @@ export class ModelCallActivity {
         messages,
         tools: input.tools,
         signal: context.cancellationSignal,
+        ...(writer ? { onToken: (text: string) => writer.push(text) } : {}),
       });
-      return turn;
+      if (!writer) return turn;
+      await writer.close();
+      return { ...turn, streamed: writer.seq - (input.streamSeq ?? 0) };
     } catch (e) {
       if (e instanceof ModelError && !e.retryable) {
         throw ApplicationFailure.create({ type: 'compute_error', message: e.message, nonRetryable: true });

@@ -1,12 +1,14 @@
-import { Inject, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { WithStartWorkflowOperation } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import {
   agentRequestWorkflowId,
   firstStopUpdate,
   SEARCH_ATTRIBUTES,
   ServiceError,
+  stateQuery,
   type AgentRequestInput,
   type AgentStop,
   type InputFileRef,
@@ -15,10 +17,11 @@ import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { resolveCapabilities } from '../agent-request.validation.js';
 import { fromTemporalError } from '../temporal-errors.js';
-import { StartAgentRequestCommand } from './start-agent-request.command.js';
+import { StartAgentRequestCommand, StreamAgentRequestCommand, type StartedAgentRequest } from './start-agent-request.command.js';
 
-@CommandHandler(StartAgentRequestCommand)
-export class StartAgentRequestHandler implements ICommandHandler<StartAgentRequestCommand> {
+/** Starts agentRequestWorkflow with Update-with-Start and returns once a worker has taken it up. */
+@Injectable()
+export class AgentRequestStarter {
   private readonly logger = new Logger('agent');
 
   constructor(
@@ -27,7 +30,7 @@ export class StartAgentRequestHandler implements ICommandHandler<StartAgentReque
     private readonly blobs: BlobStore,
   ) {}
 
-  async execute({ principal, body, requestId, history }: StartAgentRequestCommand): Promise<AgentStop> {
+  async start({ principal, body, requestId, history }: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
     const { project } = principal;
     const plan = this.config.plans[project.plan];
     const capabilities = resolveCapabilities(body.capabilities, plan.name, plan.capabilities, project.capabilities, body.tools.length > 0);
@@ -108,10 +111,60 @@ export class StartAgentRequestHandler implements ICommandHandler<StartAgentReque
       }
       throw error;
     }
-    try {
-      return await handle.result();
-    } catch (e) {
-      throw fromTemporalError(e, 'compute_unavailable');
+    const accepted = handle;
+    return {
+      requestId,
+      firstStop: async () => {
+        try {
+          return await accepted.result();
+        } catch (e) {
+          throw fromTemporalError(e, 'compute_unavailable');
+        }
+      },
+    };
+  }
+}
+
+@CommandHandler(StartAgentRequestCommand)
+export class StartAgentRequestHandler implements ICommandHandler<StartAgentRequestCommand> {
+  constructor(
+    private readonly starter: AgentRequestStarter,
+    private readonly temporal: TemporalClientService,
+  ) {}
+
+  async execute(command: StartAgentRequestCommand): Promise<AgentStop> {
+    if (command.attach) {
+      const attached = await this.attach(command.requestId);
+      if (attached) return attached;
     }
+    return (await this.starter.start(command)).firstStop();
+  }
+
+  /** The first stop of a request that may already run (an Idempotency-Key replay); undefined if it never started. */
+  private async attach(requestId: string): Promise<AgentStop | undefined> {
+    const client = this.temporal.client;
+    if (!client) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const handle = client.workflow.getHandle(agentRequestWorkflowId(requestId));
+    try {
+      return await handle.executeUpdate(firstStopUpdate);
+    } catch (e) {
+      // Finished already: its result is its last stop. Never started: start it now.
+      if (e instanceof WorkflowNotFoundError) return undefined;
+      try {
+        return await handle.query(stateQuery);
+      } catch (inner) {
+        if (inner instanceof WorkflowNotFoundError) return undefined;
+        throw fromTemporalError(inner, 'compute_unavailable');
+      }
+    }
+  }
+}
+
+@CommandHandler(StreamAgentRequestCommand)
+export class StreamAgentRequestHandler implements ICommandHandler<StreamAgentRequestCommand> {
+  constructor(private readonly starter: AgentRequestStarter) {}
+
+  execute(command: StreamAgentRequestCommand): Promise<StartedAgentRequest> {
+    return this.starter.start(command);
   }
 }

@@ -1,0 +1,119 @@
+import { CAPABILITIES, ERROR_STATUS, type ErrorCode } from '#libs/contracts';
+import { LIMITS } from '../agent/agent-request.validation.js';
+
+/** JSON Schemas of the contract's bodies, the single source for the OpenAPI document. */
+export const SCHEMAS = {
+  AgentRequest: {
+    type: 'object',
+    required: ['message'],
+    properties: {
+      message: { type: 'string', minLength: 1, maxLength: LIMITS.messageChars, description: 'The task or question (not only white space).' },
+      capabilities: { type: 'array', minItems: 1, items: { type: 'string', enum: [...CAPABILITIES] }, description: 'Filter of capabilities; omitted: all enabled on the project that the plan allows.' },
+      files: { type: 'array', maxItems: LIMITS.files, items: { $ref: '#/components/schemas/InputFile' } },
+      stream: { type: 'boolean', default: false, description: 'Answer as Server-Sent Events (not with tools).' },
+      tools: { type: 'array', maxItems: LIMITS.tools, items: { $ref: '#/components/schemas/ToolDefinition' } },
+    },
+    example: { message: 'Summarise the attached notes in three bullet points.', capabilities: ['chat', 'documents'], files: [{ name: 'notes.md', content: '# Notes\n...' }] },
+  },
+  InputFile: {
+    type: 'object',
+    required: ['name', 'content'],
+    properties: {
+      name: { type: 'string', description: 'File name including extension.' },
+      content: { type: 'string', description: 'Text as is; binary (e.g. PDF) as base64 with a matching extension. At most 1 MB of UTF-8.' },
+    },
+  },
+  ToolDefinition: {
+    type: 'object',
+    required: ['name', 'description', 'parameters'],
+    properties: {
+      name: { type: 'string', pattern: '^[a-zA-Z0-9_]+$', maxLength: LIMITS.toolName },
+      description: { type: 'string', maxLength: LIMITS.toolDescription },
+      parameters: { type: 'object', description: 'A JSON Schema whose `type` is `object`.', additionalProperties: true },
+    },
+  },
+  ToolCall: {
+    type: 'object',
+    required: ['id', 'name', 'arguments'],
+    properties: { id: { type: 'string' }, name: { type: 'string' }, arguments: { type: 'object', additionalProperties: true } },
+  },
+  ResponseFile: {
+    type: 'object',
+    required: ['name', 'content'],
+    properties: { name: { type: 'string' }, content: { type: 'string', description: 'Text as is; binary as base64.' }, url: { type: 'string', format: 'uri' } },
+  },
+  Usage: {
+    type: 'object',
+    required: ['credits_this_request', 'credits_remaining', 'tokens_used'],
+    properties: { credits_this_request: { type: 'integer' }, credits_remaining: { type: 'integer' }, tokens_used: { type: 'integer' } },
+  },
+  Meta: {
+    type: 'object',
+    required: ['duration_ms', 'project_id', 'plan'],
+    properties: { duration_ms: { type: 'integer' }, project_id: { type: 'string' }, plan: { type: 'string', enum: ['free', 'starter', 'pro'] } },
+  },
+  AgentResponse: {
+    type: 'object',
+    required: ['id', 'object', 'status', 'capabilities_used', 'files', 'usage', 'meta', '_compute_instance'],
+    properties: {
+      id: { type: 'string', format: 'uuid' },
+      object: { type: 'string', enum: ['agent.response', 'session.message'] },
+      session_id: { type: 'string', format: 'uuid', description: 'Session message responses only.' },
+      status: { type: 'string', enum: ['completed', 'requires_tool_outputs', 'in_progress', 'expired', 'failed'], description: 'POST answers are `completed` or `requires_tool_outputs`; GET may show the others.' },
+      message: { type: 'string', description: 'Present when `status` is `completed`.' },
+      tool_calls: { type: 'array', items: { $ref: '#/components/schemas/ToolCall' }, description: 'Present when `status` is `requires_tool_outputs`.' },
+      capabilities_used: { type: 'array', items: { type: 'string', enum: [...CAPABILITIES] } },
+      files: { type: 'array', items: { $ref: '#/components/schemas/ResponseFile' } },
+      usage: { $ref: '#/components/schemas/Usage' },
+      meta: { $ref: '#/components/schemas/Meta' },
+      _compute_instance: { type: 'string', description: 'Pass back in tool output submissions.' },
+      error: { type: 'object', description: 'GET of a failed request only.', properties: { code: { type: 'string' }, message: { type: 'string' } } },
+    },
+    example: {
+      id: '3b0f6e52-1c4d-4a8e-9d57-1f2e3d4c5b6a',
+      object: 'agent.response',
+      status: 'completed',
+      message: 'Here is the summary...',
+      capabilities_used: ['chat'],
+      files: [],
+      usage: { credits_this_request: 1, credits_remaining: 99, tokens_used: 512 },
+      meta: { duration_ms: 840, project_id: '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d', plan: 'pro' },
+      _compute_instance: 'default/mas-agent',
+    },
+  },
+  ToolOutputsRequest: {
+    type: 'object',
+    required: ['tool_outputs', '_compute_instance'],
+    properties: {
+      tool_outputs: {
+        type: 'array',
+        minItems: 1,
+        items: { type: 'object', required: ['tool_call_id', 'output'], properties: { tool_call_id: { type: 'string' }, output: { type: 'string', description: 'At most 100 KB of UTF-8.' } } },
+      },
+      _compute_instance: { type: 'string' },
+    },
+  },
+  ErrorResponse: {
+    type: 'object',
+    required: ['error'],
+    properties: {
+      error: {
+        type: 'object',
+        required: ['code', 'message', 'docs'],
+        properties: { code: { type: 'string', enum: Object.keys(ERROR_STATUS) }, message: { type: 'string' }, docs: { type: 'string', format: 'uri' } },
+      },
+    },
+  },
+} as const;
+
+/** The error responses of an operation, grouped by status, each listing its codes. */
+export function errorResponses(codes: readonly ErrorCode[]): Record<number, { description: string; content: Record<string, unknown> }> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) byStatus.set(ERROR_STATUS[code], [...(byStatus.get(ERROR_STATUS[code]) ?? []), code]);
+  return Object.fromEntries(
+    [...byStatus].map(([status, list]) => [
+      status,
+      { description: list.map((c) => `\`${c}\``).join(', '), content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } },
+    ]),
+  );
+}

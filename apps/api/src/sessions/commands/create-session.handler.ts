@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { Inject } from '@nestjs/common';
+import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { SEARCH_ATTRIBUTES, ServiceError, SESSION_LIMITS, sessionWorkflowId, type SessionWorkflowInput } from '#libs/contracts';
+import { TemporalClientService } from '#libs/temporal';
+import { fromTemporalError } from '../../agent/temporal-errors.js';
+import { withinPickup } from '../session-temporal.js';
+import { SessionsRepository, type SessionRecord } from '../sessions.repository.js';
+import { CreateSessionCommand } from './create-session.command.js';
+
+@CommandHandler(CreateSessionCommand)
+export class CreateSessionHandler implements ICommandHandler<CreateSessionCommand> {
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly temporal: TemporalClientService,
+    private readonly sessions: SessionsRepository,
+  ) {}
+
+  async execute({ principal }: CreateSessionCommand): Promise<SessionRecord> {
+    const { project } = principal;
+    // Sessions are for accounts that have purchased credits; the free plan has none (DESIGN.md 4 and 7).
+    if (project.plan === 'free' || !project.creditsPurchased) {
+      throw new ServiceError('plan_restricted', 'Sessions are available only to accounts that have purchased credits. Purchase credits to start a session.');
+    }
+    const client = this.temporal.client;
+    const connection = this.temporal.connection;
+    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+
+    const now = Date.now();
+    const idleTimeoutMs = this.config.sessions.idleTimeoutMs;
+    const record: SessionRecord = {
+      id: randomUUID(),
+      projectId: project.id,
+      status: 'active',
+      messageCount: 0,
+      createdAt: new Date(now),
+      lastActivityAt: new Date(now),
+      expiresAt: new Date(now + idleTimeoutMs),
+    };
+    const input: SessionWorkflowInput = { sessionId: record.id, projectId: project.id, createdAt: now, idleTimeoutMs };
+    const plan = this.config.plans[project.plan];
+    const capabilities = project.capabilities.filter((c) => plan.capabilities.includes(c));
+    const created = await this.sessions.createWithinLimit(record, SESSION_LIMITS.activePerProject, async () => {
+      try {
+        await withinPickup(connection, this.config.temporal.pickupTimeoutMs, () =>
+          client.workflow.start('sessionWorkflow', {
+            workflowId: sessionWorkflowId(record.id),
+            taskQueue: this.config.temporal.taskQueue,
+            args: [input],
+            workflowIdConflictPolicy: 'FAIL',
+            typedSearchAttributes: [
+              { key: SEARCH_ATTRIBUTES.projectId, value: project.id },
+              { key: SEARCH_ATTRIBUTES.agentStatus, value: 'active' },
+              { key: SEARCH_ATTRIBUTES.capabilities, value: capabilities },
+            ],
+          }),
+        );
+      } catch (e) {
+        throw fromTemporalError(e, 'compute_unavailable');
+      }
+    });
+    if (!created) {
+      throw new ServiceError(
+        'session_limit_reached',
+        `The project already has ${SESSION_LIMITS.activePerProject} active sessions. End one with DELETE /v1/sessions/{id} or let one expire.`,
+      );
+    }
+    return record;
+  }
+}

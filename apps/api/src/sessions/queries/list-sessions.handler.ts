@@ -1,0 +1,17 @@
+import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
+import { ServiceError } from '#libs/contracts';
+import { SessionsRepository, type SessionRecord } from '../sessions.repository.js';
+import { ListSessionsQuery } from './list-sessions.query.js';
+
+@QueryHandler(ListSessionsQuery)
+export class ListSessionsHandler implements IQueryHandler<ListSessionsQuery> {
+  constructor(private readonly sessions: SessionsRepository) {}
+
+  async execute({ principal, params }: ListSessionsQuery): Promise<{ records: SessionRecord[]; hasMore: boolean }> {
+    const projectId = principal.project.id;
+    if (params.after && !(await this.sessions.find(projectId, params.after))) {
+      throw new ServiceError('invalid_body', 'The cursor is not a session of this project: pass the `next_cursor` of the previous page.');
+    }
+    return this.sessions.list(projectId, params);
+  }
+}

@@ -1,0 +1,62 @@
+import { Logger } from '@nestjs/common';
+import type { Consumer, Kafka } from 'kafkajs';
+import type { DataSource } from 'typeorm';
+import type { CloudEvent } from '#libs/events';
+import type { Projection } from './projections/projection.js';
+
+/** Runs projections as Kafka consumer groups (`<prefix>-projector-<name>`), each event applied once. */
+export class ProjectionRunner {
+  private readonly logger = new Logger('projector');
+  private readonly consumers: Consumer[] = [];
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly kafka: Kafka,
+    private readonly projections: readonly Projection[],
+    private readonly groupPrefix = 'mas',
+  ) {}
+
+  /** Starts every projection; `groupSuffix` gives a fresh group that reads from offset 0 (a rebuild). */
+  async start(groupSuffix = ''): Promise<void> {
+    for (const projection of this.projections) {
+      const consumer = this.kafka.consumer({ groupId: `${this.groupPrefix}-projector-${projection.name}${groupSuffix}`, allowAutoTopicCreation: false });
+      await consumer.connect();
+      await consumer.subscribe({ topic: projection.topic, fromBeginning: true });
+      await consumer.run({
+        eachMessage: async ({ message }) => {
+          if (!message.value) return;
+          const event = JSON.parse(message.value.toString('utf8')) as CloudEvent<Record<string, unknown>>;
+          await this.handle(projection, event);
+        },
+      });
+      this.consumers.push(consumer);
+      this.logger.log(`projection ${projection.name} consuming ${projection.topic}`);
+    }
+  }
+
+  /** Applies one event in one transaction with its processed-event row; a second delivery is a no-op. */
+  async handle(projection: Projection, event: CloudEvent<Record<string, unknown>>): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      const fresh: unknown[] = await tx.query(
+        `insert into projection_processed (projection, event_id) values ($1, $2) on conflict do nothing returning 1`,
+        [projection.name, event.id],
+      );
+      if (fresh.length === 0) return false;
+      await projection.apply(tx, event);
+      return true;
+    });
+  }
+
+  /** Empties a projection's tables and processed-event rows, to rebuild it from offset 0. */
+  async reset(projection: Projection): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      for (const table of projection.tables) await tx.query(`delete from ${table}`);
+      await tx.query(`delete from projection_processed where projection = $1`, [projection.name]);
+    });
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.consumers.map((c) => c.disconnect()));
+    this.consumers.length = 0;
+  }
+}

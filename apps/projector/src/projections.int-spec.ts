@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { EVENT_TYPES, TOPICS, USAGE_EVENT_TYPE, type UsageEventData } from '#libs/contracts';
+import { toCloudEvent, type CloudEvent } from '#libs/events';
+import { createKafka } from '#libs/kafka';
+import { dataSourceOptions } from '#libs/persistence';
+import { testConfig } from '../../../test/support/config.js';
+import { ProjectionRunner } from './projection-runner.js';
+import { requestLogProjection } from './projections/request-log.projection.js';
+import { usageProjection } from './projections/usage.projection.js';
+
+const config = testConfig();
+
+function usageEvent(projectId: string, requestId: string, kind: UsageEventData['kind'], credits: number): CloudEvent<Record<string, unknown>> {
+  const data: UsageEventData = {
+    project_id: projectId,
+    request_id: requestId,
+    session_id: null,
+    kind,
+    status: 'completed',
+    credits,
+    input_tokens: 10,
+    output_tokens: 5,
+    capabilities: ['chat', 'code'],
+    plan: 'pro',
+    billing_period_start: '2026-11-01T00:00:00.000Z',
+    occurred_at: new Date().toISOString(),
+  };
+  return toCloudEvent({ id: randomUUID(), type: USAGE_EVENT_TYPE, subject: `agent-request-${requestId}`, time: new Date(), data: { ...data }, projectId, correlationId: requestId, causationId: requestId });
+}
+
+describe('projections', () => {
+  let db: DataSource;
+  let runner: ProjectionRunner;
+  beforeAll(async () => {
+    db = new DataSource({ ...dataSourceOptions(config), logging: false });
+    await db.initialize();
+    runner = new ProjectionRunner(db, createKafka(config, 'projection-test'), [usageProjection, requestLogProjection]);
+  });
+  afterAll(async () => {
+    await runner.stop();
+    await db.destroy();
+  });
+
+  const usageOf = async (projectId: string) => ({
+    totals: await db.query(`select requests, credits, input_tokens::int, output_tokens::int from usage_totals where project_id = $1`, [projectId]),
+    byCapability: await db.query(`select capability, requests from usage_by_capability where project_id = $1 order by capability`, [projectId]),
+  });
+
+  it('usage: the same event delivered twice changes nothing', async () => {
+    const projectId = randomUUID();
+    const first = usageEvent(projectId, randomUUID(), 'initial', 3);
+    expect(await runner.handle(usageProjection, first)).toBe(true);
+    const once = await usageOf(projectId);
+    expect(await runner.handle(usageProjection, first)).toBe(false);
+    expect(await usageOf(projectId)).toEqual(once);
+    expect(once).toEqual({ totals: [{ requests: 1, credits: 3, input_tokens: 10, output_tokens: 5 }], byCapability: [{ capability: 'chat', requests: 1 }, { capability: 'code', requests: 1 }] });
+    await runner.handle(usageProjection, usageEvent(projectId, randomUUID(), 'continuation', 0));
+    expect((await usageOf(projectId)).totals).toEqual([{ requests: 1, credits: 3, input_tokens: 20, output_tokens: 10 }]);
+  });
+
+  it('request log: the same event delivered twice changes nothing', async () => {
+    const projectId = randomUUID();
+    const requestId = randomUUID();
+    const completed = toCloudEvent({
+      id: randomUUID(),
+      type: EVENT_TYPES.agentRequestCompleted,
+      subject: `agent-request-${requestId}`,
+      time: new Date(),
+      data: { requestId, status: 'completed', stop: 1, capabilitiesUsed: ['chat'], creditsCharged: 1, inputTokens: 4, outputTokens: 2 },
+      projectId,
+      correlationId: requestId,
+      causationId: requestId,
+    });
+    await runner.handle(requestLogProjection, completed);
+    await runner.handle(requestLogProjection, completed);
+    const rows = await db.query(`select status, credits, tokens::int from request_log where request_id = $1`, [requestId]);
+    expect(rows).toEqual([{ status: 'completed', credits: 1, tokens: 6 }]);
+  });
+
+  it('a rebuild from offset 0 gives the same tables', async () => {
+    const projectId = randomUUID();
+    const kafka = createKafka(config, 'projection-rebuild-test');
+    // The usage projection over a topic of its own, so the rebuild reads only this test's events.
+    const topic = `usage-rebuild-${randomUUID()}`;
+    const projection = { ...usageProjection, topic: topic as typeof TOPICS.usage };
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: 3 }], waitForLeaders: true });
+    const producer = kafka.producer({ idempotent: true });
+    await producer.connect();
+    const events = [usageEvent(projectId, randomUUID(), 'initial', 1), usageEvent(projectId, randomUUID(), 'initial', 4), usageEvent(projectId, randomUUID(), 'continuation', 0)];
+    await producer.send({ topic, acks: -1, messages: events.map((e) => ({ key: projectId, value: JSON.stringify(e) })) });
+    await producer.disconnect();
+
+    const waitForTotals = async (requests: number) => {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const { totals } = await usageOf(projectId);
+        if (totals[0]?.requests === requests && totals[0].input_tokens === 30) return;
+        if (Date.now() > deadline) throw new Error(`usage for ${projectId} not projected: ${JSON.stringify(totals)}`);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    };
+    const live = new ProjectionRunner(db, kafka, [projection]);
+    await live.start(`-test-${randomUUID()}`);
+    await waitForTotals(2);
+    await live.stop();
+    const before = await usageOf(projectId);
+
+    await live.reset(projection);
+    expect((await usageOf(projectId)).totals).toEqual([]);
+    const rebuild = new ProjectionRunner(db, kafka, [projection]);
+    await rebuild.start(`-rebuild-${randomUUID()}`);
+    await waitForTotals(2);
+    await rebuild.stop();
+    expect(await usageOf(projectId)).toEqual(before);
+    expect(before.totals).toEqual([{ requests: 2, credits: 5, input_tokens: 30, output_tokens: 15 }]);
+    await admin.deleteTopics({ topics: [topic] });
+    await admin.disconnect();
+  });
+});

@@ -1,0 +1,7 @@
+import type { Projection } from './projection.js';
+import { requestLogProjection } from './request-log.projection.js';
+import { usageProjection } from './usage.projection.js';
+
+export type { Projection } from './projection.js';
+/** Every read model the projector maintains. */
+export const PROJECTIONS: readonly Projection[] = [usageProjection, requestLogProjection];

@@ -1,0 +1,85 @@
+import { randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { EVENT_TYPES, TOPICS } from '#libs/contracts';
+import { createKafka } from '#libs/kafka';
+import { dataSourceOptions } from '#libs/persistence';
+import { collect } from '../../../test/support/kafka.js';
+import { testConfig } from '../../../test/support/config.js';
+import { deterministicUuid } from './deterministic-id.js';
+import { ConcurrencyError, EventStore, type NewEvent } from './event-store.js';
+import { OutboxRelay } from './outbox-relay.js';
+
+const config = testConfig();
+
+const event = (projectId: string, n: number): NewEvent => ({
+  eventId: randomUUID(),
+  type: EVENT_TYPES.projectCreditsAdded,
+  data: { n },
+  metadata: { projectId, correlationId: projectId, causationId: projectId },
+});
+
+describe('event store and outbox', () => {
+  let db: DataSource;
+  const store = new EventStore();
+  beforeAll(async () => {
+    db = new DataSource({ ...dataSourceOptions(config), logging: false });
+    await db.initialize();
+  });
+  afterAll(async () => {
+    await db.destroy();
+  });
+
+  it('lets one of two concurrent appends at the same version win; the other gets a ConcurrencyError', async () => {
+    const projectId = randomUUID();
+    const stream = `project-${projectId}`;
+    await db.transaction((tx) => store.append(tx, stream, 0, [event(projectId, 1)]));
+    const results = await Promise.allSettled([
+      db.transaction((tx) => store.append(tx, stream, 1, [event(projectId, 2)])),
+      db.transaction((tx) => store.append(tx, stream, 1, [event(projectId, 3)])),
+    ]);
+    expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+    const rejected = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    expect(rejected?.reason).toBeInstanceOf(ConcurrencyError);
+    const events = await store.readStream(db.manager, stream);
+    expect(events.map((e) => e.version)).toEqual([1, 2]);
+  });
+
+  it('appends an event with a known id once, however often the step runs', async () => {
+    const projectId = randomUUID();
+    const id = deterministicUuid(projectId, 'step');
+    const twice = { ...event(projectId, 1), eventId: id };
+    await db.transaction((tx) => store.append(tx, `project-${projectId}`, 'any', [twice]));
+    await db.transaction((tx) => store.append(tx, `project-${projectId}`, 'any', [twice]));
+    expect(await store.readStream(db.manager, `project-${projectId}`)).toHaveLength(1);
+    const outbox: unknown[] = await db.query(`select 1 from outbox where event_id = $1`, [id]);
+    expect(outbox).toHaveLength(1);
+  });
+
+  it('keeps events in the outbox while Kafka cannot be reached, and delivers each once when it can', async () => {
+    const projectId = randomUUID();
+    // A relay whose broker address answers nothing: Kafka is down as far as it can tell.
+    const down = new OutboxRelay(db, createKafka({ kafkaBrokers: ['127.0.0.1:1'] }, 'relay-down'), config.databaseUrl);
+    for (let n = 1; n <= 5; n++) await db.transaction((tx) => store.append(tx, `project-${projectId}`, 'any', [event(projectId, n)]));
+    await down.start();
+    await new Promise((r) => setTimeout(r, 1500));
+    await down.stop();
+    const waiting: { n: string }[] = await db.query(`select count(*) as n from outbox where key = $1 and published_at is null`, [`project-${projectId}`]);
+    expect(Number(waiting[0]?.n)).toBe(5);
+
+    const kafka = createKafka(config, 'relay-test');
+    const reader = await collect(kafka, TOPICS.events);
+    const up = new OutboxRelay(db, kafka, config.databaseUrl);
+    await up.start();
+    try {
+      const mine = (m: Record<string, unknown>[]) => m.filter((x) => x.projectid === projectId);
+      await reader.waitFor((m) => mine(m).length >= 5);
+      await new Promise((r) => setTimeout(r, 1000)); // anything duplicated would arrive by now
+      const delivered = mine(reader.messages);
+      expect(delivered.map((m) => (m.data as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
+      expect(delivered[0]).toMatchObject({ specversion: '1.0', type: EVENT_TYPES.projectCreditsAdded, source: '/managed-agent-service', subject: `project-${projectId}`, _key: `project-${projectId}` });
+    } finally {
+      await up.stop();
+      await reader.stop();
+    }
+  });
+});

@@ -1,0 +1,4 @@
+export { EVENT_SOURCE, toCloudEvent, type CloudEvent } from './cloud-event.js';
+export { deterministicUuid } from './deterministic-id.js';
+export { ConcurrencyError, EventStore, OUTBOX_CHANNEL, type NewEvent } from './event-store.js';
+export { OutboxRelay } from './outbox-relay.js';

@@ -1,0 +1,99 @@
+import { Logger } from '@nestjs/common';
+import type { Kafka, Producer } from 'kafkajs';
+import pg from 'pg';
+import type { DataSource } from 'typeorm';
+import { OUTBOX_CHANNEL } from './event-store.js';
+
+const BATCH = 200;
+/** The relay also polls, so a lost notification delays an event by at most this. */
+const POLL_MS = 1000;
+const MAX_BACKOFF_MS = 5000;
+
+/**
+ * Publishes outbox rows to Kafka with an idempotent producer (acks from all replicas) and marks
+ * them sent. Rows are claimed with `for update skip locked`, so several relays can run; while
+ * Kafka is down, rows stay in the outbox and go out when it returns.
+ */
+export class OutboxRelay {
+  private readonly logger = new Logger('outbox');
+  private producer: Producer | undefined;
+  private listener: pg.Client | undefined;
+  private running: Promise<void> | undefined;
+  private stopped = false;
+  private wake: (() => void) | undefined;
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly kafka: Kafka,
+    private readonly databaseUrl: string,
+  ) {}
+
+  async start(): Promise<void> {
+    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 3, maxRetryTime: 2000 } });
+    this.listener = new pg.Client({ connectionString: this.databaseUrl });
+    this.listener.on('notification', () => this.wake?.());
+    this.listener.on('error', (e) => this.logger.warn(`listener: ${e.message}`));
+    await this.listener.connect();
+    await this.listener.query(`listen ${OUTBOX_CHANNEL}`);
+    this.running = this.loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.running;
+    await this.producer?.disconnect().catch(() => undefined);
+    await this.listener?.end().catch(() => undefined);
+  }
+
+  /** Publishes one batch; returns how many rows it sent. */
+  async publishBatch(): Promise<number> {
+    const producer = this.producer;
+    if (!producer) throw new Error('relay not started');
+    return this.db.transaction(async (tx) => {
+      const rows: { id: string; topic: string; key: string; payload: unknown }[] = await tx.query(
+        `select id, topic, key, payload from outbox where published_at is null order by id limit $1 for update skip locked`,
+        [BATCH],
+      );
+      if (rows.length === 0) return 0;
+      const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
+      for (const row of rows) {
+        const messages = byTopic.get(row.topic) ?? [];
+        messages.push({ key: row.key, value: JSON.stringify(row.payload), headers: { 'content-type': 'application/cloudevents+json' } });
+        byTopic.set(row.topic, messages);
+      }
+      await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      await tx.query(`update outbox set published_at = now() where id = any($1::bigint[])`, [rows.map((r) => r.id)]);
+      return rows.length;
+    });
+  }
+
+  private async loop(): Promise<void> {
+    let backoff = 100;
+    let connected = false;
+    while (!this.stopped) {
+      const woken = new Promise<void>((resolve) => {
+        this.wake = resolve;
+      });
+      try {
+        if (!connected) {
+          await this.producer!.connect();
+          connected = true;
+        }
+        const sent = await this.publishBatch();
+        backoff = 100;
+        if (sent === BATCH) continue;
+      } catch (e) {
+        this.logger.warn(`publishing failed, retrying in ${backoff} ms: ${e instanceof Error ? e.message : String(e)}`);
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+        continue;
+      }
+      await Promise.race([woken, sleep(POLL_MS)]);
+    }
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}

@@ -1,0 +1,139 @@
+import type { Response } from 'express';
+import type { StreamEvent } from '#libs/contracts';
+import type { StreamHub } from './stream-hub.js';
+import type { StreamStore } from './stream-store.js';
+
+/** How often an idle stream gets a comment, so proxies do not cut it. */
+export const KEEP_ALIVE_MS = 15_000;
+/** A stream with no live event for this long checks the store (the live path may be late). */
+const POLL_MS = 1000;
+/** Live events held for a slow client before it is switched to catching up from PostgreSQL. */
+const MAX_QUEUED = 500;
+
+export interface SseOptions {
+  readonly requestId: string;
+  readonly projectId: string;
+  /** The last event the client has (Last-Event-ID); 0 for all. */
+  readonly afterSeq: number;
+  /** Adds what the stored payload lacks, e.g. `docs` on error events. */
+  readonly decorate?: (event: StreamEvent) => Record<string, unknown>;
+}
+
+/**
+ * One SSE connection: live events from the hub, gaps and replays from the store, each event
+ * written once in seq order; ends after `done` or `error`. The agent run does not depend on it:
+ * a client that goes away cancels nothing.
+ */
+export class SseSession {
+  private lastSent: number;
+  private finished = false;
+  private chain: Promise<void> = Promise.resolve();
+  private queued = 0;
+  private lagging = false;
+  private lastWriteAt = Date.now();
+  private resolveEnd!: () => void;
+  readonly ended = new Promise<void>((resolve) => (this.resolveEnd = resolve));
+
+  constructor(
+    private readonly res: Response,
+    private readonly hub: StreamHub,
+    private readonly store: StreamStore,
+    private readonly options: SseOptions,
+  ) {
+    this.lastSent = options.afterSeq;
+  }
+
+  /** Sends the headers (already set by the caller) and streams until the run ends or the client leaves. */
+  async run(): Promise<void> {
+    const { res } = this;
+    res.status(200);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Cache-Control', 'no-cache, no-transform');
+    res.setHeader('Connection', 'keep-alive');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.flushHeaders();
+    const unsubscribe = this.hub.subscribe(this.options.requestId, (events) => this.onLive(events));
+    const keepAlive = setInterval(() => {
+      if (!this.finished) res.write(': keep-alive\n\n');
+    }, KEEP_ALIVE_MS);
+    const poll = setInterval(() => {
+      if (Date.now() - this.lastWriteAt >= POLL_MS) this.enqueue(() => this.catchUp());
+    }, POLL_MS);
+    res.on('close', () => this.finish());
+    res.on('drain', () => {
+      if (this.lagging) {
+        this.lagging = false;
+        this.enqueue(() => this.catchUp());
+      }
+    });
+    this.enqueue(() => this.catchUp());
+    try {
+      await this.ended;
+    } finally {
+      clearInterval(keepAlive);
+      clearInterval(poll);
+      unsubscribe();
+    }
+  }
+
+  /** Writes an event that exists only here (e.g. an error before the run could start). */
+  fail(type: 'error', data: Record<string, unknown>): void {
+    this.enqueue(async () => this.write({ seq: this.lastSent + 1, type, data }));
+  }
+
+  private onLive(events: readonly StreamEvent[]): void {
+    if (this.lagging) return; // caught up from the store once the client drains
+    if (this.queued > MAX_QUEUED) {
+      // The store has everything: drop the live copies and catch up from it instead.
+      this.lagging = true;
+      this.enqueue(async () => {
+        this.lagging = false;
+        await this.catchUp();
+      });
+      return;
+    }
+    this.queued += events.length;
+    this.enqueue(async () => {
+      this.queued -= events.length;
+      for (const event of events) {
+        if (event.seq <= this.lastSent) continue;
+        if (event.seq > this.lastSent + 1) await this.catchUp();
+        if (event.seq === this.lastSent + 1) this.write(event);
+      }
+    });
+  }
+
+  /** Writes everything the store has after the last event sent. */
+  private async catchUp(): Promise<void> {
+    for (;;) {
+      if (this.finished || this.lagging) return;
+      const events = await this.store.after(this.options.requestId, this.options.projectId, this.lastSent, 200);
+      for (const event of events) this.write(event);
+      if (events.length < 200) return;
+    }
+  }
+
+  private write(event: StreamEvent): void {
+    if (this.finished) return;
+    const payload = { type: event.type, ...event.data, ...this.options.decorate?.(event) };
+    const ok = this.res.write(`event: ${event.type}\nid: ${event.seq}\ndata: ${JSON.stringify(payload)}\n\n`);
+    this.lastSent = Math.max(this.lastSent, event.seq);
+    this.lastWriteAt = Date.now();
+    if (event.type === 'done' || event.type === 'error') {
+      this.finish();
+      return;
+    }
+    if (!ok) this.lagging = true;
+  }
+
+  private enqueue(step: () => Promise<void>): void {
+    this.chain = this.chain.then(step).catch(() => this.finish());
+  }
+
+  private finish(): void {
+    if (this.finished) return;
+    this.finished = true;
+    if (!this.res.writableEnded) this.res.end();
+    this.resolveEnd();
+  }
+}

@@ -1,0 +1,68 @@
+import { randomUUID } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import type { Consumer, Kafka } from 'kafkajs';
+import { TOPICS, type StreamEvent } from '#libs/contracts';
+import type { StreamBatch } from './stream-publisher.js';
+
+type Listener = (events: readonly StreamEvent[]) => void;
+
+/**
+ * The api side of the live fan-out: every api replica consumes mas.stream.v1 in a group of its
+ * own, from the latest offset, and hands each batch to the connections it holds for that request.
+ */
+export class StreamHub {
+  private readonly logger = new Logger('stream-hub');
+  private readonly listeners = new Map<string, Set<Listener>>();
+  private consumer: Consumer | undefined;
+  private ready: Promise<void> | undefined;
+
+  constructor(private readonly kafka: Kafka) {}
+
+  /** Joins the topic once; later calls wait for the same start. */
+  start(): Promise<void> {
+    this.ready ??= this.join().catch((e: unknown) => {
+      this.ready = undefined;
+      throw e;
+    });
+    return this.ready;
+  }
+
+  subscribe(requestId: string, listener: Listener): () => void {
+    const set = this.listeners.get(requestId) ?? new Set<Listener>();
+    set.add(listener);
+    this.listeners.set(requestId, set);
+    return () => {
+      set.delete(listener);
+      if (set.size === 0) this.listeners.delete(requestId);
+    };
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer?.stop();
+    await this.consumer?.disconnect();
+    this.consumer = undefined;
+    this.ready = undefined;
+  }
+
+  private async join(): Promise<void> {
+    const consumer = this.kafka.consumer({ groupId: `mas-api-stream-${randomUUID()}`, allowAutoTopicCreation: false, maxWaitTimeInMs: 50 });
+    await consumer.connect();
+    await consumer.subscribe({ topic: TOPICS.stream, fromBeginning: false });
+    let joined!: () => void;
+    const whenJoined = new Promise<void>((resolve) => (joined = resolve));
+    const off = consumer.on(consumer.events.GROUP_JOIN, () => joined());
+    await consumer.run({
+      eachMessage: async ({ message }) => {
+        if (!message.value || !message.key) return;
+        const set = this.listeners.get(message.key.toString());
+        if (!set) return;
+        const batch = JSON.parse(message.value.toString('utf8')) as StreamBatch;
+        for (const listener of set) listener(batch.events);
+      },
+    });
+    await whenJoined;
+    off();
+    this.consumer = consumer;
+    this.logger.log('consuming mas.stream.v1');
+  }
+}

@@ -1,0 +1,97 @@
+import type { Producer } from 'kafkajs';
+import { TOPICS, type StreamEvent } from '#libs/contracts';
+import type { StreamStore } from './stream-store.js';
+
+/** A Kafka message on mas.stream.v1: a small batch of one request's events. */
+export interface StreamBatch {
+  readonly requestId: string;
+  readonly events: readonly StreamEvent[];
+}
+
+/**
+ * The worker side of streaming: stores each batch for replay, then publishes it for the live
+ * fan-out (stored first, so a replica that sees a gap can always fill it from PostgreSQL).
+ */
+export class StreamPublisher {
+  constructor(
+    private readonly store: StreamStore,
+    private readonly producer: Pick<Producer, 'send'>,
+  ) {}
+
+  /** Numbers `events` after the last stored one and publishes them; returns the next free seq.
+   * Safe because one workflow at a time writes a request's stream. */
+  async append(requestId: string, projectId: string, events: readonly Omit<StreamEvent, 'seq'>[]): Promise<number> {
+    let seq = await this.store.nextSeq(requestId);
+    await this.publish(requestId, projectId, events.map((e) => ({ ...e, seq: seq++ })));
+    return seq;
+  }
+
+  async publish(requestId: string, projectId: string, events: readonly StreamEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.store.save(requestId, projectId, events);
+    const batch: StreamBatch = { requestId, events };
+    await this.producer.send({ topic: TOPICS.stream, acks: 1, messages: [{ key: requestId, value: JSON.stringify(batch) }] });
+  }
+
+  /** A writer that batches token events: the first goes out at once (time to first token), the
+   * rest at most every `intervalMs`. */
+  tokenWriter(requestId: string, projectId: string, firstSeq: number, intervalMs = 15): TokenWriter {
+    return new TokenWriter(this, requestId, projectId, firstSeq, intervalMs);
+  }
+}
+
+export class TokenWriter {
+  private pending: StreamEvent[] = [];
+  private nextSeq: number;
+  private timer: NodeJS.Timeout | undefined;
+  private chain: Promise<void> = Promise.resolve();
+  private failure: unknown;
+  private sentFirst = false;
+
+  constructor(
+    private readonly publisher: StreamPublisher,
+    private readonly requestId: string,
+    private readonly projectId: string,
+    firstSeq: number,
+    private readonly intervalMs: number,
+  ) {
+    this.nextSeq = firstSeq;
+  }
+
+  /** The seq the next event will get. */
+  get seq(): number {
+    return this.nextSeq;
+  }
+
+  push(content: string): void {
+    if (!content) return;
+    this.pending.push({ seq: this.nextSeq++, type: 'token', data: { content } });
+    if (!this.sentFirst) {
+      this.sentFirst = true;
+      this.flush();
+    } else {
+      this.timer ??= setTimeout(() => this.flush(), this.intervalMs);
+    }
+  }
+
+  /** Sends what is pending and waits for everything sent so far; rethrows a send failure. */
+  async close(): Promise<void> {
+    this.flush();
+    await this.chain;
+    if (this.failure) throw this.failure;
+  }
+
+  private flush(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const batch = this.pending;
+    this.pending = [];
+    if (batch.length === 0) return;
+    // Batches go out one after another, in order.
+    this.chain = this.chain.then(() =>
+      this.publisher.publish(this.requestId, this.projectId, batch).catch((e: unknown) => {
+        this.failure ??= e;
+      }),
+    );
+  }
+}

@@ -1,0 +1,71 @@
+// Percentiles and the closed-loop load runner.
+import { now } from './http.mjs';
+
+/** Nearest-rank percentile of numbers (p in 0..100); undefined for an empty list. */
+export function percentile(values, p) {
+  if (values.length === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.min(sorted.length, Math.max(1, Math.ceil((p / 100) * sorted.length)));
+  return sorted[rank - 1];
+}
+
+/** p50/p95/p99 (and n, mean, max) of numbers. */
+export function summary(values) {
+  const n = values.length;
+  if (n === 0) return { n: 0 };
+  return {
+    n,
+    p50: percentile(values, 50),
+    p95: percentile(values, 95),
+    p99: percentile(values, 99),
+    mean: values.reduce((a, b) => a + b, 0) / n,
+    max: Math.max(...values),
+  };
+}
+
+/** a - b for each percentile (both summaries), for "overhead over the baseline". */
+export function difference(a, b) {
+  if (!a?.n || !b?.n) return undefined;
+  return { p50: a.p50 - b.p50, p95: a.p95 - b.p95, p99: a.p99 - b.p99 };
+}
+
+/** A 2xx status. */
+export const ok = (status) => status >= 200 && status < 300;
+
+/**
+ * Runs `fn(i, signal)` from `clients` concurrent loops until `maxRequests` were issued or `maxMs`
+ * passed. A request in flight at the deadline completes (`fn` bounds its own time), unless
+ * `abortAtDeadline`: then `signal` aborts it. `fn` must not throw. Returns the results in
+ * completion order and the times.
+ */
+export async function closedLoop({ clients, maxRequests, maxMs, fn, abortAtDeadline = false }) {
+  const results = [];
+  let issued = 0;
+  const startedAt = now();
+  const deadline = startedAt + maxMs;
+  const abort = new AbortController();
+  const timer = abortAtDeadline ? setTimeout(() => abort.abort(), maxMs) : undefined;
+  const loop = async () => {
+    while (issued < maxRequests && now() < deadline) {
+      const i = issued++;
+      results.push(await fn(i, abort.signal));
+    }
+  };
+  await Promise.all(Array.from({ length: clients }, loop));
+  clearTimeout(timer);
+  return { results, startedAt, deadline, endedAt: now() };
+}
+
+/** Rounds for display: 1 decimal below 100, none above. */
+export function fmt(x) {
+  if (x === undefined || x === null || Number.isNaN(x)) return '-';
+  const abs = Math.abs(x);
+  return abs >= 100 ? x.toFixed(0) : abs >= 10 ? x.toFixed(1) : x.toFixed(2);
+}
+
+/** "a / b / c unit" of a summary's percentiles. */
+export function triple(s, unit = 'ms', sign = false) {
+  if (!s || s.p50 === undefined) return '-';
+  const f = (x) => (sign && x >= 0 ? '+' : '') + fmt(x);
+  return `${f(s.p50)} / ${f(s.p95)} / ${f(s.p99)} ${unit}`;
+}

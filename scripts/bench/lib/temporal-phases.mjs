@@ -1,0 +1,160 @@
+// Where a request's time goes, read from outside: the harness's send and receive times against the
+// event times of the workflow's Temporal history (same machine, same clock). The timeline from
+// sending to the first stop's Update completing is cut at every history event, and each gap is
+// attributed to what the event ends: a workflow task's dispatch or run, an activity's dispatch or
+// run. The workflow's shape may change (more local activities, more tasks); the parts follow it.
+import { Client, Connection } from '@temporalio/client';
+import { agentRequestWorkflowId } from '#libs/contracts';
+import { wallOf } from './http.mjs';
+
+const ms = (ts) => (ts ? Number(ts.seconds?.toString?.() ?? ts.seconds ?? 0) * 1000 + (ts.nanos ?? 0) / 1e6 : undefined);
+
+/** The local activity type recorded by a marker (Temporal core's marker payload), if readable. */
+function localActivityOf(event) {
+  const payload = event.markerRecordedEventAttributes?.details?.data?.payloads?.[0];
+  try {
+    return JSON.parse(Buffer.from(payload.data).toString('utf8')).activity_type;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * One request's parts (ms): `{ key: { label, ms } }` plus `total`, or undefined when the history
+ * has no completed first-stop Update.
+ */
+export function phasesOf(events, sentAt, receivedAt) {
+  const start = events.find((e) => e.workflowExecutionStartedEventAttributes);
+  const answered = events.find((e) => e.workflowExecutionUpdateCompletedEventAttributes);
+  if (!start || !answered) return undefined;
+  const activityType = new Map();
+  for (const e of events) {
+    const a = e.activityTaskScheduledEventAttributes;
+    if (a) activityType.set(String(e.eventId), a.activityType?.name ?? 'activity');
+  }
+  const parts = {};
+  const add = (key, label, value) => {
+    parts[key] ??= { label, ms: 0 };
+    parts[key].ms += value;
+  };
+  const tSent = wallOf(sentAt);
+  const tAnswered = ms(answered.eventTime);
+  add('api_in', 'api in: HTTP, auth, rate limit, validation, start workflow', ms(start.eventTime) - tSent);
+  let previous = ms(start.eventTime);
+  let taskNo = 0;
+  for (let i = events.indexOf(start) + 1; i < events.length; i++) {
+    const e = events[i];
+    const t = ms(e.eventTime);
+    if (t > tAnswered) break;
+    const gap = Math.max(0, t - previous);
+    previous = Math.max(previous, t);
+    if (e.workflowTaskStartedEventAttributes) {
+      add('wft_dispatch', 'workflow tasks: dispatch to the worker', gap);
+    } else if (e.workflowTaskCompletedEventAttributes) {
+      taskNo++;
+      // The local activities this task ran are the markers recorded with its completion.
+      const locals = [];
+      for (let j = i + 1; j < events.length && !events[j].workflowTaskScheduledEventAttributes; j++) {
+        const type = events[j].markerRecordedEventAttributes ? localActivityOf(events[j]) : undefined;
+        if (type) locals.push(type);
+      }
+      const key = taskNo === 1 ? 'wft_first_run' : 'wft_later_run';
+      const label = taskNo === 1 ? 'first workflow task: run' : 'later workflow tasks: run';
+      add(key, locals.length ? `${label} (local: ${locals.join(', ')})` : label, gap);
+    } else if (e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes) {
+      add('wft_lost', 'workflow tasks: timed out or failed', gap);
+    } else if (e.activityTaskStartedEventAttributes) {
+      add('activity_dispatch', 'activities: dispatch to the worker', gap);
+    } else if (e.activityTaskCompletedEventAttributes || e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
+      const attrs = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes;
+      const type = activityType.get(String(attrs.scheduledEventId)) ?? 'activity';
+      add(`activity_run:${type}`, `activity ${type}: run`, gap);
+    } else {
+      add('server', 'server bookkeeping between events', gap);
+    }
+  }
+  add('api_out', 'api out: Update result to the api, response', wallOf(receivedAt) - tAnswered);
+  return { parts, total: wallOf(receivedAt) - tSent, events: events.length, workflowTasks: taskNo };
+}
+
+/** A Temporal client for reading histories and cleaning up after the run. */
+export async function openTemporal({ address, namespace }) {
+  const connection = await Connection.connect({ address, connectTimeout: '5 seconds' });
+  const client = new Client({ connection, namespace });
+  return {
+    /** The parts of each sample `{ id, sentAt, receivedAt }`; unreadable histories are skipped. */
+    async phases(samples, maxMs = 20_000) {
+      const out = [];
+      const deadline = Date.now() + maxMs;
+      for (const s of samples) {
+        if (Date.now() > deadline) break;
+        try {
+          const history = await client.workflow.getHandle(agentRequestWorkflowId(s.id)).fetchHistory();
+          const p = phasesOf(history.events ?? [], s.sentAt, s.receivedAt);
+          if (p) out.push(p);
+        } catch {
+          // A history that cannot be read is one sample fewer, not a broken benchmark.
+        }
+      }
+      return out;
+    },
+    /** Terminates this run's workflows that are still open (bounded), e.g. after a failed tool round. */
+    async terminateOpen(taskQueue, max = 2000) {
+      let terminated = 0;
+      try {
+        for await (const wf of client.workflow.list({ query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'` })) {
+          if (terminated >= max) break;
+          await client.workflow
+            .getHandle(wf.workflowId, wf.runId)
+            .terminate('npm run bench finished')
+            .catch(() => undefined);
+          terminated++;
+        }
+      } catch {
+        // Visibility may lag or be unavailable; the workflows then expire on their own.
+      }
+      return terminated;
+    },
+    /** Custom search attributes as `Name=Type` for `temporal server start-dev --search-attribute`. */
+    async searchAttributes() {
+      const types = { 1: 'Text', 2: 'Keyword', 3: 'Int', 4: 'Double', 5: 'Bool', 6: 'Datetime', 7: 'KeywordList' };
+      const res = await connection.operatorService.listSearchAttributes({ namespace });
+      return Object.entries(res.customAttributes ?? {}).map(([name, type]) => `${name}=${types[type] ?? 'Keyword'}`);
+    },
+    close: () => connection.close(),
+  };
+}
+
+/** Connects to a Temporal frontend, retrying until it answers or `timeoutMs` passed. */
+export async function waitForTemporal({ address, namespace, timeoutMs = 30_000 }) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const t = await openTemporal({ address, namespace });
+      await t.searchAttributes();
+      return t;
+    } catch (e) {
+      if (Date.now() > deadline) throw new Error(`Temporal at ${address} did not answer within ${timeoutMs / 1000} s: ${e instanceof Error ? e.message : String(e)}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+}
+
+/** Per part: label and summary over the samples (a part missing from a sample counts as 0). */
+export function phaseTable(samples, summarise) {
+  const keys = [];
+  const labels = new Map();
+  for (const s of samples) {
+    for (const [key, part] of Object.entries(s.parts)) {
+      if (!labels.has(key)) keys.push(key);
+      // The longest label names the most local activities seen.
+      if ((labels.get(key) ?? '').length < part.label.length) labels.set(key, part.label);
+    }
+  }
+  const order = ['api_in', 'wft_dispatch', 'wft_first_run', 'activity_dispatch', 'wft_later_run', 'wft_lost', 'server', 'api_out'];
+  const rank = (k) => (order.includes(k) ? order.indexOf(k) : k.startsWith('activity_run:') ? 3.5 : 6.5);
+  return keys
+    .sort((a, b) => rank(a) - rank(b))
+    .map((key) => ({ key, label: labels.get(key), ...summarise(samples.map((s) => s.parts[key]?.ms ?? 0)) }))
+    .concat([{ key: 'total', label: 'total (send to response)', ...summarise(samples.map((s) => s.total)) }]);
+}

@@ -1,0 +1,305 @@
+import { randomUUID } from 'node:crypto';
+import type { ErrorCode } from '#libs/contracts';
+import { startApi, type RunningApi } from '../support/api.js';
+import { testConfig } from '../support/config.js';
+import { Fixtures } from '../support/fixtures.js';
+import { request, type JsonResponse } from '../support/http.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { readSse } from '../support/sse.js';
+import { startWorker, type RunningWorker } from '../support/worker.js';
+
+// Sessions over HTTP: a real api and worker in this process on their own task queue, the real
+// Temporal and PostgreSQL, and the scripted model (or a scripted model server for what the model saw).
+const config = testConfig();
+const env = { TEMPORAL_TASK_QUEUE: `e2e-sessions-${randomUUID()}` };
+/** An api replica on the same task queue whose sessions expire after 2 seconds. */
+const SHORT_IDLE_MS = 2000;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+
+const weatherTool = {
+  name: 'get_weather',
+  description: 'Current weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+function expectError(res: JsonResponse, status: number, code: ErrorCode): void {
+  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+  expect(Object.keys(res.body.error).sort()).toEqual(['code', 'docs', 'message']);
+  expect(res.body.error.docs).toBe(`${config.publicBaseUrl}/docs/errors#${code}`);
+}
+
+describe('/v1/sessions', () => {
+  let api: RunningApi;
+  let replica: RunningApi;
+  let shortApi: RunningApi;
+  let worker: RunningWorker;
+  let fixtures: Fixtures;
+  let models: ModelServer;
+
+  beforeAll(async () => {
+    fixtures = await Fixtures.open(config);
+    models = await startModelServer();
+    worker = await startWorker(env);
+    api = await startApi(env);
+    replica = await startApi(env);
+    shortApi = await startApi({ ...env, SESSION_IDLE_TIMEOUT_MS: String(SHORT_IDLE_MS) });
+  });
+  afterAll(async () => {
+    await shortApi?.close();
+    await replica?.close();
+    await api?.close();
+    await worker?.close();
+    await models?.close();
+    await fixtures?.close();
+  });
+
+  const call = (method: string, path: string, auth: Record<string, string>, body?: unknown, base = api) => request(base.url, method, path, { headers: auth, body });
+  const create = (auth: Record<string, string>, base = api) => call('POST', '/v1/sessions', auth, undefined, base);
+  const send = (auth: Record<string, string>, id: string, body: unknown) => call('POST', `/v1/sessions/${id}/messages`, auth, body);
+
+  it('creates an active session with the resource fields and the headers of every 200', async () => {
+    const { auth } = await fixtures.project({ credits: 10 });
+    const before = Math.floor(Date.now() / 1000);
+    const res = await create(auth);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      id: expect.stringMatching(UUID),
+      object: 'session',
+      status: 'active',
+      created_at: expect.any(Number),
+      last_activity_at: res.body.created_at,
+      expires_at: res.body.created_at + 1800,
+      message_count: 0,
+    });
+    expect(res.body.created_at).toBeGreaterThanOrEqual(before);
+    expect(res.body.created_at).toBeLessThanOrEqual(Math.ceil(Date.now() / 1000));
+    expect(res.headers.get('x-request-id')).toMatch(UUID);
+    expect(res.headers.get('x-ratelimit-limit')).toBe('50000');
+    expect(res.headers.get('x-ratelimit-remaining')).toBe('50000');
+
+    const read = await call('GET', `/v1/sessions/${res.body.id}`, auth);
+    expect(read.status).toBe(200);
+    expect(read.body).toEqual(res.body);
+  });
+
+  it('gives the model the conversation so far, and answers in the session message shape', async () => {
+    const { auth, project } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-session-model' } });
+    const session = (await create(auth)).body;
+    const first = await send(auth, session.id, { message: 'My name is Ada.' });
+    expect(first.status).toBe(200);
+    expect(first.body).toEqual({
+      id: expect.stringMatching(UUID),
+      object: 'session.message',
+      session_id: session.id,
+      status: 'completed',
+      message: 'You said: "My name is Ada."',
+      capabilities_used: ['chat'],
+      files: [],
+      usage: { credits_this_request: 1, credits_remaining: 9, tokens_used: expect.any(Number) },
+      meta: { duration_ms: expect.any(Number), project_id: project.id, plan: 'pro' },
+      _compute_instance: `default/${env.TEMPORAL_TASK_QUEUE}`,
+    });
+    expect(first.body.id).not.toBe(session.id);
+    expect(first.headers.get('x-request-id')).toBe(first.body.id);
+    expect(first.headers.get('x-ratelimit-remaining')).toBe('49999');
+
+    models.reply({ content: 'Your name is Ada.' });
+    const second = await send(auth, session.id, { message: 'What is my name?' });
+    expect(second.body).toMatchObject({ object: 'session.message', session_id: session.id, status: 'completed', message: 'Your name is Ada.', usage: { credits_remaining: 8 } });
+    expect(second.body.id).not.toBe(first.body.id);
+    expect(second.headers.get('x-ratelimit-remaining')).toBe('49998');
+    const seen = models.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body.messages;
+    expect(seen).toEqual([
+      { role: 'user', content: 'My name is Ada.' },
+      { role: 'assistant', content: 'You said: "My name is Ada."' },
+      { role: 'user', content: 'What is my name?' },
+    ]);
+
+    const read = await call('GET', `/v1/sessions/${session.id}`, auth);
+    expect(read.body).toMatchObject({ status: 'active', message_count: 4 });
+    expect(read.body.expires_at).toBe(read.body.last_activity_at + 1800);
+    expect(read.body.last_activity_at).toBeGreaterThanOrEqual(session.last_activity_at);
+  });
+
+  it('validates a message like an agent request', async () => {
+    const { auth } = await fixtures.project({ credits: 10 });
+    const session = (await create(auth)).body;
+    expectError(await send(auth, session.id, {}), 400, 'missing_message');
+    expectError(await send(auth, session.id, '{"message":'), 400, 'invalid_body');
+    expectError(await send(auth, session.id, { message: 'hi', capabilities: ['telepathy'] }), 400, 'invalid_capabilities');
+    expectError(await send(auth, session.id, { message: 'hi', tools: [weatherTool], stream: true }), 400, 'stream_not_supported');
+    expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body.message_count).toBe(0);
+  });
+
+  it('streams a message like the agent endpoint, and the streamed exchange joins the conversation', async () => {
+    const { auth } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-session-stream' } });
+    const session = (await create(auth)).body;
+    const res = await readSse(`${api.url}/v1/sessions/${session.id}/messages`, { method: 'POST', headers: auth, body: { message: 'Stream this, please.', stream: true } });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const id = res.headers.get('x-request-id')!;
+    expect(id).toMatch(UUID);
+    expect(res.headers.get('x-ratelimit-remaining')).toBe('49999');
+    const tokens = res.events.filter((e) => e.event === 'token').map((e) => e.data.content as string);
+    expect(tokens.length).toBeGreaterThan(1);
+    expect(tokens.join('')).toBe('You said: "Stream this, please."');
+    expect(res.events.at(-1)).toMatchObject({ event: 'done', data: { type: 'done', id, status: 'completed', usage: { credits_this_request: 1, credits_remaining: 9 } } });
+
+    models.reply({ content: 'Done.' });
+    const next = await send(auth, session.id, { message: 'And now?' });
+    expect(next.body).toMatchObject({ object: 'session.message', session_id: session.id, message: 'Done.' });
+    const seen = models.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body.messages;
+    expect(seen).toEqual([
+      { role: 'user', content: 'Stream this, please.' },
+      { role: 'assistant', content: 'You said: "Stream this, please."' },
+      { role: 'user', content: 'And now?' },
+    ]);
+  });
+
+  it('refuses sessions to accounts that never purchased credits, and to the free plan, with 403 plan_restricted', async () => {
+    const never = await fixtures.project({ credits: 0 });
+    expectError(await create(never.auth), 403, 'plan_restricted');
+    const free = await fixtures.project({ plan: 'free' });
+    expectError(await create(free.auth), 403, 'plan_restricted');
+    expect((await call('GET', '/v1/sessions', never.auth)).body.data).toEqual([]);
+  });
+
+  it('allows 10 active sessions per project: the 11th gets 429 session_limit_reached until one ends', async () => {
+    const { auth } = await fixtures.project();
+    const ids: string[] = [];
+    for (let i = 0; i < 10; i++) {
+      const res = await create(auth);
+      expect(res.status).toBe(200);
+      ids.push(res.body.id);
+    }
+    expectError(await create(auth), 429, 'session_limit_reached');
+    expect((await call('DELETE', `/v1/sessions/${ids[0]}`, auth)).status).toBe(200);
+    expect((await create(auth)).status).toBe(200);
+    expectError(await create(auth), 429, 'session_limit_reached');
+  });
+
+  it('never lets concurrent creations, on two api replicas, exceed 10 active sessions', async () => {
+    const { auth } = await fixtures.project();
+    const results = await Promise.all(Array.from({ length: 15 }, (_, i) => create(auth, i % 2 ? api : replica)));
+    const statuses = results.map((r) => r.status).sort();
+    expect(statuses).toEqual([...Array(10).fill(200), ...Array(5).fill(429)]);
+    for (const r of results.filter((x) => x.status === 429)) expect(r.body.error.code).toBe('session_limit_reached');
+    const active = await call('GET', '/v1/sessions?status=active&limit=100', auth);
+    expect(active.body.data).toHaveLength(10);
+  });
+
+  it('ends a session with DELETE: later requests get 410 session_ended, and it still reads', async () => {
+    const { auth } = await fixtures.project({ credits: 10 });
+    const session = (await create(auth)).body;
+    expect((await send(auth, session.id, { message: 'hello' })).status).toBe(200);
+    const ended = await call('DELETE', `/v1/sessions/${session.id}`, auth);
+    expect(ended.status).toBe(200);
+    expect(ended.body).toMatchObject({ id: session.id, object: 'session', status: 'ended', message_count: 2 });
+    expect(ended.headers.get('x-request-id')).toMatch(UUID);
+    expectError(await send(auth, session.id, { message: 'still there?' }), 410, 'session_ended');
+    expectError(await call('DELETE', `/v1/sessions/${session.id}`, auth), 410, 'session_ended');
+    expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body).toMatchObject({ status: 'ended', message_count: 2 });
+  });
+
+  it('answers 404 session_not_found for an unknown id, a malformed one, and another project\'s session', async () => {
+    const mine = await fixtures.project({ credits: 10 });
+    const theirs = await fixtures.project({ credits: 10 });
+    const foreign = (await create(theirs.auth)).body.id;
+    for (const id of [randomUUID(), 'not-a-uuid', foreign]) {
+      expectError(await call('GET', `/v1/sessions/${id}`, mine.auth), 404, 'session_not_found');
+      expectError(await send(mine.auth, id, { message: 'hi' }), 404, 'session_not_found');
+      expectError(await call('DELETE', `/v1/sessions/${id}`, mine.auth), 404, 'session_not_found');
+    }
+    // The other project's session is untouched.
+    expect((await call('GET', `/v1/sessions/${foreign}`, theirs.auth)).body.status).toBe('active');
+  });
+
+  it('lists this project\'s sessions newest first, with cursor paging and a status filter', async () => {
+    const { auth } = await fixtures.project();
+    const other = await fixtures.project();
+    await create(other.auth);
+    const created: string[] = [];
+    for (let i = 0; i < 5; i++) created.push((await create(auth)).body.id);
+    for (const id of [created[1], created[3]]) expect((await call('DELETE', `/v1/sessions/${id}`, auth)).status).toBe(200);
+    const newestFirst = [...created].reverse();
+
+    const seen: string[] = [];
+    let page = await call('GET', '/v1/sessions?limit=2', auth);
+    for (;;) {
+      expect(page.status).toBe(200);
+      expect(page.body).toMatchObject({ object: 'list', has_more: expect.any(Boolean) });
+      expect(page.body.data.length).toBeLessThanOrEqual(2);
+      seen.push(...page.body.data.map((s: { id: string }) => s.id));
+      if (!page.body.has_more) {
+        expect(page.body.next_cursor).toBeNull();
+        break;
+      }
+      expect(page.body.next_cursor).toBe(page.body.data.at(-1).id);
+      page = await call('GET', `/v1/sessions?limit=2&after=${page.body.next_cursor}`, auth);
+    }
+    expect(seen).toEqual(newestFirst);
+    const viaCursor = await call('GET', `/v1/sessions?limit=10&cursor=${created[3]}`, auth);
+    expect(viaCursor.body.data.map((s: { id: string }) => s.id)).toEqual([created[2], created[1], created[0]]);
+
+    const ended = await call('GET', '/v1/sessions?status=ended', auth);
+    expect(ended.body).toEqual({ object: 'list', data: [expect.objectContaining({ id: created[3], status: 'ended' }), expect.objectContaining({ id: created[1], status: 'ended' })], has_more: false, next_cursor: null });
+    const active = await call('GET', '/v1/sessions?status=active', auth);
+    expect(active.body.data.map((s: { id: string }) => s.id)).toEqual([created[4], created[2], created[0]]);
+
+    expectError(await call('GET', '/v1/sessions?limit=0', auth), 400, 'invalid_body');
+    expectError(await call('GET', '/v1/sessions?status=sleeping', auth), 400, 'invalid_body');
+    expectError(await call('GET', `/v1/sessions?after=${randomUUID()}`, auth), 400, 'invalid_body');
+  });
+
+  it('pauses a session message for custom tools; tool-outputs resumes it as a session message', async () => {
+    const { auth } = await fixtures.project({ credits: 10 });
+    const session = (await create(auth)).body;
+    const first = await send(auth, session.id, { message: 'What is the weather? use get_weather {"city":"Oslo"}', tools: [weatherTool] });
+    expect(first.status).toBe(200);
+    expect(first.body).toMatchObject({
+      object: 'session.message',
+      session_id: session.id,
+      status: 'requires_tool_outputs',
+      tool_calls: [{ id: expect.any(String), name: 'get_weather', arguments: { city: 'Oslo' } }],
+      usage: { credits_this_request: 1, credits_remaining: 9 },
+    });
+    expect(first.body.message).toBeUndefined();
+
+    const second = await call('POST', `/v1/agent/${first.body.id}/tool-outputs`, auth, {
+      tool_outputs: [{ tool_call_id: first.body.tool_calls[0].id, output: 'Sunny, 21 C' }],
+      _compute_instance: first.body._compute_instance,
+    });
+    expect(second.status).toBe(200);
+    expect(second.body).toMatchObject({
+      id: first.body.id,
+      object: 'session.message',
+      session_id: session.id,
+      status: 'completed',
+      message: expect.stringContaining('Sunny, 21 C'),
+      usage: { credits_this_request: 0, credits_remaining: 9 },
+    });
+    expect(second.headers.get('x-request-id')).toBe(first.body.id);
+
+    // The next message is answered after the exchange entered the conversation.
+    const third = await send(auth, session.id, { message: 'Thanks!' });
+    expect(third.body).toMatchObject({ status: 'completed', message: 'You said: "Thanks!"' });
+    expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body.message_count).toBe(4);
+  });
+
+  it('expires after the idle timeout: 410 session_expired, and it stops counting at once', async () => {
+    const { auth } = await fixtures.project({ credits: 10 });
+    const session = (await create(auth, shortApi)).body;
+    expect(session.expires_at - session.created_at).toBe(SHORT_IDLE_MS / 1000);
+    expect((await send(auth, session.id, { message: 'quick one' })).status).toBe(200);
+    let read = await call('GET', `/v1/sessions/${session.id}`, auth);
+    for (let i = 0; i < 50 && read.body.status === 'active'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      read = await call('GET', `/v1/sessions/${session.id}`, auth);
+    }
+    expect(read.body).toMatchObject({ status: 'expired', message_count: 2 });
+    expectError(await send(auth, session.id, { message: 'hello?' }), 410, 'session_expired');
+    expectError(await call('DELETE', `/v1/sessions/${session.id}`, auth), 410, 'session_expired');
+    expect((await call('GET', '/v1/sessions?status=active', auth)).body.data).toEqual([]);
+  });
+});

@@ -1,0 +1,232 @@
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  log,
+  proxyLocalActivities,
+  setHandler,
+  startChild,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import {
+  agentRequestWorkflowId,
+  endSessionUpdate,
+  SEARCH_ATTRIBUTES,
+  sendSessionMessageUpdate,
+  SESSION_LIMITS,
+  sessionRequestStopSignal,
+  sessionStateQuery,
+  type AgentStop,
+  type ChatMessage,
+  type ErrorCode,
+  type SessionActivities,
+  type SessionMessage,
+  type SessionStatus,
+  type SessionView,
+  type SessionWorkflowInput,
+} from '#libs/contracts';
+import type { agentRequestWorkflow } from './agent-request.workflow.js';
+
+/** Continue as new after this many history events (well below Temporal's limits; a message costs
+ * about twenty), unless the input says otherwise or the server suggests it earlier. */
+export const CONTINUE_AS_NEW_AFTER_EVENTS = 2000;
+
+// The read model must follow the workflow, so a failing database is retried for as long as it takes.
+const { recordSession } = proxyLocalActivities<SessionActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+/** A message waiting for (or being given) its answer. */
+interface Pending {
+  readonly message: SessionMessage;
+  reply?: { readonly stop: AgentStop } | { readonly error: { readonly type: ErrorCode; readonly message: string } };
+}
+
+/**
+ * A session: a long-lived conversation. Each message runs as a child agentRequestWorkflow with the
+ * last messages of the conversation as history (so credits, quota and tool pauses work as for
+ * `/v1/agent`); messages are answered one at a time in arrival order. A durable idle timer, reset
+ * by every message and paused while one is being answered, expires the session. The workflow
+ * continues as new when idle and its history is long, carrying the conversation over.
+ */
+export async function sessionWorkflow(input: SessionWorkflowInput): Promise<SessionView> {
+  const carried = input.carried;
+  let status: SessionStatus = 'active';
+  const history: ChatMessage[] = [...(carried?.history ?? [])];
+  let messageCount = carried?.messageCount ?? 0;
+  // The idle timer runs on the workflow's clock, from the moment the session started.
+  let lastActivityAt = carried?.lastActivityAt ?? Date.now();
+  let revision = carried?.revision ?? 0;
+  let endedAt = 0;
+  const queue: Pending[] = [];
+  let current: Pending | undefined;
+
+  const view = (): SessionView => ({
+    sessionId: input.sessionId,
+    projectId: input.projectId,
+    status,
+    createdAt: input.createdAt,
+    lastActivityAt,
+    expiresAt: status === 'ended' ? endedAt : lastActivityAt + input.idleTimeoutMs,
+    messageCount,
+    revision,
+    ...(current ? { activeRequestId: current.message.requestId } : {}),
+    queuedMessages: queue.length,
+  });
+
+  const record = async (): Promise<void> => {
+    revision += 1;
+    await recordSession(view());
+  };
+
+  const setStatus = (next: SessionStatus): void => {
+    status = next;
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: next }]);
+  };
+
+  /** The contract's refusal of a message or an end for this session, if any. */
+  const refuse = (projectId: string): void => {
+    // Another project's session does not exist for the caller.
+    if (projectId !== input.projectId) {
+      throw ApplicationFailure.create({ type: 'session_not_found', message: 'No session with this id exists in this project.', nonRetryable: true });
+    }
+    if (status === 'expired') {
+      throw ApplicationFailure.create({ type: 'session_expired', message: 'The session expired after a period without messages. Start a new session.', nonRetryable: true });
+    }
+    if (status === 'ended') {
+      throw ApplicationFailure.create({ type: 'session_ended', message: 'The session was ended. Start a new session.', nonRetryable: true });
+    }
+  };
+
+  setHandler(sessionStateQuery, view);
+
+  setHandler(
+    sendSessionMessageUpdate,
+    async (message) => {
+      const entry: Pending = { message };
+      queue.push(entry);
+      // A message accepted resets the idle timer (contract section 3.2).
+      lastActivityAt = Date.now();
+      await condition(() => entry.reply !== undefined);
+      const reply = entry.reply!;
+      if ('error' in reply) throw ApplicationFailure.create({ type: reply.error.type, message: reply.error.message, nonRetryable: true });
+      return reply.stop;
+    },
+    {
+      validator: (message: SessionMessage) => {
+        refuse(message.projectId);
+        if (Date.now() > message.acceptBy) {
+          // The api stopped waiting and told its caller so: the message must not run behind its back.
+          throw ApplicationFailure.create({ type: 'compute_unavailable', message: 'The session did not take the message up in time.', nonRetryable: true });
+        }
+      },
+    },
+  );
+
+  setHandler(
+    endSessionUpdate,
+    async () => {
+      endedAt = Date.now();
+      setStatus('ended');
+      for (const waiting of queue.splice(0)) {
+        waiting.reply = { error: { type: 'session_ended', message: 'The session was ended before this message was answered.' } };
+      }
+      await record();
+      return view();
+    },
+    { validator: ({ projectId }: { projectId: string }) => refuse(projectId) },
+  );
+
+  setHandler(sessionRequestStopSignal, (stop) => {
+    if (current?.message.requestId !== stop.requestId) return;
+    lastActivityAt = Date.now();
+    // The first stop answers the message; the caller resumes the paused request directly.
+    current.reply ??= { stop };
+  });
+
+  /** Runs one message as a child request and folds its answer into the conversation. */
+  const answer = async (entry: Pending): Promise<void> => {
+    current = entry;
+    const { acceptBy: _acceptBy, ...request } = entry.message;
+    let final: AgentStop;
+    try {
+      const child = await startChild<typeof agentRequestWorkflow>('agentRequestWorkflow', {
+        workflowId: agentRequestWorkflowId(request.requestId),
+        // At most 50 messages reach the model, the new user message included.
+        args: [{ ...request, history: history.slice(-(SESSION_LIMITS.historyMessages - 1)), sessionId: input.sessionId }],
+        // A request outlives the session's run: its credits settle and its tool context holds.
+        parentClosePolicy: 'ABANDON',
+        workflowExecutionTimeout: '24 hours',
+        typedSearchAttributes: [
+          { key: SEARCH_ATTRIBUTES.projectId, value: input.projectId },
+          { key: SEARCH_ATTRIBUTES.agentStatus, value: 'in_progress' },
+          { key: SEARCH_ATTRIBUTES.capabilities, value: [...request.capabilities] },
+        ],
+      });
+      final = await child.result();
+    } catch (e) {
+      log.warn('session request failed to run', { sessionId: input.sessionId, requestId: request.requestId, error: e instanceof Error ? e.message : String(e) });
+      final = {
+        requestId: request.requestId,
+        projectId: input.projectId,
+        sessionId: input.sessionId,
+        status: 'failed',
+        stop: 1,
+        capabilitiesUsed: [],
+        files: [],
+        tokensUsed: 0,
+        creditsThisRequest: 0,
+        creditsRemaining: 0,
+        requestsUsed: 0,
+        error: { code: 'compute_error', message: 'The agent run failed.' },
+      };
+    }
+    // Only a finished exchange enters the conversation: a failed or expired request leaves no trace.
+    if (final.status === 'completed') {
+      history.push({ role: 'user', content: request.message }, { role: 'assistant', content: final.message ?? '' });
+      history.splice(0, Math.max(0, history.length - SESSION_LIMITS.historyMessages));
+      messageCount += 2;
+    }
+    lastActivityAt = Date.now();
+    current = undefined;
+    // The read model is current before the caller hears the answer of a request that did not pause.
+    await record();
+    entry.reply ??= { stop: final };
+  };
+
+  const continueAsNewDue = (): boolean => {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength >= (input.continueAsNewAfterEvents ?? CONTINUE_AS_NEW_AFTER_EVENTS);
+  };
+
+  while (status === 'active') {
+    const next = queue.shift();
+    if (next) {
+      await answer(next);
+      continue;
+    }
+    if (continueAsNewDue()) {
+      // Every accepted message has been answered and nothing is running: hand over, unless a
+      // message arrives meanwhile (it is answered first and the hand-over tried again).
+      await condition(() => queue.length > 0 || status !== 'active' || allHandlersFinished());
+      if (queue.length === 0 && status === 'active') {
+        return continueAsNew<typeof sessionWorkflow>({
+          ...input,
+          carried: { history, messageCount, lastActivityAt, revision },
+        });
+      }
+      continue;
+    }
+    const idleLeft = lastActivityAt + input.idleTimeoutMs - Date.now();
+    const woken = idleLeft > 0 && (await condition(() => queue.length > 0 || status !== 'active', idleLeft));
+    if (!woken && queue.length === 0 && status === 'active') {
+      setStatus('expired');
+      await record();
+    }
+  }
+  await condition(allHandlersFinished);
+  return view();
+}

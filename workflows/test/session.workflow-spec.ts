@@ -1,0 +1,307 @@
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import {
+  agentRequestWorkflowId,
+  DEFAULT_CAPABILITY_SURCHARGES,
+  endSessionUpdate,
+  sendSessionMessageUpdate,
+  sessionStateQuery,
+  sessionWorkflowId,
+  submitToolOutputsUpdate,
+  type AgentActivities,
+  type AgentStop,
+  type ChatMessage,
+  type SessionActivities,
+  type SessionMessage,
+  type SessionView,
+  type SessionWorkflowInput,
+} from '#libs/contracts';
+import { scriptedTurn } from '#libs/llm';
+import { sourceBundlerOptions } from '../../apps/worker/src/workflow-bundle.js';
+
+// The session workflow's own logic under Temporal's time-skipping test server: the 30-minute idle
+// timer and the 5-minute tool context run in milliseconds. Each message runs the real
+// agentRequestWorkflow as a child; activities are in-memory stand-ins (the model is the pure
+// scripted model, which echoes the last user message), and they record what the model was given.
+const workflowsPath = fileURLToPath(new URL('../src/index.ts', import.meta.url));
+const MINUTE = 60_000;
+
+interface Ledger {
+  /** What the model received, by request id (the last call of each request). */
+  readonly modelInput: Map<string, readonly ChatMessage[]>;
+  /** Every write to the sessions read model, in order. */
+  readonly records: SessionView[];
+}
+
+function fakeActivities(ledger: Ledger): AgentActivities & SessionActivities {
+  return {
+    admitRequest: async () => ({ ok: true, balance: 99, requestsUsed: 1 }),
+    settleCredits: async ({ charged, reserved }) => ({ balance: 99 + reserved - charged }),
+    callModel: async ({ requestId, messages, tools }) => {
+      ledger.modelInput.set(requestId, messages);
+      return scriptedTurn({ model: 'scripted', messages, tools });
+    },
+    builtinTools: async () => ({ tools: [], notes: [] }),
+    runBuiltinTool: async ({ call }) => ({ ok: false, output: `no ${call.name}`, files: [] }),
+    emitStreamEvents: async () => ({ nextSeq: 1 }),
+    recordStop: async () => undefined,
+    recordToolOutputs: async () => undefined,
+    recordSession: async (view) => void ledger.records.push(view),
+  };
+}
+
+const lookupTool = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+
+describe('sessionWorkflow', () => {
+  let env: TestWorkflowEnvironment;
+  const taskQueue = 'session-workflow-test';
+
+  beforeAll(async () => {
+    const path = process.env.MAS_TEMPORAL_TEST_SERVER;
+    if (!path) throw new Error('MAS_TEMPORAL_TEST_SERVER is not set: run the tests with `npm test`');
+    env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } });
+    for (const [name, type] of [['ProjectId', 'KEYWORD'], ['AgentStatus', 'KEYWORD'], ['Capabilities', 'KEYWORD_LIST']] as const) {
+      await env.connection.operatorService
+        .addSearchAttributes({ namespace: env.namespace ?? 'default', searchAttributes: { [name]: type === 'KEYWORD' ? 2 : 7 } })
+        .catch(() => undefined);
+    }
+  });
+  afterAll(async () => {
+    await env?.teardown();
+  });
+
+  const newLedger = (): Ledger => ({ modelInput: new Map(), records: [] });
+
+  const newWorker = (ledger: Ledger) =>
+    Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath, bundlerOptions: sourceBundlerOptions(), activities: fakeActivities(ledger) });
+
+  /** Starts a session; `idleTimeoutMs` defaults to the contract's 30 minutes. */
+  async function startSession(options: Partial<Pick<SessionWorkflowInput, 'idleTimeoutMs' | 'continueAsNewAfterEvents'>> = {}) {
+    const sessionId = randomUUID();
+    const projectId = randomUUID();
+    const createdAt = Date.now();
+    const input: SessionWorkflowInput = { sessionId, projectId, createdAt, idleTimeoutMs: options.idleTimeoutMs ?? 30 * MINUTE, ...options };
+    const handle = await env.client.workflow.start('sessionWorkflow', { taskQueue, workflowId: sessionWorkflowId(sessionId), args: [input] });
+    const firstRunId = handle.firstExecutionRunId;
+    // The first workflow task has run (a query needs it) before a test skips time.
+    await handle.query(sessionStateQuery);
+    const message = (text: string, extra: Partial<SessionMessage> = {}): SessionMessage => ({
+      requestId: randomUUID(),
+      projectId,
+      plan: 'pro',
+      message: text,
+      capabilities: ['chat'],
+      capabilitiesRequested: false,
+      tools: [],
+      files: [],
+      maxCredits: 1,
+      surcharges: DEFAULT_CAPABILITY_SURCHARGES,
+      monthlyQuota: 1000,
+      stream: false,
+      // Workflow time runs ahead under time skipping: never too late in these tests.
+      acceptBy: Number.MAX_SAFE_INTEGER,
+      ...extra,
+    });
+    const send = async (text: string, extra: Partial<SessionMessage> = {}): Promise<AgentStop & { sent: SessionMessage }> => {
+      const sent = message(text, extra);
+      const stop = await handle.executeUpdate(sendSessionMessageUpdate, { args: [sent], updateId: sent.requestId });
+      return { ...stop, sent };
+    };
+    return { handle: handle as WorkflowHandle, projectId, sessionId, firstRunId, message, send };
+  }
+
+  const state = (handle: WorkflowHandle): Promise<SessionView> => handle.query(sessionStateQuery);
+
+  it('expires after 30 minutes of silence, records it, and refuses an end afterwards', async () => {
+    const ledger = newLedger();
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, projectId } = await startSession();
+      const created = await state(handle);
+      expect(created).toMatchObject({ status: 'active', messageCount: 0, expiresAt: created.lastActivityAt + 30 * MINUTE });
+      await env.sleep('29 minutes');
+      expect((await state(handle)).status).toBe('active');
+      await env.sleep('61 seconds');
+      const final: SessionView = await handle.result();
+      expect(final).toMatchObject({ status: 'expired', expiresAt: created.expiresAt });
+      expect(ledger.records.at(-1)).toMatchObject({ status: 'expired', messageCount: 0 });
+      await expect(handle.executeUpdate(endSessionUpdate, { args: [{ projectId }] })).rejects.toThrow();
+    });
+  });
+
+  it('does not expire 29 minutes after a message: each message resets the idle timer', async () => {
+    const ledger = newLedger();
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, send } = await startSession();
+      const created = await state(handle);
+      await env.sleep('20 minutes');
+      const reply = await send('hello');
+      expect(reply).toMatchObject({ status: 'completed', message: 'You said: "hello"' });
+      const afterMessage = await state(handle);
+      expect(afterMessage).toMatchObject({ status: 'active', messageCount: 2, expiresAt: afterMessage.lastActivityAt + 30 * MINUTE });
+      expect(afterMessage.lastActivityAt - created.lastActivityAt).toBeGreaterThanOrEqual(20 * MINUTE);
+      expect(ledger.records.at(-1)).toMatchObject({ status: 'active', messageCount: 2 });
+      await env.sleep('29 minutes');
+      expect((await state(handle)).status).toBe('active');
+      await env.sleep('2 minutes');
+      expect(await handle.result()).toMatchObject({ status: 'expired', messageCount: 2 });
+    });
+  });
+
+  it('gives the model at most 50 messages: the 51st message drops the oldest from the context', async () => {
+    const ledger = newLedger();
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, send } = await startSession();
+      let last: Awaited<ReturnType<typeof send>> | undefined;
+      for (let i = 1; i <= 25; i++) last = await send(`m${i}`);
+      // The 25th message was the 49th in the conversation: everything before it reached the model.
+      const before = ledger.modelInput.get(last!.sent.requestId)!;
+      expect(before).toHaveLength(49);
+      expect(before[0]).toEqual({ role: 'user', content: 'm1' });
+      expect((await state(handle)).messageCount).toBe(50);
+
+      const fiftyFirst = await send('m26');
+      expect(fiftyFirst.message).toBe('You said: "m26"');
+      const seen = ledger.modelInput.get(fiftyFirst.sent.requestId)!;
+      expect(seen).toHaveLength(50);
+      expect(seen[0]).toEqual({ role: 'assistant', content: 'You said: "m1"' });
+      expect(seen.some((m) => m.role === 'user' && m.content === 'm1')).toBe(false);
+      expect(seen.at(-2)).toEqual({ role: 'assistant', content: 'You said: "m25"' });
+      expect(seen.at(-1)).toEqual({ role: 'user', content: 'm26' });
+      expect((await state(handle)).messageCount).toBe(52);
+    });
+  });
+
+  it('continues as new when its history grows, with messages arriving around it: none lost, none duplicated', async () => {
+    const ledger = newLedger();
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, firstRunId, send, sessionId } = await startSession({ continueAsNewAfterEvents: 30 });
+      const texts: string[] = [];
+      /** Sends `n` messages at once; `onReply` runs as each answer arrives. */
+      const wave = async (prefix: string, n: number, onReply: () => void = () => undefined) => {
+        const batch = Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
+        texts.push(...batch);
+        const replies = await Promise.all(batch.map((t) => send(t).then((r) => (onReply(), r))));
+        for (const [i, r] of replies.entries()) expect(r).toMatchObject({ status: 'completed', message: `You said: "${batch[i]}"` });
+      };
+      texts.push('first');
+      await send('first');
+      // The hand-over is due from here on. Wave b arrives while wave a is being answered (the
+      // hand-over waits for a quiet moment); wave c the moment both are answered, as it happens.
+      let waveB: Promise<void> | undefined;
+      await wave('a', 6, () => {
+        waveB ??= wave('b', 6);
+      });
+      await waveB;
+      await wave('c', 5);
+      await wave('d', 2);
+
+      const probe = await send('probe');
+      const seen = ledger.modelInput.get(probe.sent.requestId)!;
+      const users = seen.filter((m) => m.role === 'user').map((m) => m.content);
+      expect(users.at(-1)).toBe('probe');
+      expect([...users.slice(0, -1)].sort()).toEqual([...texts].sort());
+      // Each user message is followed by its own answer.
+      for (let i = 0; i < seen.length - 1; i += 2) {
+        expect(seen[i + 1]).toEqual({ role: 'assistant', content: `You said: "${seen[i]!.content}"` });
+      }
+      expect(seen).toHaveLength(2 * texts.length + 1);
+      expect((await state(handle)).messageCount).toBe(2 * texts.length + 2);
+
+      const first = await env.client.workflow.getHandle(sessionWorkflowId(sessionId), firstRunId).describe();
+      expect(first.status.name).toBe('CONTINUED_AS_NEW');
+      const current = await env.client.workflow.getHandle(sessionWorkflowId(sessionId)).describe();
+      expect(current.runId).not.toBe(firstRunId);
+      expect(current.status.name).toBe('RUNNING');
+      // Across the chain of runs every message was accepted exactly once.
+      let runs = 0;
+      let accepted = 0;
+      for (let runId: string | undefined = firstRunId; runId; runs++) {
+        const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await env.client.workflow.getHandle(sessionWorkflowId(sessionId), runId).fetchHistory();
+        const events = history.events ?? [];
+        accepted += events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+        const next: string | null | undefined = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+        runId = next ?? undefined;
+      }
+      expect(runs).toBeGreaterThanOrEqual(3);
+      expect(accepted).toBe(texts.length + 1);
+    });
+  });
+
+  it('does not expire while a message waits for tool outputs within its 5 minutes, and answers later messages after it', async () => {
+    const ledger = newLedger();
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      // An idle timeout far shorter than the tool context, so a running timer would show.
+      const { handle, send, projectId } = await startSession({ idleTimeoutMs: MINUTE });
+      const paused = await send('please lookup {"q":"x"}', { tools: [lookupTool] });
+      expect(paused).toMatchObject({ status: 'requires_tool_outputs', sessionId: expect.any(String), toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+      // A message sent meanwhile waits its turn.
+      let laterReply: AgentStop | undefined;
+      const later = send('and then?').then((r) => (laterReply = r));
+      await env.sleep('4 minutes');
+      expect(await state(handle)).toMatchObject({ status: 'active', activeRequestId: paused.requestId, queuedMessages: 1 });
+      expect(laterReply).toBeUndefined();
+
+      const child = env.client.workflow.getHandle(agentRequestWorkflowId(paused.requestId));
+      const resumed = await child.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId, outputs: [{ toolCallId: paused.toolCalls![0]!.id, output: 'found it' }] }] });
+      expect(resumed).toMatchObject({ status: 'completed', sessionId: paused.sessionId, message: expect.stringContaining('found it'), creditsThisRequest: 0 });
+      await later;
+      expect(laterReply).toMatchObject({ status: 'completed', message: 'You said: "and then?"' });
+      // The later message saw the finished exchange, tool calls and results left out.
+      const seen = ledger.modelInput.get(laterReply!.requestId)!;
+      expect(seen).toEqual([
+        { role: 'user', content: 'please lookup {"q":"x"}' },
+        { role: 'assistant', content: resumed.message },
+        { role: 'user', content: 'and then?' },
+      ]);
+      expect(await state(handle)).toMatchObject({ status: 'active', messageCount: 4 });
+      await env.sleep('61 seconds');
+      expect(await handle.result()).toMatchObject({ status: 'expired', messageCount: 4 });
+    });
+  });
+
+  it('ends on request: refuses another project and a message given up on, and records the end', async () => {
+    const ledger = newLedger();
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, send, projectId, message } = await startSession();
+      await send('hello');
+      const foreign = await handle.executeUpdate(endSessionUpdate, { args: [{ projectId: randomUUID() }] }).catch((e: unknown) => e);
+      expect((foreign as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'session_not_found' });
+      const foreignMessage = await handle.executeUpdate(sendSessionMessageUpdate, { args: [{ ...message('x'), projectId: randomUUID() }] }).catch((e: unknown) => e);
+      expect((foreignMessage as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'session_not_found' });
+      const stale = await handle.executeUpdate(sendSessionMessageUpdate, { args: [message('too late', { acceptBy: 0 })] }).catch((e: unknown) => e);
+      expect((stale as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'compute_unavailable' });
+
+      const ended = await handle.executeUpdate(endSessionUpdate, { args: [{ projectId }] });
+      expect(ended).toMatchObject({ status: 'ended', messageCount: 2 });
+      expect(ledger.records.at(-1)).toMatchObject({ status: 'ended', revision: ended.revision });
+      expect(await handle.result()).toMatchObject({ status: 'ended' });
+    });
+  });
+
+  it('refuses messages to an ended session while its last request still runs', async () => {
+    const ledger = newLedger();
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, send, projectId } = await startSession();
+      const paused = await send('lookup {"q":"y"}', { tools: [lookupTool] });
+      expect(paused.status).toBe('requires_tool_outputs');
+      await handle.executeUpdate(endSessionUpdate, { args: [{ projectId }] });
+      const refused = await send('more').catch((e: unknown) => e);
+      expect((refused as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'session_ended' });
+      // The paused request still gets its answer; the session closes after it.
+      const child = env.client.workflow.getHandle(agentRequestWorkflowId(paused.requestId));
+      const resumed = await child.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId, outputs: [{ toolCallId: paused.toolCalls![0]!.id, output: 'ok' }] }] });
+      expect(resumed.status).toBe('completed');
+      expect(await handle.result()).toMatchObject({ status: 'ended' });
+    });
+  });
+});
