@@ -30,7 +30,7 @@ started=$SECONDS
 log() { echo "[bench $((SECONDS - started))s] $*" >&2; }
 
 log "building"
-npm run --silent build
+npm run --silent build || { log "the build failed: the working tree does not compile, nothing was measured"; exit 1; }
 bash scripts/stack.sh up >&2
 # shellcheck source=../stack/env.sh
 . scripts/stack/env.sh

@@ -19,7 +19,8 @@ describe('API reference', () => {
     const doc = res.body;
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.info.version).toBe('1.0.0');
-    expect(Object.keys(doc.paths).sort()).toEqual(expect.arrayContaining(['/v1/agent', '/v1/agent/{id}', '/v1/agent/{id}/tool-outputs', '/v1/agent/{id}/events', '/v1/files/{id}']));
+    expect(Object.keys(doc.paths).sort()).toEqual(expect.arrayContaining(['/v1/agent', '/v1/agent/{id}', '/v1/agent/{id}/tool-outputs', '/v1/agent/{id}/events', '/v1/files/{id}', '/v1/sessions', '/v1/sessions/{id}', '/v1/sessions/{id}/messages']));
+    expect(doc.paths['/v1/sessions'].post.responses['429'].description).toBe('`rate_limited`, `session_limit_reached`');
     const post = doc.paths['/v1/agent'].post;
     expect(post.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/AgentRequest' });
     expect(Object.keys(post.responses).sort()).toEqual(['200', '400', '401', '402', '403', '409', '413', '429', '502', '503']);

@@ -5,6 +5,9 @@ import type { ModelRequest } from './model-request.js';
 /** What the scripted model reads: the conversation and the offered tools. */
 export type ScriptedInput = Pick<ModelRequest, 'model' | 'messages' | 'tools'>;
 
+/** Pause between streamed words, so a person watching `curl -N` sees the tokens arrive one by one. */
+const STREAM_WORD_PAUSE_MS = 10;
+
 /** The offline model: the turn of `scriptedTurn`, streamed word by word to `onToken`. */
 export async function callScripted(req: ModelRequest): Promise<ModelTurn> {
   req.signal?.throwIfAborted();
@@ -13,8 +16,8 @@ export async function callScripted(req: ModelRequest): Promise<ModelTurn> {
     for (const token of tokensOf(turn.content)) {
       req.signal?.throwIfAborted();
       req.onToken(token);
-      // Yield between tokens, as a network stream would, so consumers see them arrive one by one.
-      await Promise.resolve();
+      // Pause between tokens, as a network stream would, so consumers see them arrive one by one.
+      await new Promise((resolve) => setTimeout(resolve, STREAM_WORD_PAUSE_MS));
     }
   }
   return turn;

@@ -38,6 +38,8 @@ export class StreamHub {
   }
 
   async stop(): Promise<void> {
+    // A consumer stopped in the middle of joining its group crashes later: let the join finish.
+    await this.ready?.catch(() => undefined);
     await this.consumer?.stop();
     await this.consumer?.disconnect();
     this.consumer = undefined;

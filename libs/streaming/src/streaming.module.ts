@@ -1,4 +1,4 @@
-import { Inject, Injectable, Logger, Module, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { Inject, Injectable, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
 import type { Producer } from 'kafkajs';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
@@ -33,7 +33,7 @@ export class StreamPublisherService implements OnApplicationShutdown {
 
 /** The api's hub, with the lifetime of its consumer. */
 @Injectable()
-export class StreamHubService implements OnApplicationBootstrap, OnApplicationShutdown {
+export class StreamHubService implements OnApplicationShutdown {
   readonly hub: StreamHub;
   readonly store: StreamStore;
 
@@ -42,10 +42,10 @@ export class StreamHubService implements OnApplicationBootstrap, OnApplicationSh
     this.store = new StreamStore(db);
   }
 
-  /** Joins early so the first stream is live; without Kafka the api still starts (and streams
-   * from the store), and the next stream tries again. */
-  onApplicationBootstrap(): void {
-    this.hub.start().catch((e: unknown) => new Logger('stream-hub').warn(`not consuming mas.stream.v1 yet: ${e instanceof Error ? e.message : String(e)}`));
+  /** Joins mas.stream.v1 on the first stream (an api that never streams holds no consumer);
+   * without Kafka the stream is served from the store and the next one tries again. */
+  async ensureStarted(): Promise<void> {
+    await this.hub.start().catch((e: unknown) => new Logger('stream-hub').warn(`not consuming mas.stream.v1 yet: ${e instanceof Error ? e.message : String(e)}`));
   }
 
   async onApplicationShutdown(): Promise<void> {

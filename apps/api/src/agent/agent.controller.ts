@@ -5,15 +5,15 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, Ap
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { errorDocsUrl, isErrorCode, ServiceError, type AgentStop } from '#libs/contracts';
+import { ServiceError, type AgentStop } from '#libs/contracts';
 import { FileStore } from '#libs/persistence';
-import { SseSession, StreamHubService } from '#libs/streaming';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { parseAgentRequest, parseToolOutputs } from './agent-request.validation.js';
 import { renderStop, requireSuccessfulStop, responseFiles, setResponseHeaders, type AgentResponse } from './agent-response.js';
 import { StartAgentRequestCommand, StreamAgentRequestCommand } from './commands/start-agent-request.command.js';
 import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command.js';
 import { errorResponses } from '../openapi/schemas.js';
+import { SseResponder } from '../streaming/sse-responder.js';
 import { computeInstanceOf } from './compute-instance.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
@@ -44,26 +44,9 @@ export class AgentController {
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
     private readonly files: FileStore,
-    private readonly streams: StreamHubService,
+    private readonly sse: SseResponder,
     private readonly idempotency: IdempotencyKeys,
   ) {}
-
-  /** Serves a request's stream events after `afterSeq` as SSE: replay from the store, then live. */
-  private async stream(res: Response, requestId: string, principal: Principal, afterSeq: number, started?: Promise<unknown>): Promise<void> {
-    await this.streams.hub.start().catch(() => undefined); // the store covers a late hub
-    const session = new SseSession(res, this.streams.hub, this.streams.store, {
-      requestId,
-      projectId: principal.project.id,
-      afterSeq,
-      decorate: (e) => (e.type === 'error' && isErrorCode(e.data.code) ? { docs: errorDocsUrl(this.config.publicBaseUrl, e.data.code) } : {}),
-    });
-    // A run that cannot finish (Temporal gone) still ends the stream with one error event.
-    started?.catch((e: unknown) => {
-      const error = e instanceof ServiceError ? e : new ServiceError('compute_unavailable', 'The compute service could not be reached.');
-      session.fail('error', { code: error.code, message: error.message, docs: errorDocsUrl(this.config.publicBaseUrl, error.code) });
-    });
-    await session.run();
-  }
 
   private async render(stop: AgentStop, principal: Principal, startedAt: number): Promise<AgentResponse> {
     const files = await responseFiles(stop, this.files, this.config);
@@ -93,7 +76,7 @@ export class AgentController {
       const started = await this.commands.execute(new StreamAgentRequestCommand(principal, request, randomUUID()));
       // The quota counter moves when the run is admitted; until then the headers count this request.
       setResponseHeaders(res, started.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed + 1);
-      await this.stream(res, started.requestId, principal, 0, started.firstStop());
+      await this.sse.respond(res, started.requestId, principal.project.id, 0, started.firstStop());
       return;
     }
     const monthlyQuota = this.config.plans[principal.project.plan].monthlyQuota;
@@ -149,11 +132,11 @@ export class AgentController {
       throw new ServiceError('invalid_body', '`Last-Event-ID` (or `after`) must be the non-negative integer id of the last event received.');
     }
     const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-    if (!UUID.test(id) || !(await this.streams.store.exists(id, principal.project.id))) {
+    if (!UUID.test(id) || !(await this.sse.exists(id, principal.project.id))) {
       throw new ServiceError('request_not_found', 'No streamed request with this id exists in this project (stream events are kept for 24 hours).');
     }
     res.setHeader('X-Request-Id', id);
-    await this.stream(res, id, principal, afterSeq);
+    await this.sse.respond(res, id, principal.project.id, afterSeq);
   }
 
   @Get(':id')

@@ -2,16 +2,16 @@ import { Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { CqrsModule } from '@nestjs/cqrs';
 import { PersistenceModule } from '#libs/persistence';
-import { StreamHubModule } from '#libs/streaming';
 import { TemporalClientModule } from '#libs/temporal';
 import { AgentController } from './agent.controller.js';
 import { AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandler } from './commands/start-agent-request.handler.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { SubmitToolOutputsHandler } from './commands/submit-tool-outputs.handler.js';
 import { GetAgentRequestHandler } from './queries/get-agent-request.handler.js';
+import { SseModule } from '../streaming/sse.module.js';
 
 @Module({
-  imports: [CqrsModule, PersistenceModule, TemporalClientModule, StreamHubModule],
+  imports: [CqrsModule, PersistenceModule, TemporalClientModule, SseModule],
   controllers: [AgentController],
   providers: [
     { provide: IdempotencyKeys, inject: [DataSource], useFactory: (db: DataSource) => new IdempotencyKeys(db) },

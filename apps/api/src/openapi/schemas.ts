@@ -93,6 +93,19 @@ export const SCHEMAS = {
       _compute_instance: { type: 'string' },
     },
   },
+  Session: {
+    type: 'object',
+    required: ['id', 'object', 'status', 'created_at', 'last_activity_at', 'expires_at', 'message_count'],
+    properties: {
+      id: { type: 'string', format: 'uuid' },
+      object: { const: 'session' },
+      status: { type: 'string', enum: ['active', 'expired', 'ended'] },
+      created_at: { type: 'integer', description: 'Unix seconds.' },
+      last_activity_at: { type: 'integer', description: 'Unix seconds.' },
+      expires_at: { type: 'integer', description: 'Unix seconds: 30 minutes after the last activity while active.' },
+      message_count: { type: 'integer' },
+    },
+  },
   ErrorResponse: {
     type: 'object',
     required: ['error'],

@@ -1,16 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { errorDocsUrl, isErrorCode, ServiceError } from '#libs/contracts';
 import { FileStore } from '#libs/persistence';
-import { SseSession, StreamHubService } from '#libs/streaming';
 import { parseAgentRequest } from '../agent/agent-request.validation.js';
 import { renderStop, requireSuccessfulStop, responseFiles, setResponseHeaders, type AgentResponse } from '../agent/agent-response.js';
 import { computeInstanceOf } from '../agent/compute-instance.js';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
+import { errorResponses } from '../openapi/schemas.js';
+import { SseResponder } from '../streaming/sse-responder.js';
 import { CreateSessionCommand } from './commands/create-session.command.js';
 import { EndSessionCommand } from './commands/end-session.command.js';
 import { SendSessionMessageCommand } from './commands/send-session-message.command.js';
@@ -19,6 +20,17 @@ import { ListSessionsQuery } from './queries/list-sessions.query.js';
 import { parseListParams, renderRecord, renderView, type SessionList, type SessionResource } from './session-resource.js';
 
 /** `POST /v1/sessions`, `GET /v1/sessions[/{id}]`, `DELETE /v1/sessions/{id}`, `POST /v1/sessions/{id}/messages`. */
+const SESSION = { description: 'Session', content: { 'application/json': { schema: { $ref: '#/components/schemas/Session' } } } };
+const AUTH_ERRORS = ['invalid_api_key', 'rate_limited'] as const;
+
+function responses(list: Record<number, object>): MethodDecorator {
+  return (target, key, descriptor) => {
+    for (const [status, response] of Object.entries(list)) ApiResponse({ status: Number(status), ...response })(target, key, descriptor);
+  };
+}
+
+@ApiTags('sessions')
+@ApiBearerAuth()
 @Controller('v1/sessions')
 export class SessionsController {
   constructor(
@@ -26,25 +38,8 @@ export class SessionsController {
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
     private readonly files: FileStore,
-    private readonly streams: StreamHubService,
+    private readonly sse: SseResponder,
   ) {}
-
-  /** Serves a session message's stream events as SSE, exactly as the agent endpoint does. */
-  private async stream(res: Response, requestId: string, principal: Principal, firstStop: Promise<unknown>): Promise<void> {
-    await this.streams.hub.start().catch(() => undefined); // the store covers a late hub
-    const session = new SseSession(res, this.streams.hub, this.streams.store, {
-      requestId,
-      projectId: principal.project.id,
-      afterSeq: 0,
-      decorate: (e) => (e.type === 'error' && isErrorCode(e.data.code) ? { docs: errorDocsUrl(this.config.publicBaseUrl, e.data.code) } : {}),
-    });
-    // A run that cannot finish (Temporal gone) still ends the stream with one error event.
-    firstStop.catch((e: unknown) => {
-      const error = e instanceof ServiceError ? e : new ServiceError('compute_unavailable', 'The compute service could not be reached.');
-      session.fail('error', { code: error.code, message: error.message, docs: errorDocsUrl(this.config.publicBaseUrl, error.code) });
-    });
-    await session.run();
-  }
 
   /** The headers of every 200; a session read or change has its own request id. */
   private headers(res: Response, principal: Principal, requestId: string = randomUUID(), requestsUsed = principal.project.requestsUsed): void {
@@ -53,6 +48,8 @@ export class SessionsController {
 
   @Post()
   @HttpCode(200)
+  @ApiOperation({ summary: 'Start a session', description: 'No body needed. Needs a project that has purchased credits; at most 10 active per project.' })
+  @responses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'plan_restricted', 'session_limit_reached', 'service_unavailable', 'compute_unavailable']) })
   async create(@CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionResource> {
     const record = await this.commands.execute(new CreateSessionCommand(principal));
     this.headers(res, principal);
@@ -60,6 +57,11 @@ export class SessionsController {
   }
 
   @Get()
+  @ApiOperation({ summary: "List this project's sessions", description: 'Newest first, cursor paging.' })
+  @ApiQuery({ name: 'limit', required: false, type: Number })
+  @ApiQuery({ name: 'after', required: false, description: 'The next_cursor of the previous page.' })
+  @ApiQuery({ name: 'status', required: false, enum: ['active', 'expired', 'ended'] })
+  @responses({ 200: { description: '`{ object: "list", data, has_more, next_cursor }`', content: { 'application/json': { schema: { type: 'object', properties: { object: { const: 'list' }, data: { type: 'array', items: { $ref: '#/components/schemas/Session' } }, has_more: { type: 'boolean' }, next_cursor: { type: ['string', 'null'] } } } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body']) })
   async list(@Query() query: Record<string, unknown>, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionList> {
     const params = parseListParams(query);
     const { records, hasMore } = await this.queries.execute(new ListSessionsQuery(principal, params));
@@ -68,6 +70,8 @@ export class SessionsController {
   }
 
   @Get(':id')
+  @ApiOperation({ summary: 'Read a session' })
+  @responses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found']) })
   async get(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionResource> {
     const record = await this.queries.execute(new GetSessionQuery(principal, id));
     this.headers(res, principal);
@@ -76,6 +80,8 @@ export class SessionsController {
 
   @Delete(':id')
   @HttpCode(200)
+  @ApiOperation({ summary: 'End a session', description: 'Later messages get 410 session_ended.' })
+  @responses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found', 'session_expired', 'session_ended']) })
   async end(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionResource> {
     const view = await this.commands.execute(new EndSessionCommand(principal, id));
     this.headers(res, principal);
@@ -84,6 +90,12 @@ export class SessionsController {
 
   @Post(':id/messages')
   @HttpCode(200)
+  @ApiOperation({ summary: 'Send a message to a session', description: 'The history (last 50 messages) reaches the agent automatically. Same shape, credits, headers and streaming as POST /v1/agent, with object `session.message` and `session_id`.' })
+  @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
+  @responses({
+    200: { description: 'AgentResponse (session.message)', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } }, 'text/event-stream': { schema: { type: 'string' } } } },
+    ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'session_not_found', 'session_expired', 'session_ended', 'compute_error', 'compute_unavailable', 'service_unavailable']),
+  })
   async message(
     @Param('id') id: string,
     @Body() body: unknown,
@@ -97,7 +109,7 @@ export class SessionsController {
       // SSE identical to the agent endpoint (contract 4.4); the quota counter moves when the run
       // is admitted, so until then the headers count this message.
       this.headers(res, principal, accepted.requestId, principal.project.requestsUsed + 1);
-      await this.stream(res, accepted.requestId, principal, accepted.firstStop());
+      await this.sse.respond(res, accepted.requestId, principal.project.id, 0, accepted.firstStop());
       return undefined;
     }
     const stop = requireSuccessfulStop(await accepted.firstStop(), principal);

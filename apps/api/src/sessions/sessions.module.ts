@@ -1,7 +1,6 @@
 import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { PersistenceModule } from '#libs/persistence';
-import { StreamHubModule } from '#libs/streaming';
 import { TemporalClientModule } from '#libs/temporal';
 import { CreateSessionHandler } from './commands/create-session.handler.js';
 import { EndSessionHandler } from './commands/end-session.handler.js';
@@ -10,10 +9,11 @@ import { GetSessionHandler } from './queries/get-session.handler.js';
 import { ListSessionsHandler } from './queries/list-sessions.handler.js';
 import { SessionsController } from './sessions.controller.js';
 import { SessionsRepository } from './sessions.repository.js';
+import { SseModule } from '../streaming/sse.module.js';
 
 /** Sessions (issue 6): long-lived conversations, each a sessionWorkflow. */
 @Module({
-  imports: [CqrsModule, PersistenceModule, TemporalClientModule, StreamHubModule],
+  imports: [CqrsModule, PersistenceModule, TemporalClientModule, SseModule],
   controllers: [SessionsController],
   providers: [SessionsRepository, CreateSessionHandler, SendSessionMessageHandler, EndSessionHandler, GetSessionHandler, ListSessionsHandler],
 })
