@@ -49,18 +49,19 @@ const QUICK = args.quick;
 /** How much of everything: the full run takes about 10 minutes on 2 cores, --quick under 2. */
 const PLAN = QUICK
   ? {
-      warmup: 40,
-      warmupMs: 6_000,
-      idleMs: 2_000,
+      warmup: 30,
+      warmupMs: 4_000,
+      settleMs: 1_000,
+      idleMs: 1_500,
       overhead: [
-        { latency: 0, clients: 1, n: 100, maxMs: 5_000 },
-        { latency: 0, clients: 8, n: 320, maxMs: 5_000 },
-        { latency: 200, clients: 1, n: 15, maxMs: 3_000 },
-        { latency: 200, clients: 8, n: 64, maxMs: 3_000 },
+        { latency: 0, clients: 1, n: 100, maxMs: 3_500 },
+        { latency: 0, clients: 8, n: 320, maxMs: 3_500 },
+        { latency: 200, clients: 1, n: 10, maxMs: 2_000 },
+        { latency: 200, clients: 8, n: 48, maxMs: 2_000 },
       ],
       toolRounds: 30,
-      toolMs: 5_000,
-      streaming: 15,
+      toolMs: 3_500,
+      streaming: { 0: 12, 200: 6 },
       usage: 15,
       usageMs: 4_000,
       usageWaitMs: 5_000,
@@ -69,15 +70,16 @@ const PLAN = QUICK
       floorMs: 1_500,
       profileMs: 0,
       levels: [8, 32],
-      levelMs: 5_000,
+      levelMs: 4_000,
       experiments: false,
       experimentMs: 0,
-      baselineLevelMs: 1_000,
+      baselineLevelMs: 500,
       pool: { 0: 40, 200: 6 },
     }
   : {
       warmup: 100,
       warmupMs: 30_000,
+      settleMs: 2_000,
       idleMs: 5_000,
       overhead: [
         { latency: 0, clients: 1, n: 500, maxMs: 30_000 },
@@ -87,7 +89,7 @@ const PLAN = QUICK
       ],
       toolRounds: 150,
       toolMs: 30_000,
-      streaming: 60,
+      streaming: { 0: 60, 200: 20 },
       usage: 60,
       usageMs: 25_000,
       usageWaitMs: 10_000,
@@ -426,7 +428,7 @@ async function streamingScenario(pools) {
   if (probe.firstTokenMs === undefined) return { available: false, reason: 'the api streams but sent no token event' };
   const rows = [];
   for (const latency of [0, 200]) {
-    const n = latency === 0 ? PLAN.streaming : Math.max(10, Math.round(PLAN.streaming / 3));
+    const n = PLAN.streaming[latency];
     const baseAgent = agentFor(1);
     const baseStreamed = await closedLoop({
       clients: 1,
@@ -678,7 +680,7 @@ async function throughputScenario(pools, apps, components, idleCpu, db) {
     const { results, ...kept } = level;
     levels.push({ ...kept, baselineRps: baseRps, responses: results.filter((r) => ok(r.status)).map((r) => ({ id: jsonOf(r)?.id, at: r.endedAt })) });
     log(`throughput x${clients}: ${fmt(level.rps)} req/s, p50 ${fmt(level.latency.p50)} ms, p99 ${fmt(level.latency.p99)} ms, ${count(level.errors)} errors (baseline ${fmt(baseRps)} req/s)`);
-    await sleep(1500);
+    await sleep(PLAN.settleMs);
     if (level.errorRate > 0.01) {
       turned = { clients, why: `errors: ${(level.errorRate * 100).toFixed(1)}% of requests` };
       break;
@@ -869,7 +871,7 @@ async function main() {
   ownPids = new Set([apps.api.pid, apps.worker.pid, apps.projector.pid, models[0].pid, models[200].pid]);
 
   await warmUp(pools);
-  await sleep(2000);
+  await sleep(PLAN.settleMs);
   const idle = memorySnapshot(apps);
   const idleCpu = await idleCpuRates(components, PLAN.idleMs);
   log(`idle CPU (ms/s): ${Object.entries(idleCpu).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`);
@@ -919,7 +921,7 @@ async function main() {
     const l = ids.filter((x) => watcher.seen.has(x.id)).map((x) => watcher.seen.get(x.id) - x.at);
     if (l.length) results.usageLag.underLoad = { clients: topLevel.clients, lag: summary(l), missing: ids.length - l.length };
   }
-  await sleep(2000);
+  await sleep(PLAN.settleMs);
   results.memory.after = memorySnapshot(apps);
 
   const git = gitInfo();

@@ -91,4 +91,23 @@ describe('capabilities', () => {
     expect(res.body.capabilities_used).toEqual(['chat']);
     expect(res.body.usage.credits_this_request).toBe(1);
   });
+
+  it('research: fetch_url refuses a loopback address (checked after DNS resolution)', async () => {
+    const { createServer } = await import('node:http');
+    const server = createServer((_, res) => res.end('internal secret page'));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    try {
+      const { auth } = await fixtures.project();
+      const res = await request(api.url, 'POST', '/v1/agent', {
+        headers: auth,
+        body: { message: `fetch_url {"url":"http://localhost:${port}/"}`, capabilities: ['research'] },
+      });
+      expect(res.status).toBe(200);
+      expect(res.body.message).not.toContain('internal secret page');
+      expect(res.body.message).toMatch(/refused|not allowed|loopback/i);
+    } finally {
+      server.close();
+    }
+  });
 });

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AccountsModule, AccountsService } from '#libs/accounts';
-import { ConfigModule } from '#libs/config';
+import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { MeteringModule, MeteringService } from '#libs/metering';
 import { BlobStore, FileStore, PersistenceModule } from '#libs/persistence';
 import { StreamPublisherModule, StreamPublisherService } from '#libs/streaming';
@@ -23,7 +23,11 @@ import { SessionReadModelActivities } from './activities/session.activity.js';
     { provide: MeteringActivities, inject: [MeteringService], useFactory: (m: MeteringService) => new MeteringActivities(m) },
     { provide: RequestEventsActivities, inject: [DataSource], useFactory: (db: DataSource) => new RequestEventsActivities(db) },
     { provide: SessionReadModelActivities, inject: [DataSource], useFactory: (db: DataSource) => new SessionReadModelActivities(db) },
-    { provide: BuiltinToolActivities, inject: [BlobStore, FileStore], useFactory: (b: BlobStore, f: FileStore) => new BuiltinToolActivities(b, f) },
+    {
+      provide: BuiltinToolActivities,
+      inject: [BlobStore, FileStore, APP_CONFIG],
+      useFactory: (b: BlobStore, f: FileStore, config: AppConfig) => new BuiltinToolActivities(b, f, { fetchUrl: { allowHosts: config.fetchUrlAllowHosts } }),
+    },
   ],
 })
 export class WorkerModule {}

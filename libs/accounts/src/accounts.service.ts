@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
-import { isCapability, isPlanName, CAPABILITIES, EVENT_TYPES, type Capability, type Plan, type PlanName } from '#libs/contracts';
+import { isCapability, isPlanName, CAPABILITIES, EVENT_TYPES, type Capability, type Plan, type PlanName, isUuid } from '#libs/contracts';
 import { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
 import { ApiKeyEntity, ModelConfigEntity, ProjectEntity, type ModelProvider } from '#libs/persistence';
@@ -45,7 +45,6 @@ export interface NewProject {
   readonly capabilities?: readonly Capability[];
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** Projects, plans, credits, API keys and model configuration. */
 export class AccountsService {
@@ -83,7 +82,7 @@ export class AccountsService {
   /** A project by id or by name. */
   async findProject(ref: string, manager: EntityManager = this.db.manager): Promise<ProjectEntity> {
     const repo = manager.getRepository(ProjectEntity);
-    const project = UUID.test(ref) ? await repo.findOneBy({ id: ref }) : await repo.findOneBy({ name: ref });
+    const project = isUuid(ref) ? await repo.findOneBy({ id: ref }) : await repo.findOneBy({ name: ref });
     if (!project) throw new AccountsError(`no project "${ref}"`);
     return project;
   }
@@ -205,7 +204,7 @@ export class AccountsService {
 
   /** Revokes a key by id; the next request with it is refused, on every api replica. */
   async revokeApiKey(keyId: string): Promise<ApiKeyEntity> {
-    if (!UUID.test(keyId)) throw new AccountsError(`no API key "${keyId}"`);
+    if (!isUuid(keyId)) throw new AccountsError(`no API key "${keyId}"`);
     const repo = this.db.getRepository(ApiKeyEntity);
     const key = await repo.findOneBy({ id: keyId });
     if (!key) throw new AccountsError(`no API key "${keyId}"`);

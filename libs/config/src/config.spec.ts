@@ -28,6 +28,8 @@ describe('loadConfig', () => {
     expect(config.temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'mas-agent', uiUrl: undefined, pickupTimeoutMs: 10000 });
     expect(config.masterKey).toHaveLength(32);
     expect(config.kafkaGroupPrefix).toBe('mas');
+    expect(config.fetchUrlAllowHosts).toEqual([]);
+    expect(loadConfig({ ...valid, FETCH_URL_ALLOW_HOSTS: 'intranet.example, 10.0.0.0/8' }).fetchUrlAllowHosts).toEqual(['intranet.example', '10.0.0.0/8']);
     expect(loadConfig({ ...valid, SESSION_IDLE_TIMEOUT_MS: '2000' }).sessions.idleTimeoutMs).toBe(2000);
     expect(problemsOf({ ...valid, SESSION_IDLE_TIMEOUT_MS: 'soon' })).toEqual([expect.stringContaining('SESSION_IDLE_TIMEOUT_MS')]);
   });

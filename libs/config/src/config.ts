@@ -41,6 +41,8 @@ export interface AppConfig {
   readonly masterKey: Buffer;
   /** Secret pepper of the HMAC-SHA-256 under which API keys are stored. */
   readonly apiKeyPepper: Buffer;
+  /** Hosts, IP addresses or CIDRs that fetch_url may reach although they are not public (FETCH_URL_ALLOW_HOSTS, comma-separated). */
+  readonly fetchUrlAllowHosts: readonly string[];
   /** Plans by name: monthly quota and allowed capabilities (MAS_PLANS overrides the defaults). */
   readonly plans: Readonly<Record<PlanName, Plan>>;
   /** Credits each capability adds when used (MAS_CAPABILITY_SURCHARGES overrides the defaults). */
@@ -205,6 +207,7 @@ export function loadConfig(env: Env): AppConfig {
     },
     masterKey: r.secret('MAS_MASTER_KEY', 32),
     apiKeyPepper: r.secret('MAS_API_KEY_PEPPER', 32),
+    fetchUrlAllowHosts: (r.optional('FETCH_URL_ALLOW_HOSTS') ?? '').split(',').map((h) => h.trim()).filter(Boolean),
     plans: r.plans('MAS_PLANS'),
     capabilitySurcharges: r.surcharges('MAS_CAPABILITY_SURCHARGES'),
     sessions: { idleTimeoutMs: r.positiveInt('SESSION_IDLE_TIMEOUT_MS', SESSION_LIMITS.idleTimeoutMs) },

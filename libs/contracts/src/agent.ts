@@ -78,3 +78,10 @@ export interface StreamEvent {
   readonly type: StreamEventType;
   readonly data: Record<string, unknown>;
 }
+
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether `value` is a UUID (request, session, file and key ids are). */
+export function isUuid(value: string): boolean {
+  return UUID_PATTERN.test(value);
+}

@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Get, Headers, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { ServiceError, type AgentStop } from '#libs/contracts';
+import { ServiceError, type AgentStop, isUuid } from '#libs/contracts';
 import { FileStore } from '#libs/persistence';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { parseAgentRequest, parseToolOutputs } from './agent-request.validation.js';
 import { renderStop, requireSuccessfulStop, responseFiles, setResponseHeaders, type AgentResponse } from './agent-response.js';
 import { StartAgentRequestCommand, StreamAgentRequestCommand } from './commands/start-agent-request.command.js';
 import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command.js';
-import { errorResponses } from '../openapi/schemas.js';
+import { ApiResponses, errorResponses } from '../openapi/schemas.js';
 import { SseResponder } from '../streaming/sse-responder.js';
 import { computeInstanceOf } from './compute-instance.js';
 import { IdempotencyKeys } from './idempotency.js';
@@ -27,12 +27,6 @@ const QUOTA_HEADERS = {
   'X-RateLimit-Reset': { schema: { type: 'integer' }, description: 'Unix time the billing period ends.' },
 };
 const agentResponse = { description: 'AgentResponse', headers: QUOTA_HEADERS, content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } } } };
-
-function responses(list: Record<number, object>): MethodDecorator {
-  return (target, key, descriptor) => {
-    for (const [status, response] of Object.entries(list)) ApiResponse({ status: Number(status), ...response })(target, key, descriptor);
-  };
-}
 
 /** `POST /v1/agent`, `POST /v1/agent/{id}/tool-outputs`, `GET /v1/agent/{id}`. */
 @ApiTags('agent')
@@ -60,7 +54,7 @@ export class AgentController {
   @ApiOperation({ summary: 'Run the agent', description: 'Answers with the first stop: `completed`, or `requires_tool_outputs` when the agent calls your tools. With `stream: true`, a text/event-stream of `token`, `tool_start`, `tool_end`, then `done` or `error` (each with an SSE id).' })
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
   @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'The same key and body within 24 hours returns the first response.' })
-  @responses({
+  @ApiResponses({
     200: { ...agentResponse, content: { ...agentResponse.content, 'text/event-stream': { schema: { type: 'string' } } } },
     ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'payload_too_large', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'idempotency_conflict', ...COMPUTE_ERRORS]),
   })
@@ -99,7 +93,7 @@ export class AgentController {
   @ApiOperation({ summary: 'Submit tool outputs', description: 'Answers the pending tool calls within 5 minutes; replies with the next stop. Costs no credits.' })
   @ApiParam({ name: 'id', description: 'The request id from the first response.' })
   @ApiBody({ schema: { $ref: '#/components/schemas/ToolOutputsRequest' } })
-  @responses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'invalid_tool_outputs', 'tool_output_too_large', 'context_expired', ...COMPUTE_ERRORS]) })
+  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'invalid_tool_outputs', 'tool_output_too_large', 'context_expired', ...COMPUTE_ERRORS]) })
   async submitToolOutputs(
     @Param('id') id: string,
     @Body() body: unknown,
@@ -118,7 +112,7 @@ export class AgentController {
   @ApiOperation({ summary: 'Resume a stream', description: 'The events after `Last-Event-ID` (or `after`), then live until `done` or `error`. Kept 24 hours.' })
   @ApiHeader({ name: 'Last-Event-ID', required: false })
   @ApiQuery({ name: 'after', required: false, type: Number })
-  @responses({ 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found']) })
+  @ApiResponses({ 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found']) })
   async events(
     @Param('id') id: string,
     @Headers('last-event-id') lastEventId: string | undefined,
@@ -131,8 +125,7 @@ export class AgentController {
     if (!/^\d+$/.test(raw) || !Number.isSafeInteger(afterSeq)) {
       throw new ServiceError('invalid_body', '`Last-Event-ID` (or `after`) must be the non-negative integer id of the last event received.');
     }
-    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-    if (!UUID.test(id) || !(await this.sse.exists(id, principal.project.id))) {
+    if (!isUuid(id) || !(await this.sse.exists(id, principal.project.id))) {
       throw new ServiceError('request_not_found', 'No streamed request with this id exists in this project (stream events are kept for 24 hours).');
     }
     res.setHeader('X-Request-Id', id);
@@ -141,7 +134,7 @@ export class AgentController {
 
   @Get(':id')
   @ApiOperation({ summary: 'Read a request', description: 'Its latest state: in_progress, requires_tool_outputs, completed, expired or failed (with `error`).' })
-  @responses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'request_not_found']) })
+  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'request_not_found']) })
   async get(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<AgentResponse> {
     const startedAt = performance.now();
     const stop = await this.queries.execute(new GetAgentRequestQuery(principal, id));

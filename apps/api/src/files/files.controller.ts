@@ -2,11 +2,10 @@ import { Controller, Get, Param, Res } from '@nestjs/common';
 import { ApiBearerAuth, ApiOperation, ApiResponse, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
-import { ServiceError } from '#libs/contracts';
+import { ServiceError, isUuid } from '#libs/contracts';
 import { FileStore, FILE_RETENTION_DAYS } from '#libs/persistence';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** `GET /v1/files/{id}`: downloads a generated file with the same project's key. */
 @ApiTags('files')
@@ -20,7 +19,7 @@ export class FilesController {
   @ApiResponse({ status: 200, description: 'The file, with its media type.' })
   @ApiResponse({ status: 404, description: '`file_not_found`', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } })
   async download(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res() res: Response): Promise<void> {
-    const file = UUID.test(id) ? await this.files.get(id, principal.project.id) : undefined;
+    const file = isUuid(id) ? await this.files.get(id, principal.project.id) : undefined;
     if (!file) {
       throw new ServiceError('file_not_found', `No file with this id exists in this project, or it is older than ${FILE_RETENTION_DAYS} days.`);
     }

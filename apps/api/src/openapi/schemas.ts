@@ -1,3 +1,4 @@
+import { ApiResponse } from '@nestjs/swagger';
 import { CAPABILITIES, ERROR_STATUS, type ErrorCode } from '#libs/contracts';
 import { LIMITS } from '../agent/agent-request.validation.js';
 
@@ -129,4 +130,11 @@ export function errorResponses(codes: readonly ErrorCode[]): Record<number, { de
       { description: list.map((c) => `\`${c}\``).join(', '), content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } },
     ]),
   );
+}
+
+/** Documents several responses of an operation at once (status to OpenAPI response object). */
+export function ApiResponses(list: Record<number, object>): MethodDecorator {
+  return (target, key, descriptor) => {
+    for (const [status, response] of Object.entries(list)) ApiResponse({ status: Number(status), ...response })(target, key, descriptor);
+  };
 }

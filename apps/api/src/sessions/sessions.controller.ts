@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
-import { ApiBearerAuth, ApiBody, ApiOperation, ApiQuery, ApiResponse, ApiTags } from '@nestjs/swagger';
+import { ApiBearerAuth, ApiBody, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
@@ -10,7 +10,7 @@ import { parseAgentRequest } from '../agent/agent-request.validation.js';
 import { renderStop, requireSuccessfulStop, responseFiles, setResponseHeaders, type AgentResponse } from '../agent/agent-response.js';
 import { computeInstanceOf } from '../agent/compute-instance.js';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-import { errorResponses } from '../openapi/schemas.js';
+import { ApiResponses, errorResponses } from '../openapi/schemas.js';
 import { SseResponder } from '../streaming/sse-responder.js';
 import { CreateSessionCommand } from './commands/create-session.command.js';
 import { EndSessionCommand } from './commands/end-session.command.js';
@@ -22,12 +22,6 @@ import { parseListParams, renderRecord, renderView, type SessionList, type Sessi
 /** `POST /v1/sessions`, `GET /v1/sessions[/{id}]`, `DELETE /v1/sessions/{id}`, `POST /v1/sessions/{id}/messages`. */
 const SESSION = { description: 'Session', content: { 'application/json': { schema: { $ref: '#/components/schemas/Session' } } } };
 const AUTH_ERRORS = ['invalid_api_key', 'rate_limited'] as const;
-
-function responses(list: Record<number, object>): MethodDecorator {
-  return (target, key, descriptor) => {
-    for (const [status, response] of Object.entries(list)) ApiResponse({ status: Number(status), ...response })(target, key, descriptor);
-  };
-}
 
 @ApiTags('sessions')
 @ApiBearerAuth()
@@ -49,7 +43,7 @@ export class SessionsController {
   @Post()
   @HttpCode(200)
   @ApiOperation({ summary: 'Start a session', description: 'No body needed. Needs a project that has purchased credits; at most 10 active per project.' })
-  @responses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'plan_restricted', 'session_limit_reached', 'service_unavailable', 'compute_unavailable']) })
+  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'plan_restricted', 'session_limit_reached', 'service_unavailable', 'compute_unavailable']) })
   async create(@CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionResource> {
     const record = await this.commands.execute(new CreateSessionCommand(principal));
     this.headers(res, principal);
@@ -61,7 +55,7 @@ export class SessionsController {
   @ApiQuery({ name: 'limit', required: false, type: Number })
   @ApiQuery({ name: 'after', required: false, description: 'The next_cursor of the previous page.' })
   @ApiQuery({ name: 'status', required: false, enum: ['active', 'expired', 'ended'] })
-  @responses({ 200: { description: '`{ object: "list", data, has_more, next_cursor }`', content: { 'application/json': { schema: { type: 'object', properties: { object: { const: 'list' }, data: { type: 'array', items: { $ref: '#/components/schemas/Session' } }, has_more: { type: 'boolean' }, next_cursor: { type: ['string', 'null'] } } } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body']) })
+  @ApiResponses({ 200: { description: '`{ object: "list", data, has_more, next_cursor }`', content: { 'application/json': { schema: { type: 'object', properties: { object: { const: 'list' }, data: { type: 'array', items: { $ref: '#/components/schemas/Session' } }, has_more: { type: 'boolean' }, next_cursor: { type: ['string', 'null'] } } } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body']) })
   async list(@Query() query: Record<string, unknown>, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionList> {
     const params = parseListParams(query);
     const { records, hasMore } = await this.queries.execute(new ListSessionsQuery(principal, params));
@@ -71,7 +65,7 @@ export class SessionsController {
 
   @Get(':id')
   @ApiOperation({ summary: 'Read a session' })
-  @responses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found']) })
+  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found']) })
   async get(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionResource> {
     const record = await this.queries.execute(new GetSessionQuery(principal, id));
     this.headers(res, principal);
@@ -81,7 +75,7 @@ export class SessionsController {
   @Delete(':id')
   @HttpCode(200)
   @ApiOperation({ summary: 'End a session', description: 'Later messages get 410 session_ended.' })
-  @responses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found', 'session_expired', 'session_ended']) })
+  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found', 'session_expired', 'session_ended']) })
   async end(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionResource> {
     const view = await this.commands.execute(new EndSessionCommand(principal, id));
     this.headers(res, principal);
@@ -92,7 +86,7 @@ export class SessionsController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Send a message to a session', description: 'The history (last 50 messages) reaches the agent automatically. Same shape, credits, headers and streaming as POST /v1/agent, with object `session.message` and `session_id`.' })
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
-  @responses({
+  @ApiResponses({
     200: { description: 'AgentResponse (session.message)', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } }, 'text/event-stream': { schema: { type: 'string' } } } },
     ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'session_not_found', 'session_expired', 'session_ended', 'compute_error', 'compute_unavailable', 'service_unavailable']),
   })

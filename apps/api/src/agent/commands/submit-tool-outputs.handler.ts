@@ -1,7 +1,7 @@
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { agentRequestWorkflowId, ServiceError, submitToolOutputsUpdate, type AgentStop, type ToolOutputsSubmission } from '#libs/contracts';
+import { agentRequestWorkflowId, ServiceError, submitToolOutputsUpdate, type AgentStop, type ToolOutputsSubmission, isUuid } from '#libs/contracts';
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { computeInstanceOf } from '../compute-instance.js';
@@ -10,7 +10,6 @@ import { SubmitToolOutputsCommand } from './submit-tool-outputs.command.js';
 
 /** Outputs above this size go to the blob store and travel by id (DESIGN.md section 1). */
 const INLINE_OUTPUT_BYTES = 64 * 1024;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 @CommandHandler(SubmitToolOutputsCommand)
 export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutputsCommand> {
@@ -22,7 +21,7 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
 
   async execute({ principal, requestId, body }: SubmitToolOutputsCommand): Promise<AgentStop> {
     const expired = new ServiceError('context_expired', 'The tool execution context has expired (5 minutes after the tool calls) or does not exist.');
-    if (!UUID.test(requestId) || body.computeInstance !== computeInstanceOf(this.config)) throw expired;
+    if (!isUuid(requestId) || body.computeInstance !== computeInstanceOf(this.config)) throw expired;
     const client = this.temporal.client;
     if (!client) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
     const outputs: ToolOutputsSubmission['outputs'][number][] = [];

@@ -1,10 +1,9 @@
 import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
-import { agentRequestWorkflowId, ServiceError, stateQuery, type AgentStop } from '#libs/contracts';
+import { agentRequestWorkflowId, ServiceError, stateQuery, type AgentStop, isUuid } from '#libs/contracts';
 import { TemporalClientService } from '#libs/temporal';
 import { fromTemporalError } from '../temporal-errors.js';
 import { GetAgentRequestQuery } from './get-agent-request.query.js';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 @QueryHandler(GetAgentRequestQuery)
 export class GetAgentRequestHandler implements IQueryHandler<GetAgentRequestQuery> {
@@ -12,7 +11,7 @@ export class GetAgentRequestHandler implements IQueryHandler<GetAgentRequestQuer
 
   async execute({ principal, requestId }: GetAgentRequestQuery): Promise<AgentStop> {
     const notFound = new ServiceError('request_not_found', 'No request with this id exists in this project.');
-    if (!UUID.test(requestId)) throw notFound;
+    if (!isUuid(requestId)) throw notFound;
     const client = this.temporal.client;
     if (!client) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
     let stop: AgentStop;
