@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { ConfigError, configFromEnvironment } from '#libs/config';
+import { ConfigError, configFromEnvironment, rawEnvironment } from '#libs/config';
 import { runCli } from './cli.js';
 
 async function readStdin(): Promise<string> {
@@ -9,7 +9,7 @@ async function readStdin(): Promise<string> {
 }
 
 try {
-  const io = { out: (s: string) => process.stdout.write(s), err: (s: string) => process.stderr.write(s), readStdin, env: process.env };
+  const io = { out: (s: string) => process.stdout.write(s), err: (s: string) => process.stderr.write(s), readStdin, env: rawEnvironment() };
   process.exitCode = await runCli(process.argv.slice(2), configFromEnvironment(), io);
 } catch (e) {
   if (e instanceof ConfigError) {

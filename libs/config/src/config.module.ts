@@ -16,3 +16,9 @@ export class ConfigModule {}
 export function configFromEnvironment(): AppConfig {
   return loadConfig(process.env);
 }
+
+/** The raw environment, for the one thing that is not configuration: the operator CLI reading a
+ * secret from a variable the operator names (`--key-from-env VAR`). */
+export function rawEnvironment(): Readonly<Record<string, string | undefined>> {
+  return process.env;
+}
