@@ -1,4 +1,4 @@
-import { ServiceError as TemporalServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import { type Connection, ServiceError as TemporalServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { isErrorCode, ServiceError, type ErrorCode } from '#libs/contracts';
 
@@ -29,4 +29,22 @@ function notFoundMessage(code: ErrorCode): string {
   return code === 'context_expired'
     ? 'The tool execution context has expired (5 minutes after the tool calls) or does not exist.'
     : 'No request with this id exists in this project.';
+}
+
+/** Runs a Temporal call bounded as a whole (the connection phase included), so a missing worker or
+ * an unreachable Temporal becomes compute_unavailable instead of a hang. */
+export async function withinPickup<T>(connection: Connection, pickupMs: number, call: () => Promise<T>): Promise<T> {
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      reject(new ServiceError('compute_unavailable', `No agent worker took the request up within ${pickupMs / 1000} seconds, or the compute service could not be reached.`));
+      abort.abort();
+    }, pickupMs);
+  });
+  try {
+    return await Promise.race([connection.withAbortSignal(abort.signal, () => connection.withDeadline(Date.now() + pickupMs, call)), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

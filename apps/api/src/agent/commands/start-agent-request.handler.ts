@@ -11,12 +11,11 @@ import {
   stateQuery,
   type AgentRequestInput,
   type AgentStop,
-  type InputFileRef,
 } from '#libs/contracts';
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
-import { resolveCapabilities } from '../agent-request.validation.js';
-import { fromTemporalError } from '../temporal-errors.js';
+import { requestInput } from '../request-input.js';
+import { fromTemporalError, withinPickup } from '../temporal-errors.js';
 import { StartAgentRequestCommand, StreamAgentRequestCommand, type StartedAgentRequest } from './start-agent-request.command.js';
 
 /** Starts agentRequestWorkflow with Update-with-Start and returns once a worker has taken it up. */
@@ -32,33 +31,10 @@ export class AgentRequestStarter {
 
   async start({ principal, body, requestId, history }: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
     const { project } = principal;
-    const plan = this.config.plans[project.plan];
-    const capabilities = resolveCapabilities(body.capabilities, plan.name, plan.capabilities, project.capabilities, body.tools.length > 0);
+    const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), history };
+    const { capabilities } = input;
     const client = this.temporal.client;
     if (!client) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
-
-    // Claim check: input files are stored once; the workflow carries only their ids.
-    const files: InputFileRef[] = [];
-    for (const file of body.files) {
-      const { id, bytes } = await this.blobs.put(project.id, file.name, file.content);
-      files.push({ name: file.name, blobId: id, bytes });
-    }
-    const surcharges = this.config.capabilitySurcharges;
-    const input: AgentRequestInput = {
-      requestId,
-      projectId: project.id,
-      plan: project.plan,
-      message: body.message,
-      history,
-      capabilities,
-      capabilitiesRequested: body.capabilities !== undefined,
-      tools: body.tools,
-      files,
-      maxCredits: 1 + capabilities.reduce((sum, c) => sum + surcharges[c], 0),
-      surcharges,
-      monthlyQuota: plan.monthlyQuota,
-      stream: body.stream,
-    };
     const startWorkflowOperation = new WithStartWorkflowOperation('agentRequestWorkflow', {
       workflowId: agentRequestWorkflowId(requestId),
       taskQueue: this.config.temporal.taskQueue,
@@ -75,29 +51,10 @@ export class AgentRequestStarter {
     const pickupMs = this.config.temporal.pickupTimeoutMs;
     let handle;
     try {
-      // One round trip starts the workflow and registers the Update. Bounded as a whole (the
-      // connection phase included), so a missing worker or an unreachable Temporal becomes
-      // compute_unavailable instead of a hang.
-      const abort = new AbortController();
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => {
-          reject(new ServiceError('compute_unavailable', 'pickup timeout'));
-          abort.abort();
-        }, pickupMs);
-      });
-      try {
-        handle = await Promise.race([
-          connection.withAbortSignal(abort.signal, () =>
-            connection.withDeadline(Date.now() + pickupMs, () =>
-              client.workflow.startUpdateWithStart(firstStopUpdate, { startWorkflowOperation, waitForStage: 'ACCEPTED' }),
-            ),
-          ),
-          timeout,
-        ]);
-      } finally {
-        clearTimeout(timer);
-      }
+      // One round trip starts the workflow and registers the Update.
+      handle = await withinPickup(connection, pickupMs, () =>
+        client.workflow.startUpdateWithStart(firstStopUpdate, { startWorkflowOperation, waitForStage: 'ACCEPTED' }),
+      );
     } catch (e) {
       const error = fromTemporalError(e, 'compute_unavailable');
       if (error.code === 'compute_unavailable') {
