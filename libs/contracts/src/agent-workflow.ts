@@ -33,6 +33,11 @@ export interface AgentRequestInput {
   readonly stream: boolean;
   /** Set when the request is a session's message (it then tells the session about its pauses). */
   readonly sessionId?: string;
+  /** Unix ms after which the api has stopped waiting for a worker to take the request up and told
+   * its caller compute_unavailable: a run that first starts later fails at once, before admission,
+   * so nothing is reserved or run behind the caller's back. Absent for session messages (the
+   * session checks its own). */
+  readonly acceptBy?: number;
 }
 
 /** One stop of a request as the api renders it (and the `state` query shows operators). */

@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
 import { ServiceError, type AgentStop, type PlanName, type ResponseFile, type ToolCall } from '#libs/contracts';
-import { currentPeriod } from '#libs/metering';
+import { quotaFigures } from '#libs/metering';
 import type { FileStore } from '#libs/persistence';
 
 /** AgentResponse (contract section 2.4), also the session message response (2.10). */
@@ -62,7 +62,7 @@ export function requireSuccessfulStop(stop: AgentStop, principal: Principal): Ag
   if (stop.status === 'failed') {
     const code = stop.error?.code ?? 'compute_error';
     // A used-up quota comes back when the billing period ends.
-    const headers: Record<string, string> = code === 'quota_exceeded' ? { 'Retry-After': String(Math.max(1, Math.ceil((currentPeriod(principal.project.periodStart, new Date()).end.getTime() - Date.now()) / 1000))) } : {};
+    const headers: Record<string, string> = code === 'quota_exceeded' ? { 'Retry-After': String(quotaFigures(principal.project.periodStart, 0, 0).retryAfterSeconds) } : {};
     throw new ServiceError(code, stop.error?.message ?? 'The agent run failed.', headers);
   }
   if (stop.status === 'expired') {
@@ -73,9 +73,9 @@ export function requireSuccessfulStop(stop: AgentStop, principal: Principal): Ag
 
 /** X-Request-Id and the quota headers of every 200 (contract section 4.1). */
 export function setResponseHeaders(res: Response, requestId: string, principal: Principal, monthlyQuota: number, requestsUsed: number): void {
-  const { end } = currentPeriod(principal.project.periodStart, new Date());
+  const quota = quotaFigures(principal.project.periodStart, monthlyQuota, requestsUsed);
   res.setHeader('X-Request-Id', requestId);
-  res.setHeader('X-RateLimit-Limit', String(monthlyQuota));
-  res.setHeader('X-RateLimit-Remaining', String(Math.max(0, monthlyQuota - requestsUsed)));
-  res.setHeader('X-RateLimit-Reset', String(Math.floor(end.getTime() / 1000)));
+  res.setHeader('X-RateLimit-Limit', String(quota.limit));
+  res.setHeader('X-RateLimit-Remaining', String(quota.remaining));
+  res.setHeader('X-RateLimit-Reset', String(quota.reset));
 }

@@ -1,6 +1,7 @@
 import type { Principal } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
 import type { AgentRequestInput, InputFileRef } from '#libs/contracts';
+import { creditsFor } from '#libs/metering';
 import type { BlobStore } from '#libs/persistence';
 import { resolveCapabilities, type AgentRequestBody } from './agent-request.validation.js';
 
@@ -31,7 +32,7 @@ export async function requestInput(
     capabilitiesRequested: body.capabilities !== undefined,
     tools: body.tools,
     files,
-    maxCredits: 1 + capabilities.reduce((sum, c) => sum + surcharges[c], 0),
+    maxCredits: creditsFor(capabilities, surcharges),
     surcharges,
     monthlyQuota: plan.monthlyQuota,
     stream: body.stream,

@@ -14,6 +14,12 @@ function fromBodyParser(e: unknown): ServiceError | undefined {
   return undefined;
 }
 
+/** A contract error as its HTTP status and `{ error: { code, message, docs } }` body (also what an
+ * Idempotency-Key replay of a failed request serves). */
+export function renderError(error: ServiceError, publicBaseUrl: string): { status: number; body: ErrorBody } {
+  return { status: error.status, body: { error: { code: error.code, message: error.message, docs: errorDocsUrl(publicBaseUrl, error.code) } } };
+}
+
 /** The one place where errors become HTTP: every failure leaves as `{ error: { code, message, docs } }`. */
 @Catch()
 export class ContractExceptionFilter implements ExceptionFilter {
@@ -29,9 +35,9 @@ export class ContractExceptionFilter implements ExceptionFilter {
       res.end();
       return;
     }
-    const body: ErrorBody = { error: { code: error.code, message: error.message, docs: errorDocsUrl(this.config.publicBaseUrl, error.code) } };
+    const { status, body } = renderError(error, this.config.publicBaseUrl);
     for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
-    res.status(error.status).json(body);
+    res.status(status).json(body);
   }
 
   private toServiceError(e: unknown): ServiceError {
