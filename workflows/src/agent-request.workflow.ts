@@ -2,6 +2,7 @@ import {
   ActivityFailure,
   allHandlersFinished,
   ApplicationFailure,
+  CancellationScope,
   condition,
   getExternalWorkflowHandle,
   log,
@@ -37,7 +38,16 @@ export const TOOL_CONTEXT_LIFETIME = '5 minutes';
 /** Model calls one leg may make before it is stopped as a runaway. */
 export const MAX_MODEL_CALLS_PER_LEG = 12;
 
-const { admitRequest, settleCredits, recordStop, recordToolOutputs, emitStreamEvents } = proxyLocalActivities<AgentActivities>({
+// The money and event steps: short PostgreSQL transactions, each idempotent by request id. A
+// database that blinks must not fail a run that is paid for, so they retry with backoff for up to
+// 15 minutes; should that run out, the clean-up releases the reservation (or the reconciler does).
+const { admitRequest, recordStop, releaseReservation, recordToolOutputs } = proxyLocalActivities<AgentActivities>({
+  startToCloseTimeout: '10 seconds',
+  scheduleToCloseTimeout: '15 minutes',
+  retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '15 seconds' },
+});
+
+const { emitStreamEvents } = proxyLocalActivities<AgentActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '200 ms', maximumAttempts: 5 },
 });
@@ -110,30 +120,34 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     if (!input.stream) return;
     ({ nextSeq: streamSeq } = await emitStreamEvents({ requestId: input.requestId, projectId: input.projectId, events }));
   };
-  // A stop is recorded (event store, and usage through the outbox) before anyone can see it.
-  const setStatus = async (status: AgentStatus, patch: Partial<AgentStop>): Promise<void> => {
-    const next: AgentStop = {
-      ...state,
-      ...patch,
-      status,
-      stop: state.stop + 1,
-      capabilitiesUsed: [...used],
-      files: [...files],
-      tokensUsed: legInputTokens + legOutputTokens,
-    };
-    await recordStop({
+  // A stop is recorded before anyone can see it: its event, the settlement of the reservation at
+  // the first stop and its usage event, in one transaction (libs/metering prices it).
+  const setStatus = async (status: Exclude<AgentStatus, 'in_progress'>, patch: Partial<AgentStop>): Promise<void> => {
+    const stop = state.stop + 1;
+    const { creditsThisRequest, creditsRemaining } = await recordStop({
       requestId: input.requestId,
       projectId: input.projectId,
       ...(input.sessionId ? { sessionId: input.sessionId } : {}),
       plan: input.plan,
-      stop: next.stop,
+      stop,
       status,
-      capabilitiesUsed: next.capabilitiesUsed,
-      creditsCharged: next.creditsThisRequest,
+      capabilitiesUsed: [...used],
+      surcharges: input.surcharges,
       inputTokens: legInputTokens,
       outputTokens: legOutputTokens,
-      errorCode: next.error?.code,
+      ...(patch.error ? { errorCode: patch.error.code } : {}),
     });
+    const next: AgentStop = {
+      ...state,
+      ...patch,
+      status,
+      stop,
+      capabilitiesUsed: [...used],
+      files: [...files],
+      tokensUsed: legInputTokens + legOutputTokens,
+      creditsThisRequest,
+      creditsRemaining,
+    };
     if (status === 'completed') {
       const usage = { credits_this_request: next.creditsThisRequest, credits_remaining: next.creditsRemaining, tokens_used: next.tokensUsed };
       await emit([{ type: 'done', data: { id: input.requestId, status, usage } }]);
@@ -191,117 +205,116 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     return state;
   };
 
+  /** The agent loop after admission, until the request completes, fails or expires. */
+  const run = async (): Promise<void> => {
+    const offered = await builtinTools({ capabilities: input.capabilities });
+    const capabilityOfTool = new Map(offered.tools.map((t) => [t.name, t.capability] as const));
+    const tools: ToolSpec[] = [
+      ...input.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
+      ...offered.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+    ];
+    const customToolNames = new Set(input.tools.map((t) => t.name));
+    const conversation: ChatMessage[] = [...input.history, { role: 'user', content: input.message }];
+
+    for (;;) {
+      let modelCalls = 0;
+      let paused: ToolCall[] | undefined;
+      let reply: string | undefined;
+      try {
+        while (reply === undefined && paused === undefined) {
+          if (++modelCalls > MAX_MODEL_CALLS_PER_LEG) {
+            throw ApplicationFailure.create({ type: 'compute_error', message: `The agent did not finish within ${MAX_MODEL_CALLS_PER_LEG} model calls.`, nonRetryable: true });
+          }
+          const turn = await callModel({
+            requestId: input.requestId,
+            projectId: input.projectId,
+            messages: conversation,
+            tools,
+            files: input.files,
+            stream: input.stream,
+            ...(input.stream ? { streamSeq } : {}),
+          });
+          streamSeq += turn.streamed ?? 0;
+          legInputTokens += turn.usage.inputTokens;
+          legOutputTokens += turn.usage.outputTokens;
+          used.add('chat');
+          conversation.push({ role: 'assistant', content: turn.content, toolCalls: turn.toolCalls.length ? turn.toolCalls : undefined });
+          if (turn.toolCalls.length === 0) {
+            reply = turn.content;
+          } else if (turn.toolCalls.some((c) => customToolNames.has(c.name))) {
+            // The caller runs its own tools; built-in calls in the same turn are answered first.
+            for (const call of turn.toolCalls.filter((c) => !customToolNames.has(c.name))) {
+              conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: 'This tool was not run: answer the custom tool calls first.' });
+            }
+            paused = turn.toolCalls.filter((c) => customToolNames.has(c.name));
+          } else {
+            for (const call of turn.toolCalls) {
+              const capability = capabilityOfTool.get(call.name);
+              if (!capability) {
+                conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: `Unknown tool "${call.name}".` });
+                continue;
+              }
+              const startedAt = Date.now();
+              await emit([{ type: 'tool_start', data: { tool: call.name, call_id: call.id } }]);
+              const result = await runBuiltinTool({ requestId: input.requestId, projectId: input.projectId, call, files: input.files });
+              await emit([{ type: 'tool_end', data: { tool: call.name, call_id: call.id, status: result.ok ? 'ok' : 'error', duration_ms: Date.now() - startedAt } }]);
+              used.add(capability);
+              files.push(...result.files);
+              conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: result.output });
+            }
+          }
+        }
+      } catch (e) {
+        const error = toAgentError(e);
+        log.warn('agent run failed', { requestId: input.requestId, code: error.code });
+        await setStatus('failed', { error });
+        return;
+      }
+
+      if (reply !== undefined) {
+        const notes = input.capabilitiesRequested && offered.notes.length ? `\n\n${offered.notes.join('\n')}` : '';
+        await setStatus('completed', { message: reply + (state.stop === 0 ? notes : ''), toolCalls: undefined });
+        return;
+      }
+
+      await setStatus('requires_tool_outputs', { message: undefined, toolCalls: paused });
+      if (input.sessionId) await notifySession(input.sessionId, state);
+      const answered = await condition(() => pendingOutputs !== undefined, TOOL_CONTEXT_LIFETIME);
+      if (!answered) {
+        await setStatus('expired', { toolCalls: undefined });
+        return;
+      }
+      const outputs = pendingOutputs ?? new Map<string, string>();
+      pendingOutputs = undefined;
+      await recordToolOutputs({ requestId: input.requestId, projectId: input.projectId, stop: state.stop, toolCallIds: [...outputs.keys()] });
+      for (const call of paused ?? []) {
+        const output = outputs.get(call.id) ?? '';
+        conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: output });
+      }
+    }
+  };
+
+  // The api gave up waiting for a worker and told its caller so: nothing runs, nothing is reserved.
+  if (input.acceptBy !== undefined && Date.now() > input.acceptBy) {
+    await setStatus('failed', { error: { code: 'compute_unavailable', message: 'No agent worker took the request up in time. Nothing was run or charged.' } });
+    return finish();
+  }
+
   // Admission: the quota counter and the credit reservation move together, or not at all.
   const admission = await admitRequest({ requestId: input.requestId, projectId: input.projectId, credits: input.maxCredits, monthlyQuota: input.monthlyQuota });
   if (!admission.ok) {
-    await setStatus('failed', { error: admission.error, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed });
+    await setStatus('failed', { error: admission.error, requestsUsed: admission.requestsUsed });
     return finish();
   }
   state = { ...state, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed };
 
-  const offered = await builtinTools({ capabilities: input.capabilities });
-  const capabilityOfTool = new Map(offered.tools.map((t) => [t.name, t.capability] as const));
-  const tools: ToolSpec[] = [
-    ...input.tools.map((t) => ({ name: t.name, description: t.description, parameters: t.parameters })),
-    ...offered.tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
-  ];
-  const customToolNames = new Set(input.tools.map((t) => t.name));
-  const conversation: ChatMessage[] = [...input.history, { role: 'user', content: input.message }];
-
-  let settled = false;
-  // The first stop settles the reservation to the actual charge; later stops charge nothing.
-  const charge = async (failed: boolean): Promise<Pick<AgentStop, 'creditsThisRequest' | 'creditsRemaining'>> => {
-    if (settled) return { creditsThisRequest: 0, creditsRemaining: state.creditsRemaining };
-    settled = true;
-    const capabilities = [...used];
-    const charged = failed ? 0 : 1 + capabilities.reduce((sum, c) => sum + (input.surcharges[c] ?? 0), 0);
-    const { balance } = await settleCredits({
-      requestId: input.requestId,
-      projectId: input.projectId,
-      reserved: input.maxCredits,
-      charged: Math.min(charged, input.maxCredits),
-      capabilities,
-      tokens: legInputTokens + legOutputTokens,
-    });
-    return { creditsThisRequest: Math.min(charged, input.maxCredits), creditsRemaining: balance };
-  };
-
-  for (;;) {
-    let modelCalls = 0;
-    let paused: ToolCall[] | undefined;
-    let reply: string | undefined;
-    try {
-      while (reply === undefined && paused === undefined) {
-        if (++modelCalls > MAX_MODEL_CALLS_PER_LEG) {
-          throw ApplicationFailure.create({ type: 'compute_error', message: `The agent did not finish within ${MAX_MODEL_CALLS_PER_LEG} model calls.`, nonRetryable: true });
-        }
-        const turn = await callModel({
-          requestId: input.requestId,
-          projectId: input.projectId,
-          messages: conversation,
-          tools,
-          files: input.files,
-          stream: input.stream,
-          ...(input.stream ? { streamSeq } : {}),
-        });
-        streamSeq += turn.streamed ?? 0;
-        legInputTokens += turn.usage.inputTokens;
-        legOutputTokens += turn.usage.outputTokens;
-        used.add('chat');
-        conversation.push({ role: 'assistant', content: turn.content, toolCalls: turn.toolCalls.length ? turn.toolCalls : undefined });
-        if (turn.toolCalls.length === 0) {
-          reply = turn.content;
-        } else if (turn.toolCalls.some((c) => customToolNames.has(c.name))) {
-          // The caller runs its own tools; built-in calls in the same turn are answered first.
-          for (const call of turn.toolCalls.filter((c) => !customToolNames.has(c.name))) {
-            conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: 'This tool was not run: answer the custom tool calls first.' });
-          }
-          paused = turn.toolCalls.filter((c) => customToolNames.has(c.name));
-        } else {
-          for (const call of turn.toolCalls) {
-            const capability = capabilityOfTool.get(call.name);
-            if (!capability) {
-              conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: `Unknown tool "${call.name}".` });
-              continue;
-            }
-            const startedAt = Date.now();
-            await emit([{ type: 'tool_start', data: { tool: call.name, call_id: call.id } }]);
-            const result = await runBuiltinTool({ requestId: input.requestId, projectId: input.projectId, call, files: input.files });
-            await emit([{ type: 'tool_end', data: { tool: call.name, call_id: call.id, status: result.ok ? 'ok' : 'error', duration_ms: Date.now() - startedAt } }]);
-            used.add(capability);
-            files.push(...result.files);
-            conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: result.output });
-          }
-        }
-      }
-    } catch (e) {
-      const error = toAgentError(e);
-      log.warn('agent run failed', { requestId: input.requestId, code: error.code });
-      const credits = await charge(true);
-      await setStatus('failed', { ...credits, error });
-      return finish();
-    }
-
-    const credits = await charge(false);
-    if (reply !== undefined) {
-      const notes = input.capabilitiesRequested && offered.notes.length ? `\n\n${offered.notes.join('\n')}` : '';
-      await setStatus('completed', { ...credits, message: reply + (state.stop === 0 ? notes : ''), toolCalls: undefined });
-      return finish();
-    }
-
-    await setStatus('requires_tool_outputs', { ...credits, message: undefined, toolCalls: paused });
-    if (input.sessionId) await notifySession(input.sessionId, state);
-    const answered = await condition(() => pendingOutputs !== undefined, TOOL_CONTEXT_LIFETIME);
-    if (!answered) {
-      await setStatus('expired', { toolCalls: undefined, creditsThisRequest: 0 });
-      return finish();
-    }
-    const outputs = pendingOutputs ?? new Map<string, string>();
-    pendingOutputs = undefined;
-    await recordToolOutputs({ requestId: input.requestId, projectId: input.projectId, stop: state.stop, toolCallIds: [...outputs.keys()] });
-    for (const call of paused ?? []) {
-      const output = outputs.get(call.id) ?? '';
-      conversation.push({ role: 'tool', toolCallId: call.id, name: call.name, content: output });
-    }
+  try {
+    await run();
+  } catch (e) {
+    // Whatever ended the run before its first stop was recorded, the reservation goes back; a
+    // release that cannot be made now is made by the reconciler.
+    if (state.stop === 0) await CancellationScope.nonCancellable(() => releaseReservation({ requestId: input.requestId, projectId: input.projectId }));
+    throw e;
   }
+  return finish();
 }

@@ -2,3 +2,4 @@
 // imports is bundled by the Temporal SDK and runs in its sandbox.
 export { agentRequestWorkflow } from './agent-request.workflow.js';
 export { sessionWorkflow } from './session.workflow.js';
+export { ledgerReconcilerWorkflow } from './ledger-reconciler.workflow.js';

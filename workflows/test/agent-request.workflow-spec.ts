@@ -12,7 +12,9 @@ import {
   type AgentRequestInput,
   type AgentStop,
 } from '#libs/contracts';
+import { ApplicationFailure } from '@temporalio/common';
 import { scriptedTurn } from '#libs/llm';
+import { creditsFor } from '#libs/metering';
 import { sourceBundlerOptions } from '../../apps/worker/src/workflow-bundle.js';
 
 // The workflow's own logic under Temporal's time-skipping test server: the 5-minute timer runs in
@@ -23,14 +25,18 @@ const workflowsPath = fileURLToPath(new URL('../src/index.ts', import.meta.url))
 function fakeActivities(ledger: Ledger): AgentActivities {
   return {
     admitRequest: async () => ({ ok: true, balance: 94, requestsUsed: 1 }),
-    settleCredits: async ({ charged, reserved }) => {
-      ledger.settled.push(charged);
-      return { balance: 94 + reserved - charged };
-    },
+    releaseReservation: async () => void (ledger.released += 1),
     callModel: async ({ messages, tools }) => scriptedTurn({ model: 'scripted', messages, tools }),
     builtinTools: async () => ({ tools: [], notes: [] }),
     runBuiltinTool: async ({ call }) => ({ ok: false, output: `no ${call.name}`, files: [] }),
-    recordStop: async ({ status, stop }) => void ledger.stops.push(`${stop}:${status}`),
+    recordStop: async ({ status, stop, capabilitiesUsed, surcharges }) => {
+      if (ledger.failStops) throw ApplicationFailure.create({ message: 'the database is gone', nonRetryable: true });
+      ledger.stops.push(`${stop}:${status}`);
+      // Like libs/metering: the first stop settles; a failed run costs nothing.
+      const charged = stop === 1 && (status === 'completed' || status === 'requires_tool_outputs') ? creditsFor(capabilitiesUsed, surcharges) : 0;
+      if (stop === 1) ledger.settled.push(charged);
+      return { creditsThisRequest: charged, creditsRemaining: 100 - charged };
+    },
     recordToolOutputs: async () => undefined,
     emitStreamEvents: async () => ({ nextSeq: 1 }),
   };
@@ -39,6 +45,8 @@ function fakeActivities(ledger: Ledger): AgentActivities {
 interface Ledger {
   settled: number[];
   stops: string[];
+  released: number;
+  failStops?: boolean;
 }
 
 const lookupTool = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
@@ -91,14 +99,14 @@ describe('agentRequestWorkflow', () => {
       ...(options.cache === false ? { maxCachedWorkflows: 0 } : {}),
     });
 
-  async function start(message: string) {
-    const handle = await env.client.workflow.start('agentRequestWorkflow', { taskQueue, workflowId: `agent-request-${randomUUID()}`, args: [input(message)] });
+  async function start(message: string, patch: Partial<AgentRequestInput> = {}) {
+    const handle = await env.client.workflow.start('agentRequestWorkflow', { taskQueue, workflowId: `agent-request-${randomUUID()}`, args: [{ ...input(message), ...patch }] });
     const first = await handle.executeUpdate(firstStopUpdate);
     return { handle, first };
   }
 
   it('expires the tool context 5 minutes after the pause, and refuses outputs after that', async () => {
-    const ledger = { settled: [] as number[], stops: [] as string[] };
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
       const { handle, first } = await start('please lookup {"q":"a"}');
@@ -117,7 +125,7 @@ describe('agentRequestWorkflow', () => {
   });
 
   it('answers outputs submitted just before the 5 minutes are up', async () => {
-    const worker = await newWorker({ settled: [], stops: [] });
+    const worker = await newWorker({ settled: [], stops: [], released: 0 });
     await worker.runUntil(async () => {
       const { handle, first } = await start('please lookup {"q":"b"}');
       await env.sleep('290 seconds');
@@ -127,7 +135,7 @@ describe('agentRequestWorkflow', () => {
   });
 
   it('goes through several rounds of tool calls, each with a fresh 5-minute context', async () => {
-    const ledger = { settled: [] as number[], stops: [] as string[] };
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
       const { handle, first } = await start('lookup {"q":"c"} rounds:3');
@@ -147,7 +155,7 @@ describe('agentRequestWorkflow', () => {
   });
 
   it('refuses outputs that do not answer exactly the pending calls, and another project\'s', async () => {
-    const worker = await newWorker({ settled: [], stops: [] });
+    const worker = await newWorker({ settled: [], stops: [], released: 0 });
     await worker.runUntil(async () => {
       const { handle, first } = await start('lookup {"q":"d"}');
       const submit = (projectId: string, toolCallId: string) => handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId, outputs: [{ toolCallId, output: 'x' }] }] });
@@ -161,7 +169,7 @@ describe('agentRequestWorkflow', () => {
   });
 
   it('survives a worker restart in the middle of a pause', async () => {
-    const ledger = { settled: [] as number[], stops: [] as string[] };
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
     let paused: Awaited<ReturnType<typeof start>> | undefined;
     const before = await newWorker(ledger, { cache: false });
     await before.runUntil(async () => {
@@ -176,5 +184,34 @@ describe('agentRequestWorkflow', () => {
       expect(next).toMatchObject({ status: 'completed', message: expect.stringContaining('after restart') });
     });
     expect(ledger.settled).toEqual([1]);
+  });
+
+  it('runs nothing and reserves nothing when its first task starts after the api stopped waiting', async () => {
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
+    let admitted = 0;
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowsPath,
+      bundlerOptions: sourceBundlerOptions(),
+      activities: { ...fakeActivities(ledger), admitRequest: async () => ((admitted += 1), { ok: true as const, balance: 94, requestsUsed: 1 }) },
+    });
+    await worker.runUntil(async () => {
+      const { first } = await start('hello', { acceptBy: Date.now() - 1 });
+      expect(first).toMatchObject({ status: 'failed', error: { code: 'compute_unavailable' }, creditsThisRequest: 0 });
+    });
+    expect(admitted).toBe(0);
+    // Local activities run at least once: what counts is that only a failed first stop was recorded.
+    expect(new Set(ledger.stops)).toEqual(new Set(['1:failed']));
+  });
+
+  it('releases the reservation when the run fails before its first stop is recorded', async () => {
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0, failStops: true };
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('agentRequestWorkflow', { taskQueue, workflowId: `agent-request-${randomUUID()}`, args: [input('hello')] });
+      await expect(handle.result()).rejects.toThrow(/Workflow execution failed/);
+    });
+    expect(ledger.released).toBe(1);
   });
 });

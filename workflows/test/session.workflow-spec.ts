@@ -39,7 +39,7 @@ interface Ledger {
 function fakeActivities(ledger: Ledger): AgentActivities & SessionActivities {
   return {
     admitRequest: async () => ({ ok: true, balance: 99, requestsUsed: 1 }),
-    settleCredits: async ({ charged, reserved }) => ({ balance: 99 + reserved - charged }),
+    releaseReservation: async () => undefined,
     callModel: async ({ requestId, messages, tools }) => {
       ledger.modelInput.set(requestId, messages);
       return scriptedTurn({ model: 'scripted', messages, tools });
@@ -47,7 +47,7 @@ function fakeActivities(ledger: Ledger): AgentActivities & SessionActivities {
     builtinTools: async () => ({ tools: [], notes: [] }),
     runBuiltinTool: async ({ call }) => ({ ok: false, output: `no ${call.name}`, files: [] }),
     emitStreamEvents: async () => ({ nextSeq: 1 }),
-    recordStop: async () => undefined,
+    recordStop: async ({ stop, status }) => ({ creditsThisRequest: stop === 1 && status !== 'failed' ? 1 : 0, creditsRemaining: 98 }),
     recordToolOutputs: async () => undefined,
     recordSession: async (view) => void ledger.records.push(view),
   };

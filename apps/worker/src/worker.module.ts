@@ -2,18 +2,21 @@ import { Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AccountsModule, AccountsService } from '#libs/accounts';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
+import { EventsModule, EventStore } from '#libs/events';
 import { MeteringModule, MeteringService } from '#libs/metering';
 import { BlobStore, FileStore, PersistenceModule } from '#libs/persistence';
 import { StreamPublisherModule, StreamPublisherService } from '#libs/streaming';
+import { TemporalClientModule, TemporalClientService } from '#libs/temporal';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
 import { ModelCallActivity } from './activities/model-call.activity.js';
+import { ReconcilerActivities } from './activities/reconciler.activity.js';
 import { RequestEventsActivities } from './activities/request-events.activity.js';
 import { SessionReadModelActivities } from './activities/session.activity.js';
 
 /** The worker's providers; createAgentWorker binds the activities from them. */
 @Module({
-  imports: [ConfigModule, PersistenceModule, AccountsModule, MeteringModule, StreamPublisherModule],
+  imports: [ConfigModule, PersistenceModule, EventsModule, AccountsModule, MeteringModule, StreamPublisherModule, TemporalClientModule],
   providers: [
     {
       provide: ModelCallActivity,
@@ -21,7 +24,12 @@ import { SessionReadModelActivities } from './activities/session.activity.js';
       useFactory: (a: AccountsService, b: BlobStore, s: StreamPublisherService) => new ModelCallActivity(a, b, s.publisher),
     },
     { provide: MeteringActivities, inject: [MeteringService], useFactory: (m: MeteringService) => new MeteringActivities(m) },
-    { provide: RequestEventsActivities, inject: [DataSource], useFactory: (db: DataSource) => new RequestEventsActivities(db) },
+    { provide: RequestEventsActivities, inject: [DataSource, EventStore], useFactory: (db: DataSource, events: EventStore) => new RequestEventsActivities(db, events) },
+    {
+      provide: ReconcilerActivities,
+      inject: [MeteringService, DataSource, EventStore, TemporalClientService],
+      useFactory: (m: MeteringService, db: DataSource, events: EventStore, temporal: TemporalClientService) => new ReconcilerActivities(m, db, events, temporal.client!),
+    },
     { provide: SessionReadModelActivities, inject: [DataSource], useFactory: (db: DataSource) => new SessionReadModelActivities(db) },
     {
       provide: BuiltinToolActivities,

@@ -1,12 +1,15 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
-import type { AgentActivities, SessionActivities } from '#libs/contracts';
+import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities } from '#libs/contracts';
+import { TemporalClientService } from '#libs/temporal';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
 import { ModelCallActivity } from './activities/model-call.activity.js';
+import { ReconcilerActivities } from './activities/reconciler.activity.js';
 import { RequestEventsActivities } from './activities/request-events.activity.js';
 import { SessionReadModelActivities } from './activities/session.activity.js';
+import { ensureReconcilerSchedule } from './reconciler-schedule.js';
 import { workflowBundleOptions } from './workflow-bundle.js';
 
 /** The activities of the agent task queue, bound from the Nest container. */
@@ -17,12 +20,12 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
   const events = app.get(RequestEventsActivities);
   return {
     admitRequest: metering.admitRequest,
-    settleCredits: metering.settleCredits,
+    recordStop: metering.recordStop,
+    releaseReservation: metering.releaseReservation,
     callModel: model.callModel,
     emitStreamEvents: model.emitStreamEvents,
     builtinTools: tools.builtinTools,
     runBuiltinTool: tools.runBuiltinTool,
-    recordStop: events.recordStop,
     recordToolOutputs: events.recordToolOutputs,
   };
 }
@@ -32,7 +35,12 @@ export function sessionActivities(app: INestApplicationContext): SessionActiviti
   return { recordSession: app.get(SessionReadModelActivities).recordSession };
 }
 
-/** The Temporal worker of the agent task queue. */
+/** The activities of ledgerReconcilerWorkflow (same task queue). */
+export function reconcilerActivities(app: INestApplicationContext): ReconcilerContract {
+  return { reconcile: app.get(ReconcilerActivities).reconcile };
+}
+
+/** The Temporal worker of the agent task queue (and the reconciler's schedule on it). */
 export async function createAgentWorker(app: INestApplicationContext): Promise<{ worker: Worker; connection: NativeConnection }> {
   const config = app.get<AppConfig>(APP_CONFIG);
   const connection = await NativeConnection.connect({ address: requireTemporalAddress(config) });
@@ -41,7 +49,8 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     ...workflowBundleOptions(),
-    activities: { ...agentActivities(app), ...sessionActivities(app) },
+    activities: { ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app) },
   });
+  await ensureReconcilerSchedule(app.get(TemporalClientService).client!, config);
   return { worker, connection };
 }

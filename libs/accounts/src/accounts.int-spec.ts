@@ -65,4 +65,15 @@ describe('AccountsService against PostgreSQL', () => {
     const after = await accounts.addCredits(project.id, 25);
     expect(after).toMatchObject({ creditBalance: 25, creditsPurchased: true });
   });
+
+  it('never writes back a stale balance when the plan or capabilities change during charges', async () => {
+    const project = await accounts.createProject({ name: uniqueName(), plan: 'pro' });
+    // Operators change the plan and capabilities while credits move (as charges do in a run).
+    await Promise.all([
+      ...Array.from({ length: 20 }, () => accounts.addCredits(project.id, 1)),
+      ...Array.from({ length: 10 }, (_, i) => accounts.setCapabilities(project.id, i % 2 ? 'enable' : 'disable', ['code'])),
+      ...Array.from({ length: 10 }, (_, i) => accounts.setPlan(project.id, i % 2 ? 'pro' : 'starter')),
+    ]);
+    expect((await accounts.findProject(project.id)).creditBalance).toBe(20);
+  });
 });

@@ -91,30 +91,35 @@ export class AccountsService {
     return this.db.getRepository(ProjectEntity).find({ order: { createdAt: 'ASC' } });
   }
 
+  /** Changes the plan. Only the plan column is written, under the row lock, so a concurrent
+   * charge's balance is never overwritten with the value read before it. */
   async setPlan(ref: string, plan: string): Promise<ProjectEntity> {
     if (!isPlanName(plan)) throw new AccountsError(`unknown plan "${plan}" (plans: free, starter, pro)`);
-    const project = await this.findProject(ref);
-    const from = project.plan;
-    project.plan = plan;
-    return this.db.transaction(async (tx) => {
-      const saved = await tx.getRepository(ProjectEntity).save(project);
-      await this.events.append(tx, `project-${project.id}`, 'any', [
-        { eventId: randomUUID(), type: EVENT_TYPES.projectPlanChanged, data: { from, to: plan }, metadata: { projectId: project.id, correlationId: project.id, causationId: project.id } },
+    const { id } = await this.findProject(ref);
+    await this.db.transaction(async (tx) => {
+      const [row] = (await tx.query(`select plan from projects where id = $1 for update`, [id])) as { plan: PlanName }[];
+      await tx.query(`update projects set plan = $2 where id = $1`, [id, plan]);
+      await this.events.append(tx, `project-${id}`, 'any', [
+        { eventId: randomUUID(), type: EVENT_TYPES.projectPlanChanged, data: { from: row?.plan, to: plan }, metadata: { projectId: id, correlationId: id, causationId: id } },
       ]);
-      return saved;
     });
+    return this.findProject(id);
   }
 
+  /** Enables or disables capabilities; like setPlan, writes only its own column under the row lock. */
   async setCapabilities(ref: string, change: 'enable' | 'disable', capabilities: readonly string[]): Promise<ProjectEntity> {
     this.assertCapabilities(capabilities);
-    const project = await this.findProject(ref);
-    const current = new Set(project.capabilities);
-    for (const c of capabilities as Capability[]) {
-      if (change === 'enable') current.add(c);
-      else current.delete(c);
-    }
-    project.capabilities = CAPABILITIES.filter((c) => current.has(c));
-    return this.db.getRepository(ProjectEntity).save(project);
+    const { id } = await this.findProject(ref);
+    await this.db.transaction(async (tx) => {
+      const [row] = (await tx.query(`select capabilities from projects where id = $1 for update`, [id])) as { capabilities: Capability[] }[];
+      const current = new Set(row?.capabilities ?? []);
+      for (const c of capabilities as Capability[]) {
+        if (change === 'enable') current.add(c);
+        else current.delete(c);
+      }
+      await tx.query(`update projects set capabilities = $2 where id = $1`, [id, CAPABILITIES.filter((c) => current.has(c))]);
+    });
+    return this.findProject(id);
   }
 
   /** Adds purchased credits; a project that ever bought credits may open sessions. */

@@ -51,6 +51,9 @@ export interface AppConfig {
     /** Idle time after which a session expires (contract: 30 minutes; SESSION_IDLE_TIMEOUT_MS). */
     readonly idleTimeoutMs: number;
   };
+  /** How often the ledger reconciler's Temporal Schedule runs (RECONCILER_INTERVAL_SECONDS, 300);
+   * 0: the worker does not create the schedule (another deployment of the same namespace does). */
+  readonly reconcilerIntervalSeconds: number;
 }
 
 /** The Temporal address, or a ConfigError naming TEMPORAL_ADDRESS (for processes that cannot run without it). */
@@ -92,6 +95,14 @@ class Reader {
     if (raw === undefined) return fallback;
     const n = Number(raw);
     if (!Number.isInteger(n) || n <= 0) this.problems.push(`${name} must be a positive integer, got "${raw}"`);
+    return n;
+  }
+
+  nonNegativeInt(name: string, fallback: number): number {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0) this.problems.push(`${name} must be an integer >= 0, got "${raw}"`);
     return n;
   }
 
@@ -211,6 +222,7 @@ export function loadConfig(env: Env): AppConfig {
     plans: r.plans('MAS_PLANS'),
     capabilitySurcharges: r.surcharges('MAS_CAPABILITY_SURCHARGES'),
     sessions: { idleTimeoutMs: r.positiveInt('SESSION_IDLE_TIMEOUT_MS', SESSION_LIMITS.idleTimeoutMs) },
+    reconcilerIntervalSeconds: r.nonNegativeInt('RECONCILER_INTERVAL_SECONDS', 300),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

@@ -79,14 +79,31 @@ export const submitToolOutputsUpdate = defineUpdate<AgentStop, [ToolOutputsSubmi
 /** The request's current state, for the api's GET and the Temporal UI. */
 export const stateQuery = defineQuery<AgentStop>('state');
 
+/** One stop of a request as the metering records it. */
+export interface StopRecord {
+  readonly requestId: string;
+  readonly projectId: string;
+  readonly sessionId?: string;
+  readonly plan: PlanName;
+  readonly stop: number;
+  readonly status: Exclude<AgentStatus, 'in_progress'>;
+  readonly capabilitiesUsed: readonly Capability[];
+  /** The surcharges the reservation was priced with (the charge uses the same). */
+  readonly surcharges: Readonly<Record<Capability, number>>;
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+  readonly errorCode?: string;
+}
+
 /** Activities of the agent loop; the workflow imports only this interface. */
 export interface AgentActivities {
   /** Admits the request: counts it against the monthly quota and reserves `credits`. Idempotent by request id. */
   admitRequest(input: { requestId: string; projectId: string; credits: number; monthlyQuota: number }): Promise<
     { ok: true; balance: number; requestsUsed: number } | { ok: false; error: AgentError; balance: number; requestsUsed: number }
   >;
-  /** Settles the reservation to the actual charge (0 for a failed run). Idempotent by request id. */
-  settleCredits(input: { requestId: string; projectId: string; reserved: number; charged: number; capabilities: readonly Capability[]; tokens: number }): Promise<{ balance: number }>;
+  /** Releases the reservation of a request that is ending without a settled stop (the workflow's
+   * clean-up after an unexpected failure). Idempotent: a settled request is left as it is. */
+  releaseReservation(input: { requestId: string; projectId: string }): Promise<void>;
   /** Calls the project's model (its key is decrypted here, never passed in). */
   callModel(input: {
     requestId: string;
@@ -102,21 +119,11 @@ export interface AgentActivities {
    * numbered after the last stored event (so they follow the tokens of a failed model call too);
    * returns the next free seq. */
   emitStreamEvents(input: { requestId: string; projectId: string; events: readonly Omit<StreamEvent, 'seq'>[] }): Promise<{ nextSeq: number }>;
-  /** Records a stop in the event store, and its usage on mas.usage.v1 when it consumed tokens or
-   * credits (via the outbox). Idempotent by request id and stop number. */
-  recordStop(input: {
-    requestId: string;
-    projectId: string;
-    sessionId?: string;
-    plan: PlanName;
-    stop: number;
-    status: AgentStatus;
-    capabilitiesUsed: readonly Capability[];
-    creditsCharged: number;
-    inputTokens: number;
-    outputTokens: number;
-    errorCode?: string;
-  }): Promise<void>;
+  /** Records a stop: in one transaction, the stop event, the settlement of the reservation at the
+   * first stop (to 1 + the surcharges of the capabilities used, or 0 for a failed run) and the usage
+   * event on mas.usage.v1 carrying the settled amount and the leg's tokens. Idempotent by request id
+   * and stop number: a retry answers what the first attempt did. */
+  recordStop(input: StopRecord): Promise<{ creditsThisRequest: number; creditsRemaining: number }>;
   /** Records that tool outputs arrived for a paused request. Idempotent by request id and stop. */
   recordToolOutputs(input: { requestId: string; projectId: string; stop: number; toolCallIds: readonly string[] }): Promise<void>;
   /** Built-in tools offered for a set of capabilities, and notes on any that are unavailable. */
@@ -129,3 +136,22 @@ export interface AgentActivities {
  * activity replaces it with the stored text, so large outputs never enter workflow history. */
 export const blobMarker = (blobId: string): string => `mas-blob://${blobId}`;
 export const BLOB_MARKER = /^mas-blob:\/\/([0-9a-f-]{36})$/;
+
+/** What one reconciler pass looked at and fixed. */
+export interface ReconcilerReport {
+  /** Open reservations examined, and those released because their workflow had closed. */
+  readonly reservationsChecked: number;
+  readonly reservationsReleased: number;
+  readonly creditsReleased: number;
+  /** Active sessions examined, and those freed because their workflow had closed. */
+  readonly sessionsChecked: number;
+  readonly sessionsFreed: number;
+}
+
+/** Activities of ledgerReconcilerWorkflow. */
+export interface ReconcilerActivities {
+  /** Reconciles what is older than `graceSeconds` (younger rows may belong to a step in flight). */
+  reconcile(input: { graceSeconds: number }): Promise<ReconcilerReport>;
+}
+
+export const ledgerReconcilerScheduleId = (taskQueue: string): string => `ledger-reconciler-${taskQueue}`;

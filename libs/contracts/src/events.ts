@@ -16,6 +16,10 @@ export const EVENT_TYPES = {
   projectCreditsCharged: 'project.credits-charged.v1',
   projectCreditsAdded: 'project.credits-added.v1',
   projectPlanChanged: 'project.plan-changed.v1',
+  /** The reconciler released a reservation whose workflow closed without settling it. */
+  ledgerReconciled: 'ledger.reconciled.v1',
+  /** The reconciler freed the slot of a session whose workflow closed without recording its end. */
+  sessionReconciled: 'session.reconciled.v1',
 } as const;
 
 export type EventType = (typeof EVENT_TYPES)[keyof typeof EVENT_TYPES];

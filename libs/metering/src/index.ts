@@ -1,4 +1,4 @@
 export { addMonths, currentPeriod } from './billing-period.js';
 export { creditsFor, quotaFigures, type QuotaFigures } from './pricing.js';
-export { MeteringService, RATE_LIMIT_PER_MINUTE, type Admission } from './metering.service.js';
+export { MeteringService, RATE_LIMIT_PER_MINUTE, type Admission, type OpenReservation } from './metering.service.js';
 export { MeteringModule } from './metering.module.js';

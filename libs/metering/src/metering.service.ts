@@ -1,7 +1,18 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { EVENT_TYPES, type AgentError } from '#libs/contracts';
-import { deterministicUuid, EventStore } from '#libs/events';
+import {
+  EVENT_TYPES,
+  TOPICS,
+  USAGE_EVENT_TYPE,
+  type AgentError,
+  type AgentRequestStopData,
+  type AgentStatus,
+  type EventType,
+  type StopRecord,
+  type UsageEventData,
+} from '#libs/contracts';
+import { deterministicUuid, EventStore, toCloudEvent } from '#libs/events';
 import { currentPeriod } from './billing-period.js';
+import { creditsFor } from './pricing.js';
 
 /** Requests per sliding minute per project (contract section 8). */
 export const RATE_LIMIT_PER_MINUTE = 60;
@@ -12,23 +23,54 @@ interface ProjectRow {
   period_start: Date;
 }
 
+interface LedgerRow {
+  kind: 'reserve' | 'settle';
+  credits: number;
+  stop: number | null;
+  balance_after: number | null;
+}
+
 export type Admission =
   | { ok: true; balance: number; requestsUsed: number }
   | { ok: false; error: AgentError; balance: number; requestsUsed: number };
 
-/** Quota, credits and the rate limit, kept in PostgreSQL so every api replica and worker agree. */
-export class MeteringService {
-  private readonly events = new EventStore();
+/** A reservation that has no settlement yet (the reconciler's work list). */
+export interface OpenReservation {
+  readonly requestId: string;
+  readonly projectId: string;
+  readonly credits: number;
+  readonly reservedAt: Date;
+}
 
-  constructor(private readonly db: DataSource) {}
+const STOP_EVENT: Record<StopRecord['status'], EventType> = {
+  requires_tool_outputs: EVENT_TYPES.agentRequestToolCallsRequested,
+  completed: EVENT_TYPES.agentRequestCompleted,
+  failed: EVENT_TYPES.agentRequestFailed,
+  expired: EVENT_TYPES.agentRequestExpired,
+};
+
+/** Stops at which the run answered: the charge is 1 + the surcharges of what it used. */
+const CHARGEABLE: ReadonlySet<AgentStatus> = new Set(['completed', 'requires_tool_outputs']);
+
+/**
+ * The money path, in one place: admission (quota and credit reservation), settlement with the stop
+ * event and the usage event in one transaction, releases, reconciliation and the rate limit. Every
+ * ledger row and every message on mas.usage.v1 is written here and nowhere else. Each step locks
+ * the project row first, so steps of one project are serialised and the balance never races.
+ */
+export class MeteringService {
+  constructor(
+    private readonly db: DataSource,
+    private readonly events: EventStore,
+  ) {}
 
   /** Counts a request against the monthly quota and reserves `credits`, atomically and once per
    * request id (a retried activity finds its reservation and changes nothing). */
   async admit(input: { requestId: string; projectId: string; credits: number; monthlyQuota: number }): Promise<Admission> {
     return this.db.transaction(async (tx) => {
       const project = await this.lockProject(tx, input.projectId);
-      const already: unknown[] = await tx.query(`select 1 from credit_ledger where request_id = $1 and kind = 'reserve'`, [input.requestId]);
-      if (already.length) return { ok: true, balance: project.credit_balance, requestsUsed: project.requests_used };
+      const ledger = await this.ledger(tx, input.requestId);
+      if (ledger.reserve) return { ok: true, balance: project.credit_balance, requestsUsed: project.requests_used };
       if (project.requests_used >= input.monthlyQuota) {
         return {
           ok: false,
@@ -49,7 +91,13 @@ export class MeteringService {
         `update projects set credit_balance = credit_balance - $2, requests_used = requests_used + 1 where id = $1 returning credit_balance, requests_used`,
         [input.projectId, input.credits],
       )) as [[ProjectRow], number];
-      await tx.query(`insert into credit_ledger (request_id, kind, project_id, credits) values ($1, 'reserve', $2, $3)`, [input.requestId, input.projectId, input.credits]);
+      const balance = row[0].credit_balance;
+      await tx.query(`insert into credit_ledger (request_id, kind, project_id, credits, balance_after, reason) values ($1, 'reserve', $2, $3, $4, 'admission')`, [
+        input.requestId,
+        input.projectId,
+        input.credits,
+        balance,
+      ]);
       await this.events.append(tx, `agent-request-${input.requestId}`, 0, [
         {
           eventId: deterministicUuid(input.requestId, EVENT_TYPES.agentRequestAccepted),
@@ -58,35 +106,112 @@ export class MeteringService {
           metadata: { projectId: input.projectId, correlationId: input.requestId, causationId: input.requestId },
         },
       ]);
-      return { ok: true, balance: row[0].credit_balance, requestsUsed: row[0].requests_used };
+      return { ok: true, balance, requestsUsed: row[0].requests_used };
     });
   }
 
-  /** Settles a reservation to the actual charge, returning the difference; once per request id. */
-  async settle(input: { requestId: string; projectId: string; reserved: number; charged: number }): Promise<{ balance: number; settledNow: boolean }> {
+  /**
+   * Records a stop of a request. In one transaction: the first stop that finds the reservation
+   * open settles it (the charge: 1 + the surcharges of the capabilities used, at most what was
+   * reserved; 0 when the run failed), the stop event is appended, and the usage event carrying the
+   * settled credits and the leg's tokens is queued for mas.usage.v1. Retried, it appends nothing
+   * twice and answers what the first attempt answered.
+   */
+  async recordStop(input: StopRecord): Promise<{ creditsThisRequest: number; creditsRemaining: number }> {
     return this.db.transaction(async (tx) => {
-      const inserted: unknown[] = await tx.query(
-        `insert into credit_ledger (request_id, kind, project_id, credits) values ($1, 'settle', $2, $3) on conflict do nothing returning 1`,
-        [input.requestId, input.projectId, input.charged],
-      );
-      if (inserted.length === 0) {
-        const [row] = (await tx.query(`select credit_balance from projects where id = $1`, [input.projectId])) as ProjectRow[];
-        return { balance: row?.credit_balance ?? 0, settledNow: false };
+      const project = await this.lockProject(tx, input.projectId);
+      const ledger = await this.ledger(tx, input.requestId);
+      let charged = 0;
+      let balance = project.credit_balance;
+      let settlement: { charged: number; reserved: number } | undefined;
+      if (ledger.reserve && !ledger.settle) {
+        charged = CHARGEABLE.has(input.status) ? Math.min(creditsFor(input.capabilitiesUsed, input.surcharges), ledger.reserve.credits) : 0;
+        balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, charged, { stop: input.stop, reason: 'stop' });
+        settlement = { charged, reserved: ledger.reserve.credits };
+      } else if (ledger.settle?.stop === input.stop) {
+        // A retry of the step that settled: the same answer as the first attempt.
+        charged = ledger.settle.credits;
+        balance = ledger.settle.balance_after ?? balance;
       }
-      const refund = Math.max(0, input.reserved - input.charged);
-      const [rows] = (await tx.query(`update projects set credit_balance = credit_balance + $2 where id = $1 returning credit_balance`, [input.projectId, refund])) as [ProjectRow[], number];
-      const balance = rows[0]?.credit_balance ?? 0;
-      // The row lock taken by the update serialises writers of the project stream.
-      await this.events.append(tx, `project-${input.projectId}`, 'any', [
-        {
-          eventId: deterministicUuid(input.requestId, EVENT_TYPES.projectCreditsCharged),
-          type: EVENT_TYPES.projectCreditsCharged,
-          data: { requestId: input.requestId, reserved: input.reserved, charged: input.charged, balance },
-          metadata: { projectId: input.projectId, correlationId: input.requestId, causationId: input.requestId },
-        },
+
+      const type = STOP_EVENT[input.status];
+      const metadata = { projectId: input.projectId, correlationId: input.requestId, causationId: input.requestId };
+      const data: AgentRequestStopData = {
+        requestId: input.requestId,
+        ...(input.sessionId ? { sessionId: input.sessionId } : {}),
+        status: input.status,
+        stop: input.stop,
+        capabilitiesUsed: input.capabilitiesUsed,
+        creditsCharged: charged,
+        inputTokens: input.inputTokens,
+        outputTokens: input.outputTokens,
+        ...(input.errorCode ? { errorCode: input.errorCode } : {}),
+      };
+      const [event] = await this.events.append(tx, `agent-request-${input.requestId}`, 'any', [
+        { eventId: deterministicUuid(input.requestId, input.stop, type), type, data: { ...data }, metadata },
       ]);
-      return { balance, settledNow: true };
+      if (settlement) await this.appendCharge(tx, input.requestId, input.projectId, settlement.reserved, settlement.charged, balance);
+      if (event && (charged > 0 || input.inputTokens + input.outputTokens > 0)) {
+        const usage: UsageEventData = {
+          project_id: input.projectId,
+          request_id: input.requestId,
+          session_id: input.sessionId ?? null,
+          kind: input.stop === 1 ? 'initial' : 'continuation',
+          status: input.status,
+          credits: charged,
+          input_tokens: input.inputTokens,
+          output_tokens: input.outputTokens,
+          capabilities: input.capabilitiesUsed,
+          plan: input.plan,
+          billing_period_start: project.period_start.toISOString(),
+          occurred_at: event.recordedAt,
+        };
+        const usageId = deterministicUuid(input.requestId, input.stop, USAGE_EVENT_TYPE);
+        await this.events.enqueue(
+          tx,
+          TOPICS.usage,
+          input.projectId,
+          usageId,
+          toCloudEvent({ id: usageId, type: USAGE_EVENT_TYPE, subject: `agent-request-${input.requestId}`, time: new Date(event.recordedAt), data: usage, projectId: input.projectId, correlationId: input.requestId, causationId: event.eventId }),
+        );
+      }
+      return { creditsThisRequest: charged, creditsRemaining: balance };
     });
+  }
+
+  /** Gives a request's whole reservation back when it ends without a settled stop; a settled or
+   * never-admitted request is left as it is. True when this call released it. */
+  async release(input: { requestId: string; projectId: string; reason: 'release' | 'reconciled' }): Promise<boolean> {
+    return this.db.transaction(async (tx) => {
+      await this.lockProject(tx, input.projectId);
+      const ledger = await this.ledger(tx, input.requestId);
+      if (!ledger.reserve || ledger.settle) return false;
+      const balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, 0, { stop: null, reason: input.reason });
+      await this.appendCharge(tx, input.requestId, input.projectId, ledger.reserve.credits, 0, balance);
+      if (input.reason === 'reconciled') {
+        await this.events.append(tx, `project-${input.projectId}`, 'any', [
+          {
+            eventId: deterministicUuid(input.requestId, EVENT_TYPES.ledgerReconciled),
+            type: EVENT_TYPES.ledgerReconciled,
+            data: { requestId: input.requestId, released: ledger.reserve.credits, balance },
+            metadata: { projectId: input.projectId, correlationId: input.requestId, causationId: input.requestId },
+          },
+        ]);
+      }
+      return true;
+    });
+  }
+
+  /** Reservations without a settlement made before `before`, oldest first (the reconciler's list). */
+  async openReservations(before: Date, limit: number): Promise<OpenReservation[]> {
+    const rows: { request_id: string; project_id: string; credits: number; created_at: Date }[] = await this.db.query(
+      `select r.request_id, r.project_id, r.credits, r.created_at from credit_ledger r
+        where r.kind = 'reserve' and r.created_at < $1
+          and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')
+        order by r.created_at limit $2`,
+      [before, limit],
+    );
+    return rows.map((r) => ({ requestId: r.request_id, projectId: r.project_id, credits: r.credits, reservedAt: r.created_at }));
   }
 
   /** Records one request against the project's sliding minute; true when it is within the limit.
@@ -108,13 +233,36 @@ export class MeteringService {
     });
   }
 
-  /** The quota as the X-RateLimit-* headers report it, rolling the period over when it has ended. */
-  async quotaStatus(projectId: string, monthlyQuota: number): Promise<{ limit: number; remaining: number; resetAt: Date }> {
-    return this.db.transaction(async (tx) => {
-      const project = await this.lockProject(tx, projectId);
-      const { end } = currentPeriod(project.period_start, new Date());
-      return { limit: monthlyQuota, remaining: Math.max(0, monthlyQuota - project.requests_used), resetAt: end };
-    });
+  /** The settlement row and the refund of what was reserved beyond the charge; the new balance. */
+  private async settle(tx: EntityManager, requestId: string, projectId: string, reserved: number, charged: number, how: { stop: number | null; reason: 'stop' | 'release' | 'reconciled' }): Promise<number> {
+    const [rows] = (await tx.query(`update projects set credit_balance = credit_balance + $2 where id = $1 returning credit_balance`, [projectId, reserved - charged])) as [ProjectRow[], number];
+    const balance = rows[0]!.credit_balance;
+    await tx.query(`insert into credit_ledger (request_id, kind, project_id, credits, stop, balance_after, reason) values ($1, 'settle', $2, $3, $4, $5, $6)`, [
+      requestId,
+      projectId,
+      charged,
+      how.stop,
+      balance,
+      how.reason,
+    ]);
+    return balance;
+  }
+
+  private async appendCharge(tx: EntityManager, requestId: string, projectId: string, reserved: number, charged: number, balance: number): Promise<void> {
+    // The project row lock taken first serialises writers of the project stream.
+    await this.events.append(tx, `project-${projectId}`, 'any', [
+      {
+        eventId: deterministicUuid(requestId, EVENT_TYPES.projectCreditsCharged),
+        type: EVENT_TYPES.projectCreditsCharged,
+        data: { requestId, reserved, charged, balance },
+        metadata: { projectId, correlationId: requestId, causationId: requestId },
+      },
+    ]);
+  }
+
+  private async ledger(tx: EntityManager, requestId: string): Promise<{ reserve?: LedgerRow; settle?: LedgerRow }> {
+    const rows: LedgerRow[] = await tx.query(`select kind, credits, stop, balance_after from credit_ledger where request_id = $1`, [requestId]);
+    return { reserve: rows.find((r) => r.kind === 'reserve'), settle: rows.find((r) => r.kind === 'settle') };
   }
 
   /** Locks the project row and rolls its billing period over if the period has ended. */

@@ -1,14 +1,16 @@
 import type { AgentActivities } from '#libs/contracts';
 import type { MeteringService } from '#libs/metering';
 
-/** Admission and settlement, both idempotent by request id (local activities: short DB steps). */
+/** The money steps of an agent request, each one transaction of libs/metering and idempotent by
+ * request id (local activities: short database steps). */
 export class MeteringActivities {
   constructor(private readonly metering: MeteringService) {}
 
   readonly admitRequest: AgentActivities['admitRequest'] = (input) => this.metering.admit(input);
 
-  readonly settleCredits: AgentActivities['settleCredits'] = async (input) => {
-    const { balance } = await this.metering.settle(input);
-    return { balance };
+  readonly recordStop: AgentActivities['recordStop'] = (input) => this.metering.recordStop(input);
+
+  readonly releaseReservation: AgentActivities['releaseReservation'] = async (input) => {
+    await this.metering.release({ ...input, reason: 'release' });
   };
 }

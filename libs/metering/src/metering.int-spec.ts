@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import { DEFAULT_CAPABILITY_SURCHARGES, EVENT_TYPES, TOPICS, type StopRecord } from '#libs/contracts';
+import { EventStore } from '#libs/events';
+import { testConfig } from '../../../test/support/config.js';
+import { Fixtures } from '../../../test/support/fixtures.js';
+import { MeteringService } from './metering.service.js';
+
+const config = testConfig();
+
+/** The money path against the real PostgreSQL: ledger, balance, events and outbox rows. */
+describe('MeteringService', () => {
+  let fixtures: Fixtures;
+  let metering: MeteringService;
+  beforeAll(async () => {
+    fixtures = await Fixtures.open(config);
+    metering = new MeteringService(fixtures.db, new EventStore());
+  });
+  afterAll(async () => {
+    await fixtures.close();
+  });
+
+  const stop = (requestId: string, projectId: string, patch: Partial<StopRecord> = {}): StopRecord => ({
+    requestId,
+    projectId,
+    plan: 'pro',
+    stop: 1,
+    status: 'completed',
+    capabilitiesUsed: ['chat', 'code'],
+    surcharges: DEFAULT_CAPABILITY_SURCHARGES,
+    inputTokens: 10,
+    outputTokens: 5,
+    ...patch,
+  });
+  const balance = async (projectId: string) => (await fixtures.accounts.findProject(projectId)).creditBalance;
+  const usageRows = async (requestId: string) =>
+    (await fixtures.db.query(`select payload from outbox where topic = $1 and payload->'data'->>'request_id' = $2`, [TOPICS.usage, requestId])) as { payload: { data: { credits: number; input_tokens: number } } }[];
+
+  it('settles at the first stop with its usage event carrying the settled amount, once however often it is retried', async () => {
+    const { project } = await fixtures.project({ credits: 20 });
+    const requestId = randomUUID();
+    expect(await metering.admit({ requestId, projectId: project.id, credits: 6, monthlyQuota: 100 })).toMatchObject({ ok: true, balance: 14 });
+    const first = await metering.recordStop(stop(requestId, project.id));
+    expect(first).toEqual({ creditsThisRequest: 3, creditsRemaining: 17 });
+    // A retried activity (the first attempt committed but its answer was lost) answers the same.
+    expect(await metering.recordStop(stop(requestId, project.id))).toEqual(first);
+    expect(await balance(project.id)).toBe(17);
+    const usage = await usageRows(requestId);
+    expect(usage.map((u) => u.payload.data.credits)).toEqual([3]);
+    // A later stop (a continuation) charges nothing and reports its tokens.
+    expect(await metering.recordStop(stop(requestId, project.id, { stop: 2, inputTokens: 7, outputTokens: 0 }))).toEqual({ creditsThisRequest: 0, creditsRemaining: 17 });
+    expect((await usageRows(requestId)).map((u) => [u.payload.data.credits, u.payload.data.input_tokens])).toEqual(expect.arrayContaining([[3, 10], [0, 7]]));
+  });
+
+  it('charges nothing for a failed run and gives the whole reservation back', async () => {
+    const { project } = await fixtures.project({ credits: 20 });
+    const requestId = randomUUID();
+    await metering.admit({ requestId, projectId: project.id, credits: 6, monthlyQuota: 100 });
+    expect(await metering.recordStop(stop(requestId, project.id, { status: 'failed', errorCode: 'compute_error' }))).toEqual({ creditsThisRequest: 0, creditsRemaining: 20 });
+    expect((await usageRows(requestId)).map((u) => u.payload.data.credits)).toEqual([0]);
+  });
+
+  it('releases an unsettled reservation once, and records a reconciliation', async () => {
+    const { project } = await fixtures.project({ credits: 20 });
+    const requestId = randomUUID();
+    await metering.admit({ requestId, projectId: project.id, credits: 6, monthlyQuota: 100 });
+    expect(await metering.openReservations(new Date(Date.now() + 1000), 10_000)).toEqual(expect.arrayContaining([expect.objectContaining({ requestId, credits: 6 })]));
+    expect(await Promise.all([1, 2, 3].map(() => metering.release({ requestId, projectId: project.id, reason: 'reconciled' })))).toEqual(expect.arrayContaining([true, false, false]));
+    expect(await balance(project.id)).toBe(20);
+    expect((await metering.openReservations(new Date(Date.now() + 1000), 10_000)).map((r) => r.requestId)).not.toContain(requestId);
+    const events: { type: string }[] = await fixtures.db.query(`select type from events where stream_id = $1`, [`project-${project.id}`]);
+    expect(events.map((e) => e.type)).toEqual(expect.arrayContaining([EVENT_TYPES.ledgerReconciled]));
+    // A stop after the release (a workflow that was thought gone) charges nothing more.
+    expect(await metering.recordStop(stop(requestId, project.id))).toEqual({ creditsThisRequest: 0, creditsRemaining: 20 });
+  });
+
+  it('never lets concurrent admissions overdraw the balance', async () => {
+    const { project } = await fixtures.project({ credits: 10 });
+    const results = await Promise.all(Array.from({ length: 8 }, () => metering.admit({ requestId: randomUUID(), projectId: project.id, credits: 3, monthlyQuota: 100 })));
+    expect(results.filter((r) => r.ok)).toHaveLength(3);
+    expect(await balance(project.id)).toBe(1);
+  });
+});
