@@ -6,6 +6,9 @@ import type { StreamBatch } from './stream-publisher.js';
 
 type Listener = (events: readonly StreamEvent[]) => void;
 
+/** How long joining the consumer group may take before the hub gives up until the next stream. */
+const JOIN_TIMEOUT_MS = 10_000;
+
 /**
  * The api side of the live fan-out: every api replica consumes mas.stream.v1 in a group of its
  * own, from the latest offset, and hands each batch to the connections it holds for that request.
@@ -62,8 +65,21 @@ export class StreamHub {
         for (const listener of set) listener(batch.events);
       },
     });
-    await whenJoined;
-    off();
+    // A group join that never comes (a broker that went away mid-join) must not hold the stream:
+    // give up, and the next stream tries again (meanwhile SSE sessions poll the store).
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no group join within ${JOIN_TIMEOUT_MS} ms`)), JOIN_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([whenJoined, timeout]);
+    } catch (e) {
+      await consumer.disconnect().catch(() => undefined);
+      throw e;
+    } finally {
+      clearTimeout(timer);
+      off();
+    }
     this.consumer = consumer;
     this.logger.log('consuming mas.stream.v1');
   }

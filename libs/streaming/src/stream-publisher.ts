@@ -1,4 +1,4 @@
-import type { Producer } from 'kafkajs';
+import type { ProducerRecord } from 'kafkajs';
 import { TOPICS, type StreamEvent } from '#libs/contracts';
 import type { StreamStore } from './stream-store.js';
 
@@ -8,14 +8,20 @@ export interface StreamBatch {
   readonly events: readonly StreamEvent[];
 }
 
+/** Where live batches go. It must not throw: the stored copy is the one that counts. */
+export interface LiveChannel {
+  send(record: ProducerRecord): Promise<unknown>;
+}
+
 /**
  * The worker side of streaming: stores each batch for replay, then publishes it for the live
- * fan-out (stored first, so a replica that sees a gap can always fill it from PostgreSQL).
+ * fan-out (stored first, so a replica that sees a gap, or a stream while Kafka is down, is always
+ * served from PostgreSQL).
  */
 export class StreamPublisher {
   constructor(
     private readonly store: StreamStore,
-    private readonly producer: Pick<Producer, 'send'>,
+    private readonly live: LiveChannel,
   ) {}
 
   /** Numbers `events` after the last stored one and publishes them; returns the next free seq.
@@ -30,7 +36,7 @@ export class StreamPublisher {
     if (events.length === 0) return;
     await this.store.save(requestId, projectId, events);
     const batch: StreamBatch = { requestId, events };
-    await this.producer.send({ topic: TOPICS.stream, acks: 1, messages: [{ key: requestId, value: JSON.stringify(batch) }] });
+    await this.live.send({ topic: TOPICS.stream, acks: 1, messages: [{ key: requestId, value: JSON.stringify(batch) }] });
   }
 
   /** A writer that batches token events: the first goes out at once (time to first token), the

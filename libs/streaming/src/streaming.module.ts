@@ -1,9 +1,9 @@
 import { Inject, Injectable, Logger, Module, type OnApplicationShutdown } from '@nestjs/common';
-import type { Producer } from 'kafkajs';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { createKafka } from '#libs/kafka';
 import { PersistenceModule } from '#libs/persistence';
+import { KafkaLiveChannel } from './live-channel.js';
 import { StreamHub } from './stream-hub.js';
 import { StreamPublisher } from './stream-publisher.js';
 import { StreamStore } from './stream-store.js';
@@ -11,25 +11,22 @@ import { StreamStore } from './stream-store.js';
 /** The worker's publisher, with the lifetime of its Kafka producer. */
 @Injectable()
 export class StreamPublisherService implements OnApplicationShutdown {
-  readonly producer: Producer;
   readonly publisher: StreamPublisher;
-  private connected: Promise<void> | undefined;
+  private readonly live: KafkaLiveChannel;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig, db: DataSource) {
-    this.producer = createKafka(config, 'mas-worker-stream').producer({ allowAutoTopicCreation: false });
-    this.publisher = new StreamPublisher(new StreamStore(db), {
-      send: async (record) => {
-        this.connected ??= this.producer.connect();
-        await this.connected;
-        return this.producer.send(record);
-      },
-    });
+    // One quick attempt: a late live event is worth less than a run that waits for it.
+    this.live = new KafkaLiveChannel(createKafka(config, 'mas-worker-stream').producer({ allowAutoTopicCreation: false, retry: { retries: 0 } }));
+    this.publisher = new StreamPublisher(new StreamStore(db), this.live);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    if (this.connected) await this.producer.disconnect();
+    await this.live.close();
   }
 }
+
+/** How long a new stream waits for the hub to join before it starts from the store alone. */
+const HUB_START_WAIT_MS = 3000;
 
 /** The api's hub, with the lifetime of its consumer. */
 @Injectable()
@@ -42,10 +39,21 @@ export class StreamHubService implements OnApplicationShutdown {
     this.store = new StreamStore(db);
   }
 
-  /** Joins mas.stream.v1 on the first stream (an api that never streams holds no consumer);
-   * without Kafka the stream is served from the store and the next one tries again. */
+  /** Joins mas.stream.v1 on the first stream (an api that never streams holds no consumer),
+   * waiting at most a few seconds: without Kafka the stream is served from the store (its
+   * sessions poll it), the join goes on in the background, and a failed one is tried again by
+   * the next stream. */
   async ensureStarted(): Promise<void> {
-    await this.hub.start().catch((e: unknown) => new Logger('stream-hub').warn(`not consuming mas.stream.v1 yet: ${e instanceof Error ? e.message : String(e)}`));
+    const started = this.hub.start().then(
+      () => true,
+      (e: unknown) => {
+        new Logger('stream-hub').warn(`not consuming mas.stream.v1 yet: ${e instanceof Error ? e.message : String(e)}`);
+        return false;
+      },
+    );
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([started, new Promise((resolve) => (timer = setTimeout(resolve, HUB_START_WAIT_MS)))]);
+    clearTimeout(timer);
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -1,0 +1,48 @@
+import { randomUUID } from 'node:crypto';
+import { startApi, type RunningApi } from '../support/api.js';
+import { testConfig } from '../support/config.js';
+import { Fixtures } from '../support/fixtures.js';
+import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { readSse } from '../support/sse.js';
+import { startWorker, type RunningWorker } from '../support/worker.js';
+
+const config = testConfig();
+const env = { TEMPORAL_TASK_QUEUE: `e2e-streaming-outage-${randomUUID()}` };
+
+/** Kafka carries only the live copy of stream events: with the worker's Kafka unreachable (a dead
+ * broker address, as when the broker is down), a streamed run still completes, its events reach
+ * the client from PostgreSQL, and the customer's model is called once. */
+describe('streaming while Kafka is unreachable for the worker', () => {
+  let api: RunningApi;
+  let worker: RunningWorker;
+  let fixtures: Fixtures;
+  let models: ModelServer;
+
+  beforeAll(async () => {
+    fixtures = await Fixtures.open(config);
+    models = await startModelServer();
+    worker = await startWorker({ ...env, KAFKA_BROKERS: '127.0.0.1:9' });
+    api = await startApi(env);
+  });
+  afterAll(async () => {
+    await api.close();
+    await worker.close();
+    await models.close();
+    await fixtures.close();
+  });
+
+  it('completes the stream from the store, calls the model once and charges once', async () => {
+    const { auth, project } = await fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
+    models.reply({ content: 'one two three four five six', usage: { input: 11, output: 6 } });
+    const calls = models.requests.length;
+    const res = await readSse(`${api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: 'count', stream: true, capabilities: ['chat'] } });
+    expect(res.status).toBe(200);
+    const done = res.events.at(-1)!;
+    expect(done.event).toBe('done');
+    expect(done.data.usage).toMatchObject({ credits_this_request: 1, credits_remaining: 19, tokens_used: 17 });
+    expect(res.events.filter((e) => e.event === 'token').map((e) => e.data.content).join('')).toBe('one two three four five six');
+    expect(models.requests.length - calls).toBe(1);
+    const usage: unknown[] = await fixtures.db.query(`select 1 from outbox where topic = 'mas.usage.v1' and key = $1`, [project.id]);
+    expect(usage).toHaveLength(1);
+  });
+});
