@@ -6,6 +6,7 @@ import { MeteringModule } from '#libs/metering';
 import { PersistenceModule } from '#libs/persistence';
 import { AgentModule } from './agent/agent.module.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
+import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
 import { ContractExceptionFilter } from './errors/contract-exception.filter.js';
 import { ErrorDocsController } from './errors/error-docs.controller.js';
 import { FilesController } from './files/files.controller.js';
@@ -18,6 +19,7 @@ import { SessionsModule } from './sessions/sessions.module.js';
   providers: [
     { provide: APP_FILTER, useClass: ContractExceptionFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
+    ApiKeyMiddleware,
   ],
 })
 export class ApiModule {}

@@ -17,13 +17,18 @@ export interface StoredFile {
 export class FileStore {
   constructor(private readonly db: DataSource) {}
 
+  /** Stores a file. PostgreSQL's `text` refuses NUL, so a text file holding one is stored (and
+   * later served) as base64 of its UTF-8 bytes; a NUL in a name becomes U+FFFD. */
   async put(projectId: string, requestId: string, file: Omit<StoredFile, 'id'>): Promise<string> {
     const id = randomUUID();
-    const bytes = Buffer.byteLength(file.content, file.encoding === 'base64' ? 'base64' : 'utf8');
+    const asBase64 = file.content.includes('\u0000');
+    const encoding = asBase64 ? 'base64' : file.encoding;
+    const content = asBase64 ? Buffer.from(file.content, file.encoding).toString('base64') : file.content;
+    const bytes = Buffer.byteLength(content, encoding === 'base64' ? 'base64' : 'utf8');
     await this.db.query(
       `insert into generated_files (id, project_id, request_id, name, media_type, encoding, content, bytes, expires_at)
        values ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(days => $9))`,
-      [id, projectId, requestId, file.name, file.mediaType, file.encoding, file.content, bytes, FILE_RETENTION_DAYS],
+      [id, projectId, requestId, file.name.replaceAll('\u0000', '\ufffd'), file.mediaType, encoding, content, bytes, FILE_RETENTION_DAYS],
     );
     return id;
   }

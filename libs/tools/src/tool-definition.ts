@@ -2,7 +2,9 @@ import type { Capability } from '#libs/contracts';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { errorMessage, toolError, type ToolContext, type ToolDefinition, type ToolResult, type ToolSpec } from './tool.js';
 
-// One instance for all specs: compiling a schema is costly, validating is cheap.
+// One instance for all specs: compiling a schema is costly, validating is cheap. Only the
+// built-in tools' specs come here, a fixed set compiled once at load and keyed by name; customer
+// schemas never do (the api compiles each in an instance of its own, dropped after the request).
 const ajv = new Ajv({ allErrors: true, strict: true });
 const validators = new Map<string, ValidateFunction>();
 

@@ -1,5 +1,5 @@
 import { ServiceError } from '#libs/contracts';
-import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from './agent-request.validation.js';
+import { parseAgentRequest, parseToolOutputs, resolveCapabilities, textProblem } from './agent-request.validation.js';
 
 function codeOf(fn: () => unknown): string {
   try {
@@ -32,6 +32,58 @@ describe('parseAgentRequest', () => {
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [tool, tool] }))).toBe('invalid_tools');
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [{ ...tool, description: undefined }] }))).toBe('invalid_tools');
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [tool], stream: true }))).toBe('stream_not_supported');
+  });
+});
+
+describe('textProblem', () => {
+  it.each([
+    ['plain text', 'hello', undefined],
+    ['a surrogate pair', 'rocket \u{1F680}', undefined],
+    ['CJK', '报告', undefined],
+    ['other control characters', 'a\u0001\u001f\u007f', undefined],
+    ['a NUL', 'a\u0000b', 'a NUL character (\\u0000)'],
+    ['a lone high surrogate at the end', 'a\ud800', 'an unpaired UTF-16 surrogate'],
+    ['a lone low surrogate at the start', '\udc00a', 'an unpaired UTF-16 surrogate'],
+    ['a reversed pair', '\udc00\ud800', 'an unpaired UTF-16 surrogate'],
+  ])('%s', (_, text, problem) => {
+    expect(textProblem(text)).toBe(problem);
+  });
+});
+
+describe('NUL and lone surrogates in a request', () => {
+  const tool = { name: 't', description: 'd', parameters: { type: 'object' } };
+  it.each([
+    [{ message: 'a\u0000' }, 'invalid_body'],
+    [{ message: '\ud800' }, 'invalid_body'],
+    [{ message: 'hi', files: [{ name: 'a\u0000', content: 'x' }] }, 'invalid_files'],
+    [{ message: 'hi', files: [{ name: 'a', content: '\udfff' }] }, 'invalid_files'],
+    [{ message: 'hi', tools: [{ ...tool, description: '\u0000' }] }, 'invalid_tools'],
+    [{ message: 'hi', tools: [{ ...tool, parameters: { type: 'object', properties: { ['k\ud800']: {} } } }] }, 'invalid_tools'],
+    [{ message: 'hi', tools: [{ ...tool, parameters: { type: 'object', enum: [['\u0000']] } }] }, 'invalid_tools'],
+  ])('%j is %s', (body, code) => {
+    expect(codeOf(() => parseAgentRequest(body))).toBe(code);
+  });
+
+  it('in tool outputs, before the compute instance', () => {
+    expect(codeOf(() => parseToolOutputs({ tool_outputs: [{ tool_call_id: 'a', output: 'x\u0000' }], _compute_instance: 'c' }))).toBe('invalid_tool_outputs');
+    expect(codeOf(() => parseToolOutputs({ tool_outputs: [{ tool_call_id: '\ud800', output: 'x' }], _compute_instance: 'c' }))).toBe('invalid_tool_outputs');
+  });
+});
+
+describe('customer tool schemas', () => {
+  const withId = (id: string, extra: Record<string, unknown> = {}) => ({ name: 't', description: 'd', parameters: { $id: id, type: 'object', ...extra } });
+
+  it('may reuse an $id from request to request, and within one request', () => {
+    for (let i = 0; i < 3; i++) expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:same')] }))).toBe('ok');
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:same'), { ...withId('urn:test:same'), name: 'u' }] }))).toBe('ok');
+  });
+
+  it('are still checked: the meta-schema, unresolvable $refs and bad patterns are invalid_tools', () => {
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:a', { properties: 5 })] }))).toBe('invalid_tools');
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:a', { properties: { q: { $ref: '#/nowhere' } } })] }))).toBe('invalid_tools');
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:a', { properties: { q: { type: 'string', pattern: '(' } } })] }))).toBe('invalid_tools');
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:a', { $schema: 'https://example.com/unknown' })] }))).toBe('invalid_tools');
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:a', { $schema: 5 })] }))).toBe('invalid_tools');
   });
 });
 

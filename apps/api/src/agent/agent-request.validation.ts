@@ -1,5 +1,5 @@
 import { Ajv } from 'ajv';
-import { CAPABILITIES, isCapability, ServiceError, type Capability, type ToolDefinition } from '#libs/contracts';
+import { CAPABILITIES, isCapability, ServiceError, type Capability, type ErrorCode, type ToolDefinition } from '#libs/contracts';
 
 /** Limits of DESIGN.md section 7 (sizes in bytes of UTF-8). */
 export const LIMITS = {
@@ -30,6 +30,40 @@ export interface AgentRequestBody {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+// A surrogate half without its partner: no UTF-8 encoding exists for it.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why `text` cannot be stored or sent on as text, or undefined: PostgreSQL's `text` and `jsonb`
+ * refuse NUL, and an unpaired UTF-16 surrogate has no UTF-8 form. */
+export function textProblem(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'a NUL character (\\u0000)';
+  if (LONE_SURROGATE.test(text)) return 'an unpaired UTF-16 surrogate';
+  return undefined;
+}
+
+/** Refuses `text` (`what` names the field) with `code` when it holds what textProblem finds. */
+function requireText(text: string, code: ErrorCode, what: string): void {
+  const problem = textProblem(text);
+  if (problem) throw new ServiceError(code, `${what} contains ${problem}; send well-formed Unicode text (binary content as base64).`);
+}
+
+/** Every key and string inside a JSON value, without recursion (the body's depth is bounded, but
+ * a stack is cheaper than trusting that). */
+function requireTextDeep(value: unknown, code: ErrorCode, what: string): void {
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') requireText(v, code, what);
+    else if (Array.isArray(v)) for (const item of v) stack.push(item);
+    else if (isObject(v)) {
+      for (const [key, child] of Object.entries(v)) {
+        requireText(key, code, what);
+        stack.push(child);
+      }
+    }
+  }
+}
+
 /** The body as an object, or invalid_body. */
 export function requireObject(body: unknown): Record<string, unknown> {
   if (!isObject(body)) throw new ServiceError('invalid_body', 'The request body must be a JSON object.');
@@ -40,6 +74,7 @@ function parseMessage(value: unknown): string {
   if (typeof value !== 'string' || value.trim() === '') {
     throw new ServiceError('missing_message', '`message` is required and must be a non-empty string.');
   }
+  requireText(value, 'invalid_body', '`message`');
   const chars = [...value].length;
   if (chars > LIMITS.messageChars) {
     throw new ServiceError('message_too_long', `\`message\` has ${chars} characters; the limit is ${LIMITS.messageChars.toLocaleString('en')}.`);
@@ -73,6 +108,8 @@ function parseFiles(value: unknown): InputFile[] {
     if (!isObject(file) || typeof file.name !== 'string' || typeof file.content !== 'string' || file.name.trim() === '') {
       throw new ServiceError('invalid_files', `files[${i}] needs a non-empty string \`name\` and a string \`content\`.`);
     }
+    requireText(file.name, 'invalid_files', `files[${i}].name`);
+    requireText(file.content, 'invalid_files', `files[${i}].content`);
     const bytes = Buffer.byteLength(file.content, 'utf8');
     if (bytes > LIMITS.fileBytes) {
       throw new ServiceError('invalid_files', `files[${i}] ("${file.name}") is ${bytes} bytes; the limit is 1 MB (${LIMITS.fileBytes} bytes).`);
@@ -81,7 +118,26 @@ function parseFiles(value: unknown): InputFile[] {
   });
 }
 
-const ajv = new Ajv({ strict: false, allErrors: false });
+// Checks customer schemas against the JSON Schema meta-schema. `validateSchema` keeps nothing of
+// the schema it checks: this instance only ever holds the meta-schema.
+const metaSchema = new Ajv({ strict: false, allErrors: false });
+
+/** Whether a customer schema is a JSON Schema Ajv can compile (its `$ref`s resolve, its patterns
+ * are regular expressions). Compiled in an instance of its own that is dropped at once, so
+ * nothing is retained across requests and one schema's `$id` never meets another's. */
+function schemaProblem(schema: Record<string, unknown>): string | undefined {
+  try {
+    if (!metaSchema.validateSchema(schema)) {
+      const problem = metaSchema.errorsText(metaSchema.errors, { dataVar: 'schema' });
+      metaSchema.errors = null;
+      return problem;
+    }
+    new Ajv({ strict: false, allErrors: false, validateSchema: false, addUsedSchema: false }).compile(schema);
+    return undefined;
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+}
 
 function parseTools(value: unknown): ToolDefinition[] {
   if (value === undefined) return [];
@@ -99,17 +155,16 @@ function parseTools(value: unknown): ToolDefinition[] {
     if (names.has(name)) throw new ServiceError('invalid_tools', `${at}.name "${name}" is used by another tool.`);
     names.add(name);
     if (typeof description !== 'string') throw new ServiceError('invalid_tools', `${at}.description is required and must be a string.`);
+    requireText(description, 'invalid_tools', `${at}.description`);
     if (description.length > LIMITS.toolDescription) {
       throw new ServiceError('invalid_tools', `${at}.description is ${description.length} characters; the limit is ${LIMITS.toolDescription}.`);
     }
     if (!isObject(parameters) || parameters.type !== 'object') {
       throw new ServiceError('invalid_tools', `${at}.parameters must be a JSON Schema object whose "type" is "object".`);
     }
-    try {
-      ajv.compile(parameters);
-    } catch (e) {
-      throw new ServiceError('invalid_tools', `${at}.parameters is not a valid JSON Schema: ${e instanceof Error ? e.message : String(e)}.`);
-    }
+    requireTextDeep(parameters, 'invalid_tools', `${at}.parameters`);
+    const problem = schemaProblem(parameters);
+    if (problem) throw new ServiceError('invalid_tools', `${at}.parameters is not a valid JSON Schema: ${problem}.`);
     return { name, description, parameters };
   });
 }
@@ -144,6 +199,8 @@ export function parseToolOutputs(body: unknown): ToolOutputsBody {
     if (!isObject(item) || typeof item.tool_call_id !== 'string' || typeof item.output !== 'string') {
       throw new ServiceError('invalid_tool_outputs', `tool_outputs[${i}] needs a string \`tool_call_id\` and a string \`output\`.`);
     }
+    requireText(item.tool_call_id, 'invalid_tool_outputs', `tool_outputs[${i}].tool_call_id`);
+    requireText(item.output, 'invalid_tool_outputs', `tool_outputs[${i}].output`);
     return { toolCallId: item.tool_call_id, output: item.output };
   });
   if (typeof b._compute_instance !== 'string' || b._compute_instance === '') {

@@ -5,7 +5,7 @@ import type { Principal } from '#libs/accounts';
 import { ServiceError, isUuid } from '#libs/contracts';
 import { FileStore, FILE_RETENTION_DAYS } from '#libs/persistence';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-
+import { contentDisposition } from './content-disposition.js';
 
 /** `GET /v1/files/{id}`: downloads a generated file with the same project's key. */
 @ApiTags('files')
@@ -25,7 +25,7 @@ export class FilesController {
     }
     const body = Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8');
     res.setHeader('Content-Type', file.encoding === 'utf8' && !file.mediaType.includes('charset') ? `${file.mediaType}; charset=utf-8` : file.mediaType);
-    res.setHeader('Content-Disposition', `attachment; filename="${file.name.replace(/["\\\r\n]/g, '_')}"`);
+    res.setHeader('Content-Disposition', contentDisposition(file.name));
     res.status(200).end(body);
   }
 }

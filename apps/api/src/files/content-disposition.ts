@@ -1,0 +1,20 @@
+// RFC 5987 attr-char: what may stand unencoded in `filename*`.
+const ATTR_CHAR = /^[A-Za-z0-9!#$&+.^_`|~-]$/;
+
+/**
+ * `attachment` with the file's name as RFC 6266 asks: `filename*=UTF-8''…` carries any name
+ * exactly (percent-encoded UTF-8 bytes; an unpaired surrogate becomes U+FFFD, as it was stored),
+ * and `filename="…"` is the fallback for clients without RFC 5987: printable ASCII, anything else
+ * (and `"`, `\`, `%`) one `_` per character. The header value itself is always ASCII, which Node
+ * requires.
+ */
+export function contentDisposition(name: string): string {
+  const fallback = [...name].map((c) => (c >= ' ' && c <= '~' && c !== '"' && c !== '\\' && c !== '%' ? c : '_')).join('');
+  const encoded = [...Buffer.from(name, 'utf8')]
+    .map((byte) => {
+      const c = String.fromCharCode(byte);
+      return ATTR_CHAR.test(c) ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    })
+    .join('');
+  return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
+}

@@ -1,0 +1,275 @@
+import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import type { ErrorCode } from '#libs/contracts';
+import { startApi, type RunningApi } from '../support/api.js';
+import { testConfig } from '../support/config.js';
+import { Fixtures } from '../support/fixtures.js';
+import { request, type JsonResponse } from '../support/http.js';
+import { startWorker, type RunningWorker } from '../support/worker.js';
+
+// Hostile input (issue 14): authentication before the body, NUL and lone surrogates, file names
+// outside Latin-1, and customer schemas that must not leak from one request into another.
+const config = testConfig();
+const env = { TEMPORAL_TASK_QUEUE: `e2e-hostile-${randomUUID()}` };
+const NUL = '\u0000';
+const LONE_HIGH = '\ud800';
+const LONE_LOW = '\udc00';
+
+function expectError(res: JsonResponse, status: number, code: ErrorCode, message?: RegExp): void {
+  expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
+  expect(Object.keys(res.body.error).sort()).toEqual(['code', 'docs', 'message']);
+  expect(res.body.error.docs).toBe(`${config.publicBaseUrl}/docs/errors#${code}`);
+  if (message) expect(res.body.error.message).toMatch(message);
+}
+
+const tool = (overrides: Record<string, unknown> = {}) => ({
+  name: 'lookup',
+  description: 'Look something up',
+  parameters: { type: 'object', properties: { q: { type: 'string' } } },
+  ...overrides,
+});
+
+/** Sends the headers and the first bytes of a body announced as `announced` bytes, never the rest;
+ * resolves with the status if the api answers before the body is complete. */
+function answerBeforeBody(url: string, headers: Record<string, string>, announced: number, timeoutMs: number): Promise<number | 'no answer'> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(`${url}/v1/agent`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(announced) } });
+    const timer = setTimeout(() => {
+      req.destroy();
+      resolve('no answer');
+    }, timeoutMs);
+    req.on('response', (res) => {
+      clearTimeout(timer);
+      res.resume();
+      req.destroy();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    req.write('{"message":"' + 'x'.repeat(64 * 1024));
+  });
+}
+
+describe('hostile input', () => {
+  let api: RunningApi;
+  let worker: RunningWorker;
+  let fixtures: Fixtures;
+
+  beforeAll(async () => {
+    fixtures = await Fixtures.open(config);
+    worker = await startWorker(env);
+    api = await startApi(env);
+  });
+  afterAll(async () => {
+    await api.close();
+    await worker.close();
+    await fixtures.close();
+  });
+
+  const post = (path: string, body: unknown, headers: Record<string, string>) => request(api.url, 'POST', path, { headers, body });
+  const ledgerRows = async (projectId: string): Promise<number> =>
+    Number((await fixtures.db.query(`select count(*)::int as n from credit_ledger where project_id = $1`, [projectId]))[0].n);
+  const blobRows = async (projectId: string): Promise<number> =>
+    Number((await fixtures.db.query(`select count(*)::int as n from blobs where project_id = $1`, [projectId]))[0].n);
+
+  describe('authentication and the rate limit come before the body', () => {
+    it.each([
+      ['invalid JSON', '{"message": '],
+      ['a JSON array', '["message"]'],
+      ['an empty body', ''],
+    ])('401 without a key for %s, on every /v1 POST', async (_, body) => {
+      for (const path of ['/v1/agent', `/v1/agent/${randomUUID()}/tool-outputs`, '/v1/sessions', `/v1/sessions/${randomUUID()}/messages`]) {
+        expectError(await post(path, body, {}), 401, 'invalid_api_key');
+        expectError(await post(path, body, { authorization: `Bearer sk-mas_${'A'.repeat(43)}` }), 401, 'invalid_api_key');
+      }
+    });
+
+    it('401, not 413, for a body over 10 MB from an unknown key', async () => {
+      const res = await post('/v1/agent', { message: 'x'.repeat(10 * 1024 * 1024 + 10) }, { authorization: `Bearer sk-mas_${'B'.repeat(43)}` });
+      expectError(res, 401, 'invalid_api_key');
+    });
+
+    it('answers an unknown key with 401 before the body has arrived', async () => {
+      const status = await answerBeforeBody(api.url, { authorization: `Bearer sk-mas_${'C'.repeat(43)}` }, 10 * 1024 * 1024, 5000);
+      expect(status).toBe(401);
+    });
+
+    it('counts invalid-JSON requests toward the rate limit: the 61st is 429', async () => {
+      const { auth } = await fixtures.project();
+      for (let i = 0; i < 60; i++) expectError(await post('/v1/agent', '{"message": ', auth), 400, 'invalid_body');
+      const res = await post('/v1/agent', '{"message": ', auth);
+      expectError(res, 429, 'rate_limited');
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
+    });
+  });
+
+  describe('NUL and lone surrogates are refused with the field\'s code, recording nothing', () => {
+    it.each([
+      ['a NUL in a file\'s content', [{ name: 'a.txt', content: `a${NUL}b` }]],
+      ['a NUL in a file\'s name', [{ name: `a${NUL}.txt`, content: 'x' }]],
+      ['a lone high surrogate in a file\'s content', [{ name: 'a.txt', content: `a${LONE_HIGH}b` }]],
+      ['a lone low surrogate in a file\'s name', [{ name: `a${LONE_LOW}.txt`, content: 'x' }]],
+    ])('invalid_files for %s', async (_, files) => {
+      const { auth, project } = await fixtures.project();
+      for (const path of ['/v1/agent']) expectError(await post(path, { message: 'read_file {"name":"a.txt"}', files }, auth), 400, 'invalid_files', /NUL|surrogate/);
+      expect(await ledgerRows(project.id)).toBe(0);
+      expect(await blobRows(project.id)).toBe(0);
+    });
+
+    it.each([
+      ['a NUL', `hello ${NUL} world`],
+      ['only a NUL', NUL],
+      ['a lone surrogate', `hello ${LONE_HIGH}`],
+      ['a reversed surrogate pair', `${LONE_LOW}${LONE_HIGH}`],
+    ])('invalid_body for %s in the message', async (_, message) => {
+      const { auth, project } = await fixtures.project();
+      expectError(await post('/v1/agent', { message }, auth), 400, 'invalid_body', /message/);
+      expectError(await post('/v1/agent', { message, stream: true }, auth), 400, 'invalid_body', /message/);
+      expect(await ledgerRows(project.id)).toBe(0);
+    });
+
+    it.each([
+      ['a NUL in the description', tool({ description: `Look ${NUL} up` })],
+      ['a lone surrogate in the description', tool({ description: `Look ${LONE_HIGH} up` })],
+      ['a NUL in a schema string', tool({ parameters: { type: 'object', properties: { q: { type: 'string', description: `q${NUL}` } } } })],
+      ['a NUL in a schema key', tool({ parameters: { type: 'object', properties: { [`q${NUL}`]: { type: 'string' } } } })],
+    ])('invalid_tools for %s', async (_, t) => {
+      const { auth, project } = await fixtures.project();
+      expectError(await post('/v1/agent', { message: 'hi', tools: [t] }, auth), 400, 'invalid_tools', /NUL|surrogate/);
+      expect(await ledgerRows(project.id)).toBe(0);
+    });
+
+    it('keeps a well-formed astral character (a surrogate pair) as it is', async () => {
+      const { auth } = await fixtures.project();
+      const res = await post('/v1/agent', { message: 'rocket \u{1F680} 报告', files: [{ name: '报告\u{1F680}.txt', content: 'ok \u{1F680}' }] }, auth);
+      expect(res.status).toBe(200);
+      expect(res.body.message).toContain('rocket \u{1F680} 报告');
+    });
+
+    it('refuses a session message the same way', async () => {
+      const { auth, project } = await fixtures.project();
+      const session = await post('/v1/sessions', undefined, auth);
+      expect(session.status).toBe(200);
+      const path = `/v1/sessions/${session.body.id}/messages`;
+      expectError(await post(path, { message: `hi${NUL}` }, auth), 400, 'invalid_body', /message/);
+      expectError(await post(path, { message: 'hi', files: [{ name: 'a.txt', content: NUL }] }, auth), 400, 'invalid_files');
+      expect(await ledgerRows(project.id)).toBe(0);
+      expect((await request(api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(0);
+    });
+  });
+
+  describe('deeply nested bodies', () => {
+    const nested = (depth: number): unknown => JSON.parse(`${'['.repeat(depth)}${']'.repeat(depth)}`);
+
+    it.each([
+      ['an ignored field', (depth: number) => ({ message: 'hi', extra: nested(depth) })],
+      ['a tool schema', (depth: number) => ({ message: 'hi', tools: [tool({ parameters: { type: 'object', default: nested(depth) } })] })],
+    ])('invalid_body for %s nested 100,000 levels deep, with or without an Idempotency-Key', async (_, body) => {
+      const { auth, project } = await fixtures.project();
+      const text = JSON.stringify(body(1)).replace('[]', `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
+      expectError(await post('/v1/agent', text, auth), 400, 'invalid_body', /levels deep/);
+      expectError(await post('/v1/agent', text, { ...auth, 'idempotency-key': randomUUID() }), 400, 'invalid_body', /levels deep/);
+      expect(await ledgerRows(project.id)).toBe(0);
+    });
+
+    it('accepts a tool schema nested 50 levels deep', async () => {
+      const { auth } = await fixtures.project();
+      let schema: Record<string, unknown> = { type: 'string' };
+      for (let i = 0; i < 50; i++) schema = { type: 'object', properties: { next: schema } };
+      expect((await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: schema })] }, auth)).status).toBe(200);
+    });
+  });
+
+  describe('tool outputs', () => {
+    let auth: { authorization: string };
+    let projectId: string;
+    let paused: { id: string; instance: string; callId: string };
+    beforeAll(async () => {
+      const p = await fixtures.project();
+      auth = p.auth;
+      projectId = p.project.id;
+      const res = await post('/v1/agent', { message: 'please lookup {"q":"x"}', tools: [tool()] }, auth);
+      expect(res.body.status).toBe('requires_tool_outputs');
+      paused = { id: res.body.id, instance: res.body._compute_instance, callId: res.body.tool_calls[0].id };
+    });
+    const submit = (outputs: unknown[]) => post(`/v1/agent/${paused.id}/tool-outputs`, { tool_outputs: outputs, _compute_instance: paused.instance }, auth);
+
+    it.each([
+      ['a NUL in an output over 64 KB (blob store)', () => [{ tool_call_id: paused.callId, output: `${'x'.repeat(70 * 1024)}${NUL}` }]],
+      ['a NUL in a short output', () => [{ tool_call_id: paused.callId, output: `a${NUL}b` }]],
+      ['a lone surrogate in an output over 64 KB', () => [{ tool_call_id: paused.callId, output: `${'x'.repeat(70 * 1024)}${LONE_LOW}` }]],
+      ['a NUL in the tool_call_id', () => [{ tool_call_id: `${paused.callId}${NUL}`, output: 'b' }]],
+    ])('invalid_tool_outputs for %s, and the request still waits', async (_, outputs) => {
+      const before = await blobRows(projectId);
+      expectError(await submit(outputs()), 400, 'invalid_tool_outputs', /NUL|surrogate/);
+      expect(await blobRows(projectId)).toBe(before);
+      expect((await request(api.url, 'GET', `/v1/agent/${paused.id}`, { headers: auth })).body.status).toBe('requires_tool_outputs');
+    });
+
+    it('a well-formed output over 64 KB still completes the request', async () => {
+      const res = await submit([{ tool_call_id: paused.callId, output: `${'y'.repeat(70 * 1024)} \u{1F680}` }]);
+      expect(res.status).toBe(200);
+      expect(res.body.status).toBe('completed');
+    });
+  });
+
+  describe('generated files', () => {
+    it.each([
+      ['a Chinese name', '报告.md', '__.md'],
+      ['an astral character', 'rocket-\u{1F680}.txt', 'rocket-_.txt'],
+      ['a percent sign, quotes and a semicolon', "50% 'off'; (final).txt", "50_ 'off'; (final).txt"],
+      ['Latin-1 accents', 'résumé.txt', 'r_sum_.txt'],
+    ])('%s is served with an RFC 6266 Content-Disposition', async (_, name, fallback) => {
+      const { auth } = await fixtures.project();
+      const res = await post('/v1/agent', { message: `write_file ${JSON.stringify({ name, content: 'hello' })}`, capabilities: ['files'] }, auth);
+      expect(res.status).toBe(200);
+      expect(res.body.files).toEqual([expect.objectContaining({ name, content: 'hello' })]);
+      const download = await fetch(`${api.url}${new URL(res.body.files[0].url).pathname}`, { headers: auth });
+      expect(download.status).toBe(200);
+      expect(await download.text()).toBe('hello');
+      const disposition = download.headers.get('content-disposition') ?? '';
+      const encoded = [...Buffer.from(name, 'utf8')].map((b) => (/[A-Za-z0-9!#$&+.^_`|~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+      expect(disposition).toBe(`attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`);
+      expect(decodeURIComponent(disposition.split("filename*=UTF-8''")[1]!)).toBe(name);
+    });
+
+    it('a text file whose content holds a NUL is stored and served byte for byte', async () => {
+      const { auth } = await fixtures.project();
+      const res = await post('/v1/agent', { message: 'write_file {"name":"nul.txt","content":"a\\u0000b"}', capabilities: ['files'] }, auth);
+      expect(res.status).toBe(200);
+      expect(res.body.capabilities_used).toEqual(['chat', 'files']);
+      expect(res.body.files).toHaveLength(1);
+      const download = await fetch(`${api.url}${new URL(res.body.files[0].url).pathname}`, { headers: auth });
+      expect(download.status).toBe(200);
+      expect(Buffer.from(await download.arrayBuffer())).toEqual(Buffer.from('a\u0000b', 'utf8'));
+    });
+  });
+
+  describe('customer tool schemas are compiled per request', () => {
+    const withId = (id: string, property: string) => tool({ parameters: { $id: id, type: 'object', properties: { [property]: { type: 'string' } } } });
+
+    it('the same $id in two requests of one project, and in another project, is accepted each time', async () => {
+      const a = await fixtures.project();
+      const b = await fixtures.project();
+      const id = `https://example.com/schemas/${randomUUID()}`;
+      expect((await post('/v1/agent', { message: 'hi', tools: [withId(id, 'q')] }, a.auth)).status).toBe(200);
+      expect((await post('/v1/agent', { message: 'hi', tools: [withId(id, 'q')] }, a.auth)).status).toBe(200);
+      expect((await post('/v1/agent', { message: 'hi', tools: [withId(id, 'other')] }, b.auth)).status).toBe(200);
+    });
+
+    it('two tools of one request may share an $id', async () => {
+      const { auth } = await fixtures.project();
+      const id = `urn:test:${randomUUID()}`;
+      const res = await post('/v1/agent', { message: 'hi', tools: [withId(id, 'q'), { ...withId(id, 'r'), name: 'second' }] }, auth);
+      expect(res.status).toBe(200);
+    });
+
+    it('a schema whose $ref cannot be resolved is still invalid_tools', async () => {
+      const { auth } = await fixtures.project();
+      const res = await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: { type: 'object', properties: { q: { $ref: '#/definitions/missing' } } } })] }, auth);
+      expectError(res, 400, 'invalid_tools', /not a valid JSON Schema/);
+    });
+  });
+});
