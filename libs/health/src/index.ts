@@ -20,7 +20,7 @@ export interface Readiness {
 }
 
 /** Runs every probe concurrently, each bounded by `timeoutMs`, so a dead component cannot hang the answer. */
-export async function checkReadiness(probes: readonly ReadinessProbe[], timeoutMs: number): Promise<Readiness> {
+export async function checkReadiness(probes: readonly ReadinessProbe[], timeoutMs: number, onDown?: (name: string, error: unknown) => void): Promise<Readiness> {
   const results = await Promise.all(
     probes.map(async (probe): Promise<[string, ComponentStatus]> => {
       const started = performance.now();
@@ -36,7 +36,10 @@ export async function checkReadiness(probes: readonly ReadinessProbe[], timeoutM
         await Promise.race([probe.check(controller.signal), timeout]);
         return [probe.name, { status: 'up', latency_ms: Math.round(performance.now() - started) }];
       } catch (e) {
-        const error = e instanceof Error ? e.message : String(e);
+        // /readyz is unauthenticated: a fixed reason for callers, the driver's message (addresses,
+        // hosts, user names) for the operator's log only.
+        onDown?.(probe.name, e);
+        const error = controller.signal.aborted ? `no answer within ${timeoutMs} ms` : 'unreachable';
         return [probe.name, { status: 'down', latency_ms: Math.round(performance.now() - started), error }];
       } finally {
         clearTimeout(timer);
