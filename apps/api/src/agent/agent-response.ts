@@ -4,6 +4,9 @@ import type { AppConfig } from '#libs/config';
 import { ServiceError, type AgentStop, type PlanName, type ResponseFile, type ToolCall } from '#libs/contracts';
 import { quotaFigures } from '#libs/metering';
 import type { FileStore } from '#libs/persistence';
+import { renderError } from '../errors/contract-exception.filter.js';
+import { computeInstanceOf } from './compute-instance.js';
+import type { StoredAnswer } from './idempotency.js';
 
 /** AgentResponse (contract section 2.4), also the session message response (2.10). */
 export interface AgentResponse {
@@ -72,10 +75,61 @@ export function requireSuccessfulStop(stop: AgentStop, principal: Principal): Ag
 }
 
 /** X-Request-Id and the quota headers of every 200 (contract section 4.1). */
-export function setResponseHeaders(res: Response, requestId: string, principal: Principal, monthlyQuota: number, requestsUsed: number): void {
+export function responseHeaders(requestId: string, principal: Principal, monthlyQuota: number, requestsUsed: number): Record<string, string> {
   const quota = quotaFigures(principal.project.periodStart, monthlyQuota, requestsUsed);
-  res.setHeader('X-Request-Id', requestId);
-  res.setHeader('X-RateLimit-Limit', String(quota.limit));
-  res.setHeader('X-RateLimit-Remaining', String(quota.remaining));
-  res.setHeader('X-RateLimit-Reset', String(quota.reset));
+  return {
+    'X-Request-Id': requestId,
+    'X-RateLimit-Limit': String(quota.limit),
+    'X-RateLimit-Remaining': String(quota.remaining),
+    'X-RateLimit-Reset': String(quota.reset),
+  };
+}
+
+export function setResponseHeaders(res: Response, requestId: string, principal: Principal, monthlyQuota: number, requestsUsed: number): void {
+  for (const [name, value] of Object.entries(responseHeaders(requestId, principal, monthlyQuota, requestsUsed))) res.setHeader(name, value);
+}
+
+/** Sends an answer (a fresh one or an Idempotency-Key replay) exactly as it is. */
+export function sendAnswer(res: Response, answer: StoredAnswer): void {
+  for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+  res.status(answer.status).json(answer.body);
+}
+
+/** A contract error as an answer that can be saved and replayed, with the request id it concerns. */
+export function errorAnswer(error: ServiceError, publicBaseUrl: string, requestId: string): StoredAnswer {
+  const { status, body } = renderError(error, publicBaseUrl);
+  return { status, headers: { ...error.headers, 'X-Request-Id': requestId }, body };
+}
+
+/** The error with `X-Request-Id` among its headers: a caller told 502 about a request that may
+ * have started can read it (GET /v1/agent/{id}) or retry it with its Idempotency-Key. */
+export function withRequestId(e: unknown, requestId: string): unknown {
+  if (!(e instanceof ServiceError) || e.headers['X-Request-Id'] !== undefined) return e;
+  return new ServiceError(e.code, e.message, { ...e.headers, 'X-Request-Id': requestId });
+}
+
+/** What renders a stop as the answer to a POST. */
+export interface StopAnswerContext {
+  readonly config: Pick<AppConfig, 'publicBaseUrl' | 'plans' | 'temporal'>;
+  readonly files: FileStore;
+  readonly principal: Principal;
+  readonly startedAt: number;
+  /** The quota counter the headers show (the stop's own for a request that was admitted). */
+  readonly requestsUsed: number;
+}
+
+/** A stop as the answer to a POST: 200 with the AgentResponse (`session.message` for a session's
+ * request), or the failed run's contract error. */
+export async function stopAnswer(stop: AgentStop, ctx: StopAnswerContext): Promise<StoredAnswer> {
+  const { config, principal } = ctx;
+  try {
+    requireSuccessfulStop(stop, principal);
+  } catch (e) {
+    if (e instanceof ServiceError) return errorAnswer(e, config.publicBaseUrl, stop.requestId);
+    throw e;
+  }
+  const files = await responseFiles(stop, ctx.files, config);
+  const object = stop.sessionId ? 'session.message' : 'agent.response';
+  const body = renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(config), startedAt: ctx.startedAt, plan: principal.project.plan }, files);
+  return { status: 200, headers: responseHeaders(stop.requestId, principal, config.plans[principal.project.plan].monthlyQuota, ctx.requestsUsed), body };
 }

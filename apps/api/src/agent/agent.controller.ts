@@ -8,14 +8,15 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { ServiceError, type AgentStop, isUuid } from '#libs/contracts';
 import { FileStore } from '#libs/persistence';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-import { parseAgentRequest, parseToolOutputs } from './agent-request.validation.js';
-import { renderStop, requireSuccessfulStop, responseFiles, setResponseHeaders, type AgentResponse } from './agent-response.js';
+import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from './agent-request.validation.js';
+import { renderStop, responseFiles, sendAnswer, setResponseHeaders, stopAnswer, withRequestId, type AgentResponse } from './agent-response.js';
 import { StartAgentRequestCommand, StreamAgentRequestCommand } from './commands/start-agent-request.command.js';
 import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command.js';
-import { ApiResponses, errorResponses } from '../openapi/schemas.js';
+import { requireToolOutputsTarget } from './commands/submit-tool-outputs.handler.js';
+import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
 import { SseResponder } from '../streaming/sse-responder.js';
 import { computeInstanceOf } from './compute-instance.js';
-import { IdempotencyKeys } from './idempotency.js';
+import { bodyHash, IdempotencyKeys, parseIdempotencyKey } from './idempotency.js';
 import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
 
 const AUTH_ERRORS = ['invalid_api_key', 'rate_limited'] as const;
@@ -51,60 +52,83 @@ export class AgentController {
 
   @Post()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Run the agent', description: 'Answers with the first stop: `completed`, or `requires_tool_outputs` when the agent calls your tools. With `stream: true`, a text/event-stream of `token`, `tool_start`, `tool_end`, then `done` or `error` (each with an SSE id).' })
+  @ApiOperation({ summary: 'Run the agent', description: 'Answers with the first stop: `completed`, or `requires_tool_outputs` when the agent calls your tools. With `stream: true`, a text/event-stream of `token`, `tool_start`, `tool_end`, then `done` or `error` (each with an SSE id). A 502 `compute_unavailable` for a request that may have started carries its id in `X-Request-Id`.' })
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
-  @ApiHeader({ name: 'Idempotency-Key', required: false, description: 'The same key and body within 24 hours returns the first response.' })
+  @ApiIdempotencyKey('A request runs once: a retry gets its first stop (a failed run\'s error included), or with `stream: true` its stored events again from the first. A retry after a 502 `compute_unavailable` joins the request it started instead of starting another.')
   @ApiResponses({
     200: { ...agentResponse, content: { ...agentResponse.content, 'text/event-stream': { schema: { type: 'string' } } } },
     ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'payload_too_large', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'idempotency_conflict', ...COMPUTE_ERRORS]),
   })
   async create(
     @Body() body: unknown,
-    @Headers('idempotency-key') idempotencyKey: string | undefined,
+    @Headers('idempotency-key') rawKey: string | undefined,
     @CurrentPrincipal() principal: Principal,
     @Res() res: Response,
   ): Promise<void> {
     const startedAt = performance.now();
     const request = parseAgentRequest(body);
-    if (request.stream) {
-      const started = await this.commands.execute(new StreamAgentRequestCommand(principal, request, randomUUID()));
-      // The quota counter moves when the run is admitted; until then the headers count this request.
-      setResponseHeaders(res, started.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed + 1);
-      await this.sse.respond(res, started.requestId, principal.project.id, 0, started.firstStop());
-      return;
-    }
-    const monthlyQuota = this.config.plans[principal.project.plan].monthlyQuota;
-    const claim = idempotencyKey === undefined ? undefined : await this.idempotency.claim(principal.project.id, idempotencyKey, body);
-    if (claim?.kind === 'replay' && claim.response) {
-      setResponseHeaders(res, claim.requestId, principal, monthlyQuota, principal.project.requestsUsed);
-      res.status(200).json(claim.response);
-      return;
-    }
+    const key = parseIdempotencyKey(rawKey);
+    // The 403s come before the key is claimed: nothing is recorded for a refused request.
+    const plan = this.config.plans[principal.project.plan];
+    resolveCapabilities(request.capabilities, plan.name, plan.capabilities, principal.project.capabilities, request.tools.length > 0);
+    const claim = key === undefined ? undefined : await this.idempotency.claim(principal.project.id, key, 'POST /v1/agent', body);
+    if (claim?.answer) return sendAnswer(res, claim.answer);
+    // Every attempt with the key runs under the claim's request id: Temporal joins them into one run.
     const requestId = claim?.requestId ?? randomUUID();
-    const stop = requireSuccessfulStop(await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId, [], claim?.kind === 'replay')), principal);
-    setResponseHeaders(res, stop.requestId, principal, monthlyQuota, stop.requestsUsed);
-    const response = await this.render(stop, principal, startedAt);
-    if (claim && idempotencyKey !== undefined) await this.idempotency.saveResponse(principal.project.id, idempotencyKey, requestId, response);
-    res.status(200).json(response);
+    if (request.stream) {
+      let started;
+      try {
+        started = await this.commands.execute(new StreamAgentRequestCommand(principal, request, requestId));
+      } catch (e) {
+        throw withRequestId(e, requestId);
+      }
+      // The quota counter moves when the run is admitted; until then the headers count this request.
+      setResponseHeaders(res, requestId, principal, plan.monthlyQuota, principal.project.requestsUsed + (claim && !claim.first ? 0 : 1));
+      // A duplicate gets the whole stream again, from the first stored event.
+      await this.sse.respond(res, requestId, principal.project.id, 0, started.firstStop());
+      return;
+    }
+    let stop: AgentStop;
+    try {
+      stop = await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId));
+    } catch (e) {
+      // Not saved: whether the request ran is not known here; a retry with the key joins it.
+      throw withRequestId(e, requestId);
+    }
+    const answer = await stopAnswer(stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: stop.requestsUsed });
+    sendAnswer(res, claim ? await this.idempotency.save(claim, answer) : answer);
   }
 
   @Post(':id/tool-outputs')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Submit tool outputs', description: 'Answers the pending tool calls within 5 minutes; replies with the next stop. Costs no credits.' })
+  @ApiOperation({ summary: 'Submit tool outputs', description: 'Answers the pending tool calls within 5 minutes; replies with the next stop. Costs no credits. The same submission sent again after it was accepted (with or without an Idempotency-Key) gets the answer it got.' })
   @ApiParam({ name: 'id', description: 'The request id from the first response.' })
   @ApiBody({ schema: { $ref: '#/components/schemas/ToolOutputsRequest' } })
-  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'invalid_tool_outputs', 'tool_output_too_large', 'context_expired', ...COMPUTE_ERRORS]) })
+  @ApiIdempotencyKey('An accepted submission\'s answer is replayed; a refused one (400 `invalid_tool_outputs`, 404 `context_expired`) is not saved.')
+  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'invalid_tool_outputs', 'tool_output_too_large', 'context_expired', 'idempotency_conflict', ...COMPUTE_ERRORS]) })
   async submitToolOutputs(
     @Param('id') id: string,
     @Body() body: unknown,
+    @Headers('idempotency-key') rawKey: string | undefined,
     @CurrentPrincipal() principal: Principal,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<AgentResponse> {
+    @Res() res: Response,
+  ): Promise<void> {
     const startedAt = performance.now();
     const outputs = parseToolOutputs(body);
-    const stop = requireSuccessfulStop(await this.commands.execute(new SubmitToolOutputsCommand(principal, id, outputs)), principal);
-    setResponseHeaders(res, stop.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed);
-    return this.render(stop, principal, startedAt);
+    const key = parseIdempotencyKey(rawKey);
+    requireToolOutputsTarget(this.config, id, outputs);
+    const claim = key === undefined ? undefined : await this.idempotency.claim(principal.project.id, key, `POST /v1/agent/${id}/tool-outputs`, body);
+    if (claim?.answer) return sendAnswer(res, claim.answer);
+    let stop: AgentStop;
+    try {
+      stop = await this.commands.execute(new SubmitToolOutputsCommand(principal, id, outputs, bodyHash(body)));
+    } catch (e) {
+      // A refused submission is not saved (it changed nothing); a 502 names the request.
+      throw e instanceof ServiceError && e.status >= 500 ? withRequestId(e, id) : e;
+    }
+    // A continuation is not a new request: the quota counter has not moved.
+    const answer = await stopAnswer(stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: principal.project.requestsUsed });
+    sendAnswer(res, claim ? await this.idempotency.save(claim, answer) : answer);
   }
 
   /** Replays what a client missed (Last-Event-ID or ?after=) and continues live. */

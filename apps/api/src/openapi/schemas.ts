@@ -1,4 +1,4 @@
-import { ApiResponse } from '@nestjs/swagger';
+import { ApiHeader, ApiResponse } from '@nestjs/swagger';
 import { CAPABILITIES, ERROR_STATUS, type ErrorCode } from '#libs/contracts';
 import { LIMITS } from '../agent/agent-request.validation.js';
 
@@ -137,4 +137,18 @@ export function ApiResponses(list: Record<number, object>): MethodDecorator {
   return (target, key, descriptor) => {
     for (const [status, response] of Object.entries(list)) ApiResponse({ status: Number(status), ...response })(target, key, descriptor);
   };
+}
+
+/** The Idempotency-Key header of every POST (DESIGN.md section 9); `replays` says what a retry gets. */
+export function ApiIdempotencyKey(replays: string): MethodDecorator {
+  return ApiHeader({
+    name: 'Idempotency-Key',
+    required: false,
+    schema: { type: 'string', minLength: 1, maxLength: 255 },
+    description:
+      'Makes a retry safe. Scoped to the project and kept 24 hours: the same key with the same endpoint and the same parsed JSON body returns the first answer (status, headers and body) instead of doing the work again; ' +
+      'a duplicate sent while the first is still running waits for its answer. The same key with another body or on another endpoint is 409 `idempotency_conflict`. ' +
+      'An empty key, one over 255 characters or one with control characters is 400 `invalid_body`; a request refused by its 400 or 403 checks records nothing. ' +
+      replays,
+  });
 }

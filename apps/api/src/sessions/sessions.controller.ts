@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Body, Controller, Delete, Get, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, Headers, HttpCode, Inject, Param, Post, Query, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiBody, ApiOperation, ApiQuery, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
@@ -7,10 +7,10 @@ import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { FileStore } from '#libs/persistence';
 import { parseAgentRequest } from '../agent/agent-request.validation.js';
-import { renderStop, requireSuccessfulStop, responseFiles, setResponseHeaders, type AgentResponse } from '../agent/agent-response.js';
-import { computeInstanceOf } from '../agent/compute-instance.js';
+import { responseHeaders, sendAnswer, setResponseHeaders, stopAnswer } from '../agent/agent-response.js';
+import { IdempotencyKeys, parseIdempotencyKey } from '../agent/idempotency.js';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-import { ApiResponses, errorResponses } from '../openapi/schemas.js';
+import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
 import { SseResponder } from '../streaming/sse-responder.js';
 import { CreateSessionCommand } from './commands/create-session.command.js';
 import { EndSessionCommand } from './commands/end-session.command.js';
@@ -33,6 +33,7 @@ export class SessionsController {
     private readonly queries: QueryBus,
     private readonly files: FileStore,
     private readonly sse: SseResponder,
+    private readonly idempotency: IdempotencyKeys,
   ) {}
 
   /** The headers of every 200; a session read or change has its own request id. */
@@ -40,14 +41,26 @@ export class SessionsController {
     setResponseHeaders(res, requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, requestsUsed);
   }
 
+  private headerValues(principal: Principal, requestId: string = randomUUID()): Record<string, string> {
+    return responseHeaders(requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed);
+  }
+
   @Post()
   @HttpCode(200)
   @ApiOperation({ summary: 'Start a session', description: 'No body needed. Needs a project that has purchased credits; at most 10 active per project.' })
-  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'plan_restricted', 'session_limit_reached', 'service_unavailable', 'compute_unavailable']) })
-  async create(@CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionResource> {
-    const record = await this.commands.execute(new CreateSessionCommand(principal));
-    this.headers(res, principal);
-    return renderRecord(record);
+  @ApiIdempotencyKey('One key creates one session: a retry gets the session the first attempt created. A 429 `session_limit_reached` is not saved (nothing was created).')
+  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'plan_restricted', 'idempotency_conflict', 'session_limit_reached', 'service_unavailable', 'compute_unavailable']) })
+  async create(
+    @Body() body: unknown,
+    @Headers('idempotency-key') rawKey: string | undefined,
+    @CurrentPrincipal() principal: Principal,
+    @Res() res: Response,
+  ): Promise<void> {
+    const key = parseIdempotencyKey(rawKey);
+    const outcome = await this.commands.execute(new CreateSessionCommand(principal, key === undefined ? undefined : { key, body }));
+    if (outcome.kind === 'replay') return sendAnswer(res, outcome.answer);
+    const answer = await outcome.save({ status: 200, headers: this.headerValues(principal), body: renderRecord(outcome.record) });
+    sendAnswer(res, answer);
   }
 
   @Get()
@@ -86,29 +99,33 @@ export class SessionsController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Send a message to a session', description: 'The history (last 50 messages) reaches the agent automatically. Same shape, credits, headers and streaming as POST /v1/agent, with object `session.message` and `session_id`.' })
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
+  @ApiIdempotencyKey('A message runs once and enters the conversation once: a retry gets its first stop (a failed run\'s error included), or with `stream: true` its stored events again from the first.')
   @ApiResponses({
     200: { description: 'AgentResponse (session.message)', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } }, 'text/event-stream': { schema: { type: 'string' } } } },
-    ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'session_not_found', 'session_expired', 'session_ended', 'compute_error', 'compute_unavailable', 'service_unavailable']),
+    ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'session_not_found', 'idempotency_conflict', 'session_expired', 'session_ended', 'compute_error', 'compute_unavailable', 'service_unavailable']),
   })
   async message(
     @Param('id') id: string,
     @Body() body: unknown,
+    @Headers('idempotency-key') rawKey: string | undefined,
     @CurrentPrincipal() principal: Principal,
-    @Res({ passthrough: true }) res: Response,
-  ): Promise<AgentResponse | undefined> {
+    @Res() res: Response,
+  ): Promise<void> {
     const startedAt = performance.now();
     const request = parseAgentRequest(body);
-    const accepted = await this.commands.execute(new SendSessionMessageCommand(principal, id, request, randomUUID()));
+    const key = parseIdempotencyKey(rawKey);
+    const outcome = await this.commands.execute(new SendSessionMessageCommand(principal, id, request, key === undefined ? undefined : { key, body }));
+    if (outcome.kind === 'replay') return sendAnswer(res, outcome.answer);
     if (request.stream) {
       // SSE identical to the agent endpoint (contract 4.4); the quota counter moves when the run
-      // is admitted, so until then the headers count this message.
-      this.headers(res, principal, accepted.requestId, principal.project.requestsUsed + 1);
-      await this.sse.respond(res, accepted.requestId, principal.project.id, 0, accepted.firstStop());
-      return undefined;
+      // is admitted, so until then the headers count this message. A duplicate gets the whole
+      // stream again, from the first stored event.
+      this.headers(res, principal, outcome.requestId, principal.project.requestsUsed + (outcome.duplicate ? 0 : 1));
+      await this.sse.respond(res, outcome.requestId, principal.project.id, 0, outcome.firstStop());
+      return;
     }
-    const stop = requireSuccessfulStop(await accepted.firstStop(), principal);
-    this.headers(res, principal, stop.requestId, stop.requestsUsed);
-    const files = await responseFiles(stop, this.files, this.config);
-    return renderStop(stop, { object: 'session.message', sessionId: id, computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan }, files);
+    const stop = await outcome.firstStop();
+    const answer = await stopAnswer(stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: stop.requestsUsed });
+    sendAnswer(res, outcome.claim ? await this.idempotency.save(outcome.claim, answer) : answer);
   }
 }

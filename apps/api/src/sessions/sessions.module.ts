@@ -1,7 +1,9 @@
 import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
+import { DataSource } from 'typeorm';
 import { PersistenceModule } from '#libs/persistence';
 import { TemporalClientModule } from '#libs/temporal';
+import { IdempotencyKeys } from '../agent/idempotency.js';
 import { CreateSessionHandler } from './commands/create-session.handler.js';
 import { EndSessionHandler } from './commands/end-session.handler.js';
 import { SendSessionMessageHandler } from './commands/send-session-message.handler.js';
@@ -15,6 +17,8 @@ import { SseModule } from '../streaming/sse.module.js';
 @Module({
   imports: [CqrsModule, PersistenceModule, TemporalClientModule, SseModule],
   controllers: [SessionsController],
-  providers: [SessionsRepository, CreateSessionHandler, SendSessionMessageHandler, EndSessionHandler, GetSessionHandler, ListSessionsHandler],
+  providers: [
+    { provide: IdempotencyKeys, inject: [DataSource], useFactory: (db: DataSource) => new IdempotencyKeys(db) },
+    SessionsRepository, CreateSessionHandler, SendSessionMessageHandler, EndSessionHandler, GetSessionHandler, ListSessionsHandler],
 })
 export class SessionsModule {}

@@ -43,19 +43,25 @@ export class SessionsRepository {
   /**
    * Inserts an active session unless the project already has `limit` active ones, and runs `start`
    * (the workflow start) before committing. A per-project advisory lock makes the count exact across
-   * api replicas; a `start` that throws rolls the row back. False when the limit is reached.
+   * api replicas; a `start` that throws rolls the row back. A session of this id that exists already
+   * (an Idempotency-Key retry of a creation that committed) is returned as it is, and nothing is
+   * started. 'limit' when the limit is reached.
    */
-  async createWithinLimit(session: Omit<SessionRecord, 'status' | 'messageCount'>, limit: number, start: () => Promise<void>): Promise<boolean> {
+  async createWithinLimit(session: Omit<SessionRecord, 'status' | 'messageCount'>, limit: number, start: () => Promise<void>): Promise<SessionRecord | 'limit'> {
     return this.db.transaction(async (tx) => {
       await tx.query(`select pg_advisory_xact_lock(hashtextextended($1, 0))`, [`sessions:${session.projectId}`]);
+      const existing: SessionRow[] = await tx.query(`select ${COLUMNS} from sessions where id = $1 and project_id = $2`, [session.id, session.projectId]);
+      if (existing[0]) return toRecord(existing[0]);
       const [row] = (await tx.query(`select count(*)::int as n from sessions where project_id = $1 and status = 'active'`, [session.projectId])) as { n: number }[];
-      if ((row?.n ?? 0) >= limit) return false;
+      if ((row?.n ?? 0) >= limit) return 'limit';
+      // The session's own workflow may have written its row first (a retry joining a workflow that an
+      // attempt started without committing): the row is the workflow's then.
       await tx.query(
-        `insert into sessions (id, project_id, status, message_count, created_at, last_activity_at, expires_at) values ($1, $2, 'active', 0, $3, $4, $5)`,
+        `insert into sessions (id, project_id, status, message_count, created_at, last_activity_at, expires_at) values ($1, $2, 'active', 0, $3, $4, $5) on conflict (id) do nothing`,
         [session.id, session.projectId, session.createdAt, session.lastActivityAt, session.expiresAt],
       );
       await start();
-      return true;
+      return { ...session, status: 'active', messageCount: 0 };
     });
   }
 

@@ -3,15 +3,14 @@ import type { Principal } from '#libs/accounts';
 import type { AgentStop, ChatMessage } from '#libs/contracts';
 import type { AgentRequestBody } from '../agent-request.validation.js';
 
-/** Starts an agent request and waits for its first stop; with `attach`, first joins the request
- * of that id if it already exists (an Idempotency-Key replay). */
+/** Starts the agent request of this id, or joins it when it exists (an Idempotency-Key retry),
+ * and waits for its first stop. A closed request answers with its first stop; it never runs twice. */
 export class StartAgentRequestCommand extends Command<AgentStop> {
   constructor(
     readonly principal: Principal,
     readonly body: AgentRequestBody,
     readonly requestId: string,
     readonly history: readonly ChatMessage[] = [],
-    readonly attach = false,
   ) {
     super();
   }
@@ -23,7 +22,7 @@ export interface StartedAgentRequest {
   firstStop(): Promise<AgentStop>;
 }
 
-/** Starts a streamed agent request; returns as soon as a worker has taken it up. */
+/** Starts (or joins) a streamed agent request; returns as soon as a worker has taken it up. */
 export class StreamAgentRequestCommand extends Command<StartedAgentRequest> {
   constructor(
     readonly principal: Principal,

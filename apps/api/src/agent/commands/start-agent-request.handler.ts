@@ -1,24 +1,27 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
-import { WithStartWorkflowOperation } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/common';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, type WorkflowUpdateHandle } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import {
-  agentRequestWorkflowId,
-  firstStopUpdate,
-  SEARCH_ATTRIBUTES,
-  ServiceError,
-  stateQuery,
-  type AgentRequestInput,
-  type AgentStop,
-} from '#libs/contracts';
+import { agentRequestWorkflowId, firstStopUpdate, SEARCH_ATTRIBUTES, ServiceError, type AgentRequestInput, type AgentStop } from '#libs/contracts';
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { requestInput } from '../request-input.js';
 import { fromTemporalError, withinPickup } from '../temporal-errors.js';
 import { StartAgentRequestCommand, StreamAgentRequestCommand, type StartedAgentRequest } from './start-agent-request.command.js';
 
-/** Starts agentRequestWorkflow with Update-with-Start and returns once a worker has taken it up. */
+/** The id of the Update that waits for a request's first stop. One id for every attempt: Temporal
+ * keeps one outcome per Update id (also once the workflow has closed), so every duplicate of a
+ * request gets the same first stop, and a closed request answers with it instead of running again. */
+export const FIRST_STOP_UPDATE_ID = 'first-stop';
+
+/**
+ * Starts agentRequestWorkflow with Update-with-Start under the request's id, and returns once a
+ * worker has taken it up. Temporal closes the races between duplicates (Idempotency-Key retries):
+ * with `USE_EXISTING` a duplicate joins the running workflow, or starts the one that never started;
+ * with `REJECT_DUPLICATE` a closed workflow's id is never used for a second run (its first-stop
+ * Update answers instead). Nothing is terminated when no worker takes the request up in time: the
+ * workflow carries `acceptBy` and fails at once, before admitting anything, if it starts later.
+ */
 @Injectable()
 export class AgentRequestStarter {
   private readonly logger = new Logger('agent');
@@ -31,40 +34,43 @@ export class AgentRequestStarter {
 
   async start({ principal, body, requestId, history }: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
     const { project } = principal;
-    const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), history };
-    const { capabilities } = input;
     const client = this.temporal.client;
-    if (!client) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const connection = this.temporal.connection;
+    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const pickupMs = this.config.temporal.pickupTimeoutMs;
+    const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), history, acceptBy: Date.now() + pickupMs };
+    const workflowId = agentRequestWorkflowId(requestId);
     const startWorkflowOperation = new WithStartWorkflowOperation('agentRequestWorkflow', {
-      workflowId: agentRequestWorkflowId(requestId),
+      workflowId,
       taskQueue: this.config.temporal.taskQueue,
       args: [input],
-      workflowIdConflictPolicy: 'FAIL',
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'REJECT_DUPLICATE',
       workflowExecutionTimeout: '24 hours',
       typedSearchAttributes: [
         { key: SEARCH_ATTRIBUTES.projectId, value: project.id },
         { key: SEARCH_ATTRIBUTES.agentStatus, value: 'in_progress' },
-        { key: SEARCH_ATTRIBUTES.capabilities, value: [...capabilities] },
+        { key: SEARCH_ATTRIBUTES.capabilities, value: [...input.capabilities] },
       ],
     });
-    const connection = this.temporal.connection!;
-    const pickupMs = this.config.temporal.pickupTimeoutMs;
-    let handle;
+    let handle: WorkflowUpdateHandle<AgentStop>;
     try {
-      // One round trip starts the workflow and registers the Update.
+      // One round trip starts (or joins) the workflow and registers (or joins) the Update.
       handle = await withinPickup(connection, pickupMs, () =>
-        client.workflow.startUpdateWithStart(firstStopUpdate, { startWorkflowOperation, waitForStage: 'ACCEPTED' }),
+        client.workflow.startUpdateWithStart(firstStopUpdate, { startWorkflowOperation, updateId: FIRST_STOP_UPDATE_ID, waitForStage: 'ACCEPTED' }),
       );
     } catch (e) {
+      if (e instanceof WorkflowExecutionAlreadyStartedError) {
+        // Closed without this Update (a request started before first-stop ids existed): its result is its last stop.
+        return { requestId, firstStop: () => this.closedStop(workflowId) };
+      }
       const error = fromTemporalError(e, 'compute_unavailable');
       if (error.code === 'compute_unavailable') {
-        // Do not let a request that nobody picked up run later behind the caller's back. Not
-        // awaited: the caller's answer must not wait on a Temporal that may be unreachable.
-        void connection
-          .withDeadline(Date.now() + 10_000, () => client.workflow.getHandle(agentRequestWorkflowId(requestId)).terminate('no worker picked the request up in time'))
-          .catch(() => undefined);
         this.logger.warn(`request ${requestId}: ${e instanceof Error ? e.message : String(e)}`);
-        throw new ServiceError('compute_unavailable', `No agent worker took the request up within ${pickupMs / 1000} seconds, or the compute service could not be reached.`);
+        throw new ServiceError(
+          'compute_unavailable',
+          `No agent worker took the request up within ${pickupMs / 1000} seconds, or the compute service could not be reached. A request that starts later fails at once without running; GET /v1/agent/{id} with the X-Request-Id shows its state, and a retry with the same Idempotency-Key joins it.`,
+        );
       }
       throw error;
     }
@@ -80,40 +86,22 @@ export class AgentRequestStarter {
       },
     };
   }
+
+  private async closedStop(workflowId: string): Promise<AgentStop> {
+    try {
+      return (await this.temporal.client!.workflow.getHandle(workflowId).result()) as AgentStop;
+    } catch (e) {
+      throw fromTemporalError(e, 'compute_unavailable');
+    }
+  }
 }
 
 @CommandHandler(StartAgentRequestCommand)
 export class StartAgentRequestHandler implements ICommandHandler<StartAgentRequestCommand> {
-  constructor(
-    private readonly starter: AgentRequestStarter,
-    private readonly temporal: TemporalClientService,
-  ) {}
+  constructor(private readonly starter: AgentRequestStarter) {}
 
   async execute(command: StartAgentRequestCommand): Promise<AgentStop> {
-    if (command.attach) {
-      const attached = await this.attach(command.requestId);
-      if (attached) return attached;
-    }
     return (await this.starter.start(command)).firstStop();
-  }
-
-  /** The first stop of a request that may already run (an Idempotency-Key replay); undefined if it never started. */
-  private async attach(requestId: string): Promise<AgentStop | undefined> {
-    const client = this.temporal.client;
-    if (!client) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
-    const handle = client.workflow.getHandle(agentRequestWorkflowId(requestId));
-    try {
-      return await handle.executeUpdate(firstStopUpdate);
-    } catch (e) {
-      // Finished already: its result is its last stop. Never started: start it now.
-      if (e instanceof WorkflowNotFoundError) return undefined;
-      try {
-        return await handle.query(stateQuery);
-      } catch (inner) {
-        if (inner instanceof WorkflowNotFoundError) return undefined;
-        throw fromTemporalError(inner, 'compute_unavailable');
-      }
-    }
   }
 }
 

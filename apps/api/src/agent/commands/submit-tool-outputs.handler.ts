@@ -6,10 +6,28 @@ import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { computeInstanceOf } from '../compute-instance.js';
 import { fromTemporalError } from '../temporal-errors.js';
+import type { ToolOutputsBody } from '../agent-request.validation.js';
 import { SubmitToolOutputsCommand } from './submit-tool-outputs.command.js';
 
 /** Outputs above this size go to the blob store and travel by id (DESIGN.md section 1). */
 const INLINE_OUTPUT_BYTES = 64 * 1024;
+
+/**
+ * The Update id of a submission: the same submission (same request, same parsed body) is the same
+ * Update, so a duplicate sent while the request runs joins the first and gets its answer, and one
+ * sent after the request has closed gets that answer too (Temporal keeps an Update's outcome by id
+ * with the closed workflow; an id it has not seen on a closed workflow is refused as not found).
+ * A refused submission leaves no outcome, so sending it again is tried again. The project is part
+ * of the id: another project's submission never joins this one's (the workflow refuses it).
+ */
+export const toolOutputsUpdateId = (projectId: string, bodyHash: string): string => `tool-outputs-${projectId}-${bodyHash}`;
+
+/** The 404s that need no Temporal: a request id that is not a uuid, or another compute instance. */
+export function requireToolOutputsTarget(config: Pick<AppConfig, 'temporal'>, requestId: string, body: ToolOutputsBody): void {
+  if (!isUuid(requestId) || body.computeInstance !== computeInstanceOf(config)) {
+    throw new ServiceError('context_expired', 'The tool execution context has expired (5 minutes after the tool calls) or does not exist.');
+  }
+}
 
 @CommandHandler(SubmitToolOutputsCommand)
 export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutputsCommand> {
@@ -19,9 +37,8 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
     private readonly blobs: BlobStore,
   ) {}
 
-  async execute({ principal, requestId, body }: SubmitToolOutputsCommand): Promise<AgentStop> {
-    const expired = new ServiceError('context_expired', 'The tool execution context has expired (5 minutes after the tool calls) or does not exist.');
-    if (!isUuid(requestId) || body.computeInstance !== computeInstanceOf(this.config)) throw expired;
+  async execute({ principal, requestId, body, bodyHash }: SubmitToolOutputsCommand): Promise<AgentStop> {
+    requireToolOutputsTarget(this.config, requestId, body);
     const client = this.temporal.client;
     if (!client) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
     const outputs: ToolOutputsSubmission['outputs'][number][] = [];
@@ -33,12 +50,17 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
         outputs.push({ toolCallId: o.toolCallId, output: o.output });
       }
     }
+    let stop: AgentStop;
     try {
-      return await client.workflow
+      stop = await client.workflow
         .getHandle(agentRequestWorkflowId(requestId))
-        .executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }] });
+        .executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }], updateId: toolOutputsUpdateId(principal.project.id, bodyHash) });
     } catch (e) {
       throw fromTemporalError(e, 'context_expired');
     }
+    if (stop.projectId !== principal.project.id) {
+      throw new ServiceError('context_expired', 'The tool execution context has expired (5 minutes after the tool calls) or does not exist.');
+    }
+    return stop;
   }
 }

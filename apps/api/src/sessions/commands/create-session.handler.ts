@@ -1,13 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { SEARCH_ATTRIBUTES, ServiceError, SESSION_LIMITS, sessionWorkflowId, type SessionWorkflowInput } from '#libs/contracts';
 import { TemporalClientService } from '#libs/temporal';
+import { IdempotencyKeys, type StoredAnswer } from '../../agent/idempotency.js';
 import { fromTemporalError } from '../../agent/temporal-errors.js';
 import { withinPickup } from '../session-temporal.js';
 import { SessionsRepository, type SessionRecord } from '../sessions.repository.js';
-import { CreateSessionCommand } from './create-session.command.js';
+import { CreateSessionCommand, type CreateSessionOutcome } from './create-session.command.js';
 
 @CommandHandler(CreateSessionCommand)
 export class CreateSessionHandler implements ICommandHandler<CreateSessionCommand> {
@@ -15,9 +17,10 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly temporal: TemporalClientService,
     private readonly sessions: SessionsRepository,
+    private readonly idempotency: IdempotencyKeys,
   ) {}
 
-  async execute({ principal }: CreateSessionCommand): Promise<SessionRecord> {
+  async execute({ principal, idempotency }: CreateSessionCommand): Promise<CreateSessionOutcome> {
     const { project } = principal;
     // Sessions are for accounts that have purchased credits; the free plan has none (DESIGN.md 4 and 7).
     if (project.plan === 'free' || !project.creditsPurchased) {
@@ -27,10 +30,15 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
     const connection = this.temporal.connection;
     if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
 
+    // With a key, the session's id is the claim's request id: every attempt creates the same session.
+    const claim = idempotency ? await this.idempotency.claim(project.id, idempotency.key, 'POST /v1/sessions', idempotency.body) : undefined;
+    if (claim?.answer) return { kind: 'replay', answer: claim.answer };
+    const save = async (answer: StoredAnswer): Promise<StoredAnswer> => (claim ? this.idempotency.save(claim, answer) : answer);
+
     const now = Date.now();
     const idleTimeoutMs = this.config.sessions.idleTimeoutMs;
     const record: SessionRecord = {
-      id: randomUUID(),
+      id: claim?.requestId ?? randomUUID(),
       projectId: project.id,
       status: 'active',
       messageCount: 0,
@@ -48,7 +56,10 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
             workflowId: sessionWorkflowId(record.id),
             taskQueue: this.config.temporal.taskQueue,
             args: [input],
-            workflowIdConflictPolicy: 'FAIL',
+            // A retry whose first attempt started the workflow but did not commit the row joins it;
+            // a session's id never serves a second run.
+            workflowIdConflictPolicy: 'USE_EXISTING',
+            workflowIdReusePolicy: 'REJECT_DUPLICATE',
             typedSearchAttributes: [
               { key: SEARCH_ATTRIBUTES.projectId, value: project.id },
               { key: SEARCH_ATTRIBUTES.agentStatus, value: 'active' },
@@ -57,15 +68,19 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
           }),
         );
       } catch (e) {
+        if (e instanceof WorkflowExecutionAlreadyStartedError) {
+          throw new ServiceError('session_ended', 'A session started by an earlier attempt with this Idempotency-Key has already closed. Start a new session with another key.');
+        }
         throw fromTemporalError(e, 'compute_unavailable');
       }
     });
-    if (!created) {
+    if (created === 'limit') {
+      // Not saved: nothing was created, so a retry with the key may create the session later.
       throw new ServiceError(
         'session_limit_reached',
         `The project already has ${SESSION_LIMITS.activePerProject} active sessions. End one with DELETE /v1/sessions/{id} or let one expire.`,
       );
     }
-    return record;
+    return { kind: 'created', record: created, save };
   }
 }

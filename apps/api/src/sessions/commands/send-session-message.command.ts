@@ -2,21 +2,34 @@ import { Command } from '@nestjs/cqrs';
 import type { Principal } from '#libs/accounts';
 import type { AgentStop } from '#libs/contracts';
 import type { AgentRequestBody } from '../../agent/agent-request.validation.js';
+import type { IdempotencyClaim, StoredAnswer } from '../../agent/idempotency.js';
+import type { IdempotencyRequest } from './create-session.command.js';
 
-/** A session message the session has accepted: its request id, and its first stop when it comes
- * (it waits behind earlier messages of the session). */
+/** A session message the session has accepted (or, for a retry, the one an earlier attempt sent):
+ * its request id, the key's claim if any, and its first stop when it comes (it waits behind
+ * earlier messages of the session). */
 export interface AcceptedSessionMessage {
+  readonly kind: 'accepted';
   readonly requestId: string;
+  readonly claim?: IdempotencyClaim;
+  /** A duplicate: its answer belongs to the attempt that claimed the key. */
+  readonly duplicate: boolean;
   firstStop(): Promise<AgentStop>;
 }
 
+/** The saved answer of an earlier attempt with the same Idempotency-Key. */
+export interface ReplayedSessionMessage {
+  readonly kind: 'replay';
+  readonly answer: StoredAnswer;
+}
+
 /** Sends a message to a session; returns once the session has accepted it. */
-export class SendSessionMessageCommand extends Command<AcceptedSessionMessage> {
+export class SendSessionMessageCommand extends Command<AcceptedSessionMessage | ReplayedSessionMessage> {
   constructor(
     readonly principal: Principal,
     readonly sessionId: string,
     readonly body: AgentRequestBody,
-    readonly requestId: string,
+    readonly idempotency?: IdempotencyRequest,
   ) {
     super();
   }

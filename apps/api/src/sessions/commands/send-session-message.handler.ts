@@ -1,15 +1,29 @@
+import { randomUUID } from 'node:crypto';
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { sendSessionMessageUpdate, ServiceError, sessionWorkflowId, type SessionMessage } from '#libs/contracts';
+import { agentRequestWorkflowId, sendSessionMessageUpdate, ServiceError, sessionWorkflowId, type AgentStop, type SessionMessage } from '#libs/contracts';
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
+import { resolveCapabilities } from '../../agent/agent-request.validation.js';
+import { withRequestId } from '../../agent/agent-response.js';
+import { IdempotencyKeys } from '../../agent/idempotency.js';
 import { requestInput } from '../../agent/request-input.js';
+import { fromTemporalError } from '../../agent/temporal-errors.js';
 import { closedSessionError, sessionNotFound, UUID } from '../session-resource.js';
 import { sessionCallError, withinPickup } from '../session-temporal.js';
 import { SessionsRepository } from '../sessions.repository.js';
-import { SendSessionMessageCommand, type AcceptedSessionMessage } from './send-session-message.command.js';
+import { SendSessionMessageCommand, type AcceptedSessionMessage, type ReplayedSessionMessage } from './send-session-message.command.js';
 
+/**
+ * A session message is the session's `sendMessage` Update, its id the message's request id. With an
+ * Idempotency-Key that id is the claim's, so a duplicate sends the same Update again and Temporal
+ * joins it to the first (within the session's run, also once it has completed); the saved answer
+ * covers later retries. A duplicate whose request has already closed (the session may have
+ * continued as new since, where the Update id is unknown) reads the closed request instead of
+ * sending the message again.
+ */
 @CommandHandler(SendSessionMessageCommand)
 export class SendSessionMessageHandler implements ICommandHandler<SendSessionMessageCommand> {
   constructor(
@@ -17,41 +31,75 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
     private readonly temporal: TemporalClientService,
     private readonly blobs: BlobStore,
     private readonly sessions: SessionsRepository,
+    private readonly idempotency: IdempotencyKeys,
   ) {}
 
-  async execute({ principal, sessionId, body, requestId }: SendSessionMessageCommand): Promise<AcceptedSessionMessage> {
+  async execute({ principal, sessionId, body, idempotency }: SendSessionMessageCommand): Promise<AcceptedSessionMessage | ReplayedSessionMessage> {
     const { project } = principal;
     // 404 and 410 come after the body's 400 and before the capabilities' 403.
     const record = UUID.test(sessionId) ? await this.sessions.find(project.id, sessionId) : undefined;
     if (!record) throw sessionNotFound();
     const closed = closedSessionError(record.status);
     if (closed) throw closed;
-    const input = await requestInput(this.config, this.blobs, principal, body, requestId);
+    const plan = this.config.plans[project.plan];
+    resolveCapabilities(body.capabilities, plan.name, plan.capabilities, project.capabilities, body.tools.length > 0);
     const client = this.temporal.client;
     const connection = this.temporal.connection;
     if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
-    const pickupMs = this.config.temporal.pickupTimeoutMs;
-    // Past this moment the caller has been told compute_unavailable: the session must refuse it.
-    const message: SessionMessage = { ...input, acceptBy: Date.now() + pickupMs };
-    const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
-    let update;
+
+    // Claimed once the request has passed its checks: nothing is recorded for a refused request.
+    const claim = idempotency ? await this.idempotency.claim(project.id, idempotency.key, `POST /v1/sessions/${sessionId}/messages`, idempotency.body) : undefined;
+    if (claim?.answer) return { kind: 'replay', answer: claim.answer };
+    const requestId = claim?.requestId ?? randomUUID();
+    const duplicate = claim !== undefined && !claim.first;
     try {
-      update = await withinPickup(connection, pickupMs, () =>
-        handle.startUpdate(sendSessionMessageUpdate, { args: [message], updateId: requestId, waitForStage: 'ACCEPTED' }),
-      );
+      if (duplicate) {
+        const closedStop = await this.closedRequestStop(requestId);
+        if (closedStop) return { kind: 'accepted', requestId, claim, duplicate, firstStop: () => Promise.resolve(closedStop) };
+      }
+      const input = await requestInput(this.config, this.blobs, principal, body, requestId);
+      const pickupMs = this.config.temporal.pickupTimeoutMs;
+      // Past this moment the caller has been told compute_unavailable: the session must refuse it.
+      const message: SessionMessage = { ...input, acceptBy: Date.now() + pickupMs };
+      const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
+      let update;
+      try {
+        update = await withinPickup(connection, pickupMs, () =>
+          handle.startUpdate(sendSessionMessageUpdate, { args: [message], updateId: requestId, waitForStage: 'ACCEPTED' }),
+        );
+      } catch (e) {
+        throw await sessionCallError(e, this.sessions, project.id, sessionId);
+      }
+      const accepted = update;
+      return {
+        kind: 'accepted',
+        requestId,
+        ...(claim ? { claim } : {}),
+        duplicate,
+        firstStop: async () => {
+          try {
+            return await accepted.result();
+          } catch (e) {
+            throw withRequestId(await sessionCallError(e, this.sessions, project.id, sessionId), requestId);
+          }
+        },
+      };
     } catch (e) {
-      throw await sessionCallError(e, this.sessions, project.id, sessionId);
+      throw withRequestId(e, requestId);
     }
-    const accepted = update;
-    return {
-      requestId,
-      firstStop: async () => {
-        try {
-          return await accepted.result();
-        } catch (e) {
-          throw await sessionCallError(e, this.sessions, project.id, sessionId);
-        }
-      },
-    };
+  }
+
+  /** The last stop of the message's request when that request has closed; undefined while it runs
+   * or before it started. */
+  private async closedRequestStop(requestId: string): Promise<AgentStop | undefined> {
+    const handle = this.temporal.client!.workflow.getHandle(agentRequestWorkflowId(requestId));
+    try {
+      const { status } = await handle.describe();
+      if (status.name === 'RUNNING') return undefined;
+      return (await handle.result()) as AgentStop;
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) return undefined;
+      throw fromTemporalError(e, 'compute_unavailable');
+    }
   }
 }
