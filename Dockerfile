@@ -1,4 +1,4 @@
-# One image for the three apps (api, worker, projector) and the operator CLI; docker-compose.yml
+# One image for the four apps (api, worker, relay, projector) and the operator CLI; docker-compose.yml
 # picks the app with the command. Built and run only where a Docker engine exists.
 FROM node:20-bookworm-slim AS build
 WORKDIR /app

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm start: installs what is missing, brings the local stack up, runs migrations, and starts the
-# api, the worker and the projector in this terminal (Ctrl-C stops them; the stack keeps running,
+# api, the worker, the outbox relay and the projector in this terminal (Ctrl-C stops them; the stack keeps running,
 # `npm run stack -- down` stops it).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,7 +13,7 @@ bash scripts/stack.sh up
 npm run --silent build
 node dist/apps/cli/src/main.js migrate
 
-node scripts/run-apps.mjs api worker projector &
+node scripts/run-apps.mjs api worker relay projector &
 apps=$!
 trap 'kill -TERM "$apps" 2>/dev/null; wait "$apps"' INT TERM
 

@@ -202,9 +202,9 @@ async function startModelServers() {
 /**
  * Starts apps from dist/ with the profiler preload, on their own port and task queue (the
  * quota of the pro plan raised so that no benchmark request meets it), and waits until the api
- * answers /readyz, the worker polls and the projector runs. Returns the processes and a `stop`.
+ * answers /readyz, the worker polls and the relay and the projector run. Returns the processes and a `stop`.
  */
-async function startApps({ names = ['api', 'worker', 'projector'], port = API_PORT, taskQueue = TASK_QUEUE, temporalAddress = env.TEMPORAL_ADDRESS, tag = '' } = {}) {
+async function startApps({ names = ['api', 'worker', 'relay', 'projector'], port = API_PORT, taskQueue = TASK_QUEUE, temporalAddress = env.TEMPORAL_ADDRESS, tag = '' } = {}) {
   const plans = JSON.stringify({ pro: { monthlyQuota: 1_000_000_000, capabilities: CAPABILITIES } });
   const base = `http://127.0.0.1:${port}`;
   const apps = {};
@@ -239,6 +239,7 @@ async function startApps({ names = ['api', 'worker', 'projector'], port = API_PO
     await Promise.all([
       ...(apps.api ? [ready('api', `the api${tag} to answer /readyz`, 120_000, async () => (await send({ method: 'GET', url: `${base}/readyz`, timeoutMs: 3000 })).status === 200)] : []),
       ...(apps.worker ? [ready('worker', `the worker${tag} to poll ${taskQueue}`, 120_000, logHas(apps.worker, 'polling task queue'))] : []),
+      ...(apps.relay ? [ready('relay', 'the relay to run', 60_000, logHas(apps.relay, 'relaying'))] : []),
       ...(apps.projector ? [ready('projector', 'the projector to run', 60_000, logHas(apps.projector, 'running'))] : []),
     ]),
   );

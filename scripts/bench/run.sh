@@ -3,7 +3,7 @@
 #
 # Builds, brings the local stack up (idempotent), applies migrations, creates this run's first
 # project with the operator CLI, then runs scripts/bench/bench.mjs: two scripted model servers,
-# the api, worker and projector from dist/ on their own port and task queue (a running `npm start`
+# the api, worker, relay and projector from dist/ on their own port and task queue (a running `npm start`
 # is not disturbed), the scenarios, one table on stdout and bench/results/<timestamp>.json.
 # Logs and CPU profiles go to ${TMPDIR:-/tmp}/mas-bench-<timestamp>/. See docs/performance.md.
 #
@@ -57,7 +57,7 @@ cleanup() {
   local ours=()
   while read -r pid; do
     [ -n "$pid" ] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" \
-      | grep -qE 'scripts/bench/model-server\.mjs|dist/apps/(api|worker|projector)/src/main\.js|start-dev .*mas-bench-' && ours+=("$pid")
+      | grep -qE 'scripts/bench/model-server\.mjs|dist/apps/(api|worker|relay|projector)/src/main\.js|start-dev .*mas-bench-' && ours+=("$pid")
   done <"$BENCH_RUN_DIR/pids"
   if [ "${#ours[@]}" -gt 0 ]; then
     log "stopping leftover processes: ${ours[*]}"

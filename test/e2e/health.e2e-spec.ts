@@ -1,8 +1,10 @@
+import { randomUUID } from 'node:crypto';
 import { startApi, type RunningApi } from '../support/api.js';
 import { request } from '../support/http.js';
 import { testConfig } from '../support/config.js';
+import { Fixtures } from '../support/fixtures.js';
 
-testConfig();
+const config = testConfig();
 
 describe('health', () => {
   let api: RunningApi;
@@ -42,6 +44,21 @@ describe('health', () => {
       expect(JSON.stringify(body)).not.toContain('127.0.0.1');
     } finally {
       await broken.close();
+    }
+  });
+
+  it('GET /readyz shows a stuck relay (the oldest unsent outbox row) without taking the api out of service', async () => {
+    const fixtures = await Fixtures.open(config);
+    const eventId = randomUUID();
+    try {
+      await fixtures.db.query(`insert into outbox (event_id, topic, key, payload, created_at) values ($1, 'mas.events.v1', 'readyz-test', '{}', now() - interval '10 minutes')`, [eventId]);
+      const { status, body } = await request(api.url, 'GET', '/readyz');
+      expect(status).toBe(200);
+      expect(body.status).toBe('ready');
+      expect(body.components.outbox).toMatchObject({ status: 'down', error: expect.stringMatching(/^the oldest unsent outbox row is \d+ s old/) });
+    } finally {
+      await fixtures.db.query(`update outbox set published_at = now() where event_id = $1`, [eventId]);
+      await fixtures.close();
     }
   });
 });

@@ -6,7 +6,7 @@ import { testConfig } from '../support/config.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { collect } from '../support/kafka.js';
-import { startProjector } from '../support/projector.js';
+import { startEventPipeline } from '../support/event-pipeline.js';
 import { startWorker, type RunningWorker } from '../support/worker.js';
 
 const config = testConfig();
@@ -30,18 +30,18 @@ const tool = { name: 'lookup', description: 'Look up', parameters: { type: 'obje
 describe('metering', () => {
   let api: RunningApi;
   let worker: RunningWorker;
-  let projector: Awaited<ReturnType<typeof startProjector>>;
+  let pipeline: Awaited<ReturnType<typeof startEventPipeline>>;
   let fixtures: Fixtures;
 
   beforeAll(async () => {
     fixtures = await Fixtures.open(config);
     worker = await startWorker(env);
-    projector = await startProjector(env);
+    pipeline = await startEventPipeline(env);
     api = await startApi(env);
   });
   afterAll(async () => {
     await api.close();
-    await projector.close();
+    await pipeline.close();
     await worker.close();
     await fixtures.close();
   });

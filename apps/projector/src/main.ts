@@ -6,6 +6,6 @@ import { ProjectorModule } from './projector.module.js';
 
 const app = await NestFactory.createApplicationContext(ProjectorModule);
 await app.init();
-new Logger('projector').log('relaying the outbox and running projections; SIGINT or SIGTERM stops it');
+new Logger('projector').log('running projections; SIGINT or SIGTERM stops it');
 await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
 await app.close();

@@ -1,0 +1,69 @@
+import { Inject, Injectable, Logger, Module, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
+import { oldestUnsentAgeSeconds, OUTBOX_LAG_LIMIT_S, OutboxRelay } from '#libs/events';
+import { createKafka } from '#libs/kafka';
+import { PersistenceModule } from '#libs/persistence';
+import { pruneAll } from './retention.js';
+
+/** How often the retention rules run. */
+const RETENTION_MS = 10 * 60 * 1000;
+
+/** The outbox relay: PostgreSQL's outbox to Kafka (mas.events.v1, mas.usage.v1), with the idempotent
+ * producer; several relays may run (rows are claimed with `skip locked`). */
+@Injectable()
+export class RelayService implements OnApplicationBootstrap, OnApplicationShutdown {
+  readonly relay: OutboxRelay;
+  private readonly logger = new Logger('relay');
+  private watch: NodeJS.Timeout | undefined;
+
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    private readonly db: DataSource,
+  ) {
+    this.relay = new OutboxRelay(db, createKafka(config, 'mas-relay'), config.databaseUrl);
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    await this.relay.start();
+    // Its own health, in its log (the api's /readyz shows the same as the `outbox` component).
+    this.watch = setInterval(() => {
+      oldestUnsentAgeSeconds(this.db).then(
+        (age) => age > OUTBOX_LAG_LIMIT_S && this.logger.warn(`the oldest unsent outbox row is ${Math.round(age)} s old`),
+        (e: unknown) => this.logger.warn(`cannot read the outbox: ${e instanceof Error ? e.message : String(e)}`),
+      );
+    }, 30_000);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    clearInterval(this.watch);
+    await this.relay.stop();
+  }
+}
+
+/** Deletes what has passed its retention in every table that grows with traffic (retention.ts). */
+@Injectable()
+export class RetentionService implements OnApplicationBootstrap, OnApplicationShutdown {
+  private readonly logger = new Logger('retention');
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly db: DataSource) {}
+
+  async prune(): Promise<void> {
+    for (const r of await pruneAll(this.db)) {
+      if (r.error) this.logger.warn(`${r.table}: ${r.error}`);
+      else if (r.deleted > 0) this.logger.log(`${r.table}: deleted ${r.deleted} rows past their retention`);
+    }
+  }
+
+  onApplicationBootstrap(): void {
+    this.timer = setInterval(() => void this.prune(), RETENTION_MS);
+  }
+
+  onApplicationShutdown(): void {
+    clearInterval(this.timer);
+  }
+}
+
+@Module({ imports: [ConfigModule, PersistenceModule], providers: [RelayService, RetentionService] })
+export class RelayModule {}
