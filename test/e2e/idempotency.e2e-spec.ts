@@ -94,6 +94,20 @@ describe('Idempotency-Key', () => {
       expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });
 
+    it('replays a run that failed on the model configuration, even once the configuration is fixed', async () => {
+      const { auth, project } = await fixtures.project({ credits: 10, model: null });
+      const key = newKey();
+      const body = { message: 'no model yet', capabilities: ['chat'] };
+      const first = await post('/v1/agent', auth, key, body);
+      expect({ status: first.status, code: first.body.error.code }).toEqual({ status: 503, code: 'service_unavailable' });
+      const requestId = first.headers.get('x-request-id')!;
+      const runId = await runIdOf(requestId);
+      await fixtures.accounts.setModel(project.id, { provider: 'scripted', model: 'scripted-test' });
+      expectSameAnswer(await post('/v1/agent', auth, key, body), first);
+      expect(await runIdOf(requestId)).toBe(runId);
+      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
+    });
+
     it('answers a retry that finds the run finished but no saved answer from the closed workflow, without a second run', async () => {
       const { auth, project } = await fixtures.project({ credits: 10 });
       const key = newKey();
@@ -232,6 +246,19 @@ describe('Idempotency-Key', () => {
       expect(rows.map((r) => r.id)).toEqual([answers[0]!.body.id]);
       // A body on session creation is part of the request.
       expect((await post('/v1/sessions', auth, key, { purpose: 'other' })).status).toBe(409);
+    });
+
+    it('does not save a creation refused at the session limit: a retry with the key creates the session once a slot is free', async () => {
+      const { auth } = await fixtures.project({ credits: 10 });
+      const sessions = [];
+      for (let i = 0; i < 10; i++) sessions.push((await post('/v1/sessions', auth, undefined)).body.id as string);
+      const key = newKey();
+      const refused = await post('/v1/sessions', auth, key);
+      expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 429, code: 'session_limit_reached' });
+      expect((await request(api.url, 'DELETE', `/v1/sessions/${sessions[0]}`, { headers: auth })).status).toBe(200);
+      const created = await post('/v1/sessions', auth, key);
+      expect(created.status).toBe(200);
+      expectSameAnswer(await post('/v1/sessions', auth, key), created);
     });
 
     it('replays a session message; the conversation takes it once', async () => {
