@@ -31,6 +31,8 @@ export interface ModelServer {
   requests: RecordedRequest[];
   /** Queues replies; when the queue is empty the server echoes the last user message. */
   reply(...replies: ScriptedReply[]): void;
+  /** Forgets the queued replies (e.g. of a request that was refused before it called the model). */
+  clearReplies(): void;
   /** Answers 401 (in the protocol's error shape) to any other key. */
   requireKey(key: string | undefined): void;
   close(): Promise<void>;
@@ -129,6 +131,7 @@ export async function startModelServer(): Promise<ModelServer> {
     origin,
     requests,
     reply: (...replies) => void queue.push(...replies),
+    clearReplies: () => void queue.splice(0),
     requireKey: (key) => {
       requiredKey = key;
     },

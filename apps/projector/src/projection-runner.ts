@@ -1,8 +1,21 @@
 import { Logger } from '@nestjs/common';
 import type { Consumer, Kafka } from 'kafkajs';
 import type { DataSource } from 'typeorm';
+import { isUuid } from '#libs/contracts';
 import type { CloudEvent } from '#libs/events';
 import type { Projection } from './projections/projection.js';
+
+/** A message's CloudEvent, or undefined for one that is not JSON or lacks its id or type. */
+export function parseCloudEvent(value: Buffer | null): CloudEvent<Record<string, unknown>> | undefined {
+  if (!value) return undefined;
+  try {
+    const event = JSON.parse(value.toString('utf8')) as Partial<CloudEvent<Record<string, unknown>>> | null;
+    if (!event || typeof event !== 'object' || typeof event.id !== 'string' || !isUuid(event.id) || typeof event.type !== 'string') return undefined;
+    return event as CloudEvent<Record<string, unknown>>;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Runs projections as Kafka consumer groups (`<prefix>-projector-<name>`), each event applied once. */
 export class ProjectionRunner {
@@ -23,9 +36,13 @@ export class ProjectionRunner {
       await consumer.connect();
       await consumer.subscribe({ topic: projection.topic, fromBeginning: true });
       await consumer.run({
-        eachMessage: async ({ message }) => {
-          if (!message.value) return;
-          const event = JSON.parse(message.value.toString('utf8')) as CloudEvent<Record<string, unknown>>;
+        eachMessage: async ({ topic, partition, message }) => {
+          const event = parseCloudEvent(message.value);
+          if (!event) {
+            // It can never be applied: retrying it would stall the projection for good.
+            this.logger.error(`projection ${projection.name}: skipped a message that is not a CloudEvent with an id and a type (${topic}/${partition}@${message.offset})`);
+            return;
+          }
           await this.handle(projection, event);
         },
       });

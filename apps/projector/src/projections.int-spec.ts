@@ -119,4 +119,32 @@ describe('projections', () => {
     await admin.deleteTopics({ topics: [topic] });
     await admin.disconnect();
   });
+
+  it('skips a message that is not a CloudEvent instead of stalling on it', async () => {
+    const projectId = randomUUID();
+    const kafka = createKafka(config, 'projection-poison-test');
+    const topic = `usage-poison-${randomUUID()}`;
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ topics: [{ topic, numPartitions: 1 }], waitForLeaders: true });
+    const producer = kafka.producer();
+    await producer.connect();
+    const good = usageEvent(projectId, randomUUID(), 'initial', 2);
+    await producer.send({ topic, acks: -1, messages: ['not json', '{}', JSON.stringify({ id: 42, type: 'x' }), JSON.stringify(good)].map((value) => ({ key: projectId, value })) });
+    await producer.disconnect();
+    const runner = new ProjectionRunner(db, kafka, [{ ...usageProjection, topic: topic as typeof TOPICS.usage }]);
+    await runner.start(`-poison-${randomUUID()}`);
+    try {
+      const deadline = Date.now() + 60_000;
+      while ((await usageOf(projectId)).totals.length === 0) {
+        if (Date.now() > deadline) throw new Error('the event after the malformed ones was never projected');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect((await usageOf(projectId)).totals).toEqual([{ requests: 1, credits: 2, input_tokens: 10, output_tokens: 5 }]);
+    } finally {
+      await runner.stop();
+      await admin.deleteTopics({ topics: [topic] });
+      await admin.disconnect();
+    }
+  });
 });

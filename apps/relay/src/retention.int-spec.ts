@@ -25,7 +25,8 @@ describe('retention', () => {
       [oldUnsent, old(8), null],
       [newSent, old(1), old(1)],
     ] as const) {
-      await db.query(`insert into outbox (event_id, topic, key, payload, created_at, published_at) values ($1, 'mas.events.v1', 'k', '{}', $2, $3)`, [id, created, published]);
+      const payload = { specversion: '1.0', id, type: 'mas.retention-test.v1', source: 'test', data: {} };
+      await db.query(`insert into outbox (event_id, topic, key, payload, created_at, published_at) values ($1, 'mas.events.v1', 'retention-test', $4, $2, $3)`, [id, created, published, JSON.stringify(payload)]);
     }
     const [oldMark, newMark] = [randomUUID(), randomUUID()];
     await db.query(`insert into projection_processed (projection, event_id, processed_at) values ('retention-test', $1, $2), ('retention-test', $3, now())`, [oldMark, old(31), newMark]);
@@ -36,6 +37,8 @@ describe('retention', () => {
       [settledOld, openOld, project.id, old(401)],
     );
 
+    // The unsent row must not be published by a relay another test runs meanwhile, nor stay: it
+    // is a valid CloudEvent, deleted at the end.
     const results = await pruneAll(db);
     expect(results.filter((r) => r.error)).toEqual([]);
     expect(results.map((r) => r.table).sort()).toEqual(RETENTION_RULES.map((r) => r.table).sort());
@@ -48,5 +51,7 @@ describe('retention', () => {
     const ledger: { request_id: string }[] = await db.query(`select request_id from credit_ledger where request_id = any($1::uuid[])`, [[settledOld, openOld]]);
     // An open reservation is never pruned, however old: the reconciler settles it first.
     expect(ledger.map((r) => r.request_id)).toEqual([openOld]);
+    await db.query(`delete from outbox where event_id = any($1::uuid[])`, [[oldUnsent, newSent]]);
+    await db.query(`delete from credit_ledger where request_id = $1`, [openOld]);
   });
 });

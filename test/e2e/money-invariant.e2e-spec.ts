@@ -1,0 +1,180 @@
+import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
+import { TOPICS } from '#libs/contracts';
+import { createKafka } from '#libs/kafka';
+import { startApi, type RunningApi } from '../support/api.js';
+import { testConfig } from '../support/config.js';
+import { Fixtures } from '../support/fixtures.js';
+import { request } from '../support/http.js';
+import { collect } from '../support/kafka.js';
+import { startModelServer, type ModelServer, type ScriptedReply } from '../support/model-server.js';
+import { startEventPipeline } from '../support/event-pipeline.js';
+import { startWorker, type RunningWorker } from '../support/worker.js';
+
+const config = testConfig();
+const env = { TEMPORAL_TASK_QUEUE: `e2e-money-${randomUUID()}` };
+/** Sequences per run of `npm test`; MONEY_RUNS=50 for a longer search. */
+const RUNS = Number(process.env.MONEY_RUNS ?? 3);
+const SEED = Number(process.env.MONEY_SEED ?? 20261123);
+
+const lookup = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+
+/** One step a customer (or the network) takes. */
+type Step =
+  | { kind: 'run'; code: boolean; key: boolean }
+  | { kind: 'fail'; key: boolean }
+  | { kind: 'pause'; answer: boolean }
+  | { kind: 'retry'; code: boolean }
+  | { kind: 'duplicates'; copies: number };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant('run' as const), code: fc.boolean(), key: fc.boolean() }),
+  fc.record({ kind: fc.constant('fail' as const), key: fc.boolean() }),
+  fc.record({ kind: fc.constant('pause' as const), answer: fc.boolean() }),
+  fc.record({ kind: fc.constant('retry' as const), code: fc.boolean() }),
+  fc.record({ kind: fc.constant('duplicates' as const), copies: fc.integer({ min: 2, max: 6 }) }),
+);
+
+interface Seen {
+  /** The credits_this_request of each request id's first answer, as clients received it. */
+  readonly firstCharge: Map<string, number>;
+  /** Every answer's credits, for continuations (must be 0) and replays (must equal the first). */
+  readonly answers: { id: string; credits: number; continuation: boolean }[];
+}
+
+/**
+ * The money invariant (DESIGN.md section 9) over random sequences of requests, failures, pauses,
+ * retries with Idempotency-Key and concurrent duplicates, against the real stack: afterwards the
+ * project's balance, its ledger, the usage events on Kafka and the credits its clients were told
+ * all agree, and no reservation is left open.
+ */
+describe('the money invariant', () => {
+  let api: RunningApi;
+  let worker: RunningWorker;
+  let pipeline: Awaited<ReturnType<typeof startEventPipeline>>;
+  let fixtures: Fixtures;
+  let models: ModelServer;
+  let usage: Awaited<ReturnType<typeof collect>>;
+
+  beforeAll(async () => {
+    fixtures = await Fixtures.open(config);
+    models = await startModelServer();
+    worker = await startWorker(env);
+    pipeline = await startEventPipeline(env);
+    api = await startApi(env);
+    usage = await collect(createKafka(config, 'money-invariant'), TOPICS.usage);
+  });
+  afterAll(async () => {
+    await usage.stop();
+    await api.close();
+    await pipeline.close();
+    await worker.close();
+    await models.close();
+    await fixtures.close();
+  });
+
+  /** Runs one step; the replies the model server gives are queued just before the call. */
+  async function run(s: Step, auth: Record<string, string>, seen: Seen): Promise<void> {
+    // A request refused before it ran (402) leaves its replies queued: each step starts afresh.
+    models.clearReplies();
+    const record = (body: { id?: string; usage?: { credits_this_request: number } }, continuation = false): void => {
+      if (!body.id || !body.usage) return;
+      seen.answers.push({ id: body.id, credits: body.usage.credits_this_request, continuation });
+      if (!continuation && !seen.firstCharge.has(body.id)) seen.firstCharge.set(body.id, body.usage.credits_this_request);
+    };
+    const codeTurn: ScriptedReply[] = [{ toolCalls: [{ name: 'run_javascript', arguments: { code: '6 * 7' } }] }, { content: 'it is 42' }];
+    const headers = (key: boolean): Record<string, string> => (key ? { ...auth, 'idempotency-key': randomUUID() } : auth);
+    switch (s.kind) {
+      case 'run': {
+        if (s.code) models.reply(...codeTurn);
+        else models.reply({ content: 'hello' });
+        record((await request(api.url, 'POST', '/v1/agent', { headers: headers(s.key), body: { message: 'go', capabilities: ['chat', 'code'] } })).body);
+        return;
+      }
+      case 'fail': {
+        models.reply({ status: 401, errorMessage: 'bad key' });
+        const r = await request(api.url, 'POST', '/v1/agent', { headers: headers(s.key), body: { message: 'go', capabilities: ['chat', 'code'] } });
+        expect(r.status).not.toBe(200);
+        return;
+      }
+      case 'pause': {
+        models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+        const paused = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
+        record(paused.body);
+        if (!s.answer || paused.body.status !== 'requires_tool_outputs') return;
+        models.reply({ content: 'thanks' });
+        const resumed = await request(api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
+          headers: auth,
+          body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }], _compute_instance: paused.body._compute_instance },
+        });
+        record(resumed.body, true);
+        return;
+      }
+      case 'retry': {
+        const h = headers(true);
+        if (s.code) models.reply(...codeTurn);
+        else models.reply({ content: 'hello' });
+        const first = await request(api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat', 'code'] } });
+        // The client did not hear the answer and sends the same request again.
+        const again = await request(api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat', 'code'] } });
+        expect(again.status).toBe(first.status);
+        expect(again.body).toEqual({ ...first.body, ...(first.body.meta ? { meta: { ...first.body.meta, duration_ms: again.body.meta.duration_ms } } : {}) });
+        record(first.body);
+        record(again.body);
+        return;
+      }
+      case 'duplicates': {
+        const h = headers(true);
+        models.reply({ content: 'once' });
+        const answers = await Promise.all(Array.from({ length: s.copies }, () => request(api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat'] } })));
+        expect(new Set(answers.map((a) => a.status)).size).toBe(1);
+        expect(new Set(answers.map((a) => a.body.id ?? a.body.error?.code)).size).toBe(1);
+        for (const a of answers) record(a.body);
+        return;
+      }
+    }
+  }
+
+  it('holds after any sequence of requests, failures, pauses, retries and duplicates', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), fc.integer({ min: 3, max: 25 }), async (steps, credits) => {
+        const { project, auth } = await fixtures.project({ credits, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
+        const seen: Seen = { firstCharge: new Map(), answers: [] };
+        for (const s of steps) await run(s, auth, seen);
+
+        // Nothing runs now (paused requests settled at their pause): no reservation is open.
+        const ledger: { request_id: string; kind: string; credits: number }[] = await fixtures.db.query(`select request_id, kind, credits from credit_ledger where project_id = $1`, [project.id]);
+        const settled = new Map(ledger.filter((r) => r.kind === 'settle').map((r) => [r.request_id, r.credits]));
+        expect(ledger.filter((r) => r.kind === 'reserve').every((r) => settled.has(r.request_id))).toBe(true);
+
+        // balance = credits added - settled charges
+        const charged = [...settled.values()].reduce((a, b) => a + b, 0);
+        expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(credits - charged);
+
+        // What clients were told: each request's first answer is its settled charge; replays repeat
+        // it; continuations are free.
+        for (const a of seen.answers) {
+          if (a.continuation) expect(a.credits).toBe(0);
+          else expect(a.credits).toBe(seen.firstCharge.get(a.id));
+        }
+        const told = [...seen.firstCharge.values()].reduce((a, b) => a + b, 0);
+        expect(told).toBe(charged);
+        for (const [id, c] of seen.firstCharge) expect(settled.get(id) ?? 0).toBe(c);
+
+        // Kafka: every settled charge has its usage event with the same amount, exactly once.
+        const mine = (): { id: string; data: { request_id: string; credits: number } }[] => {
+          const byId = new Map<string, { id: string; data: { request_id: string; credits: number } }>();
+          for (const m of usage.messages) if (m.projectid === project.id) byId.set(m.id as string, m as unknown as { id: string; data: { request_id: string; credits: number } });
+          return [...byId.values()];
+        };
+        const sum = (): number => mine().reduce((a, m) => a + m.data.credits, 0);
+        await usage.waitFor(() => sum() >= charged, 30_000).catch(() => undefined);
+        expect(sum()).toBe(charged);
+        const perRequest = new Map<string, number>();
+        for (const m of mine()) perRequest.set(m.data.request_id, (perRequest.get(m.data.request_id) ?? 0) + m.data.credits);
+        for (const [id, c] of settled) expect(perRequest.get(id) ?? 0).toBe(c);
+      }),
+      { numRuns: RUNS, seed: SEED, endOnFailure: true },
+    );
+  }, 300_000);
+});
