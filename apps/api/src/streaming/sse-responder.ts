@@ -1,7 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { errorDocsUrl, isErrorCode, ServiceError } from '#libs/contracts';
+import { errorDocsUrl, isErrorCode, ServiceError, type AgentStop } from '#libs/contracts';
 import { SseSession, StreamHubService } from '#libs/streaming';
 
 /** Serves a request's stream events as SSE (agent requests and session messages alike): replay
@@ -29,10 +29,31 @@ export class SseResponder {
       afterSeq,
       decorate: (e) => (e.type === 'error' ? docs(String(e.data.code)) : {}),
     });
-    run?.catch((e: unknown) => {
-      const error = e instanceof ServiceError ? e : new ServiceError('compute_unavailable', 'The compute service could not be reached.');
-      session.fail('error', { code: error.code, message: error.message, ...docs(error.code) });
-    });
+    run?.then(
+      async (stop) => {
+        // A run that failed without publishing its end (e.g. a session message whose request could
+        // not start) still ends the stream: its stop's error, unless the store has the end already.
+        const failed = stop as Partial<AgentStop> | undefined;
+        if (failed?.status !== 'failed' && failed?.status !== 'expired') return;
+        if (await this.hasEnded(requestId, projectId)) return;
+        const error = failed.error ?? { code: 'context_expired', message: 'The request expired.' };
+        session.fail('error', { code: error.code, message: error.message, ...docs(error.code) });
+      },
+      (e: unknown) => {
+        const error = e instanceof ServiceError ? e : new ServiceError('compute_unavailable', 'The compute service could not be reached.');
+        session.fail('error', { code: error.code, message: error.message, ...docs(error.code) });
+      },
+    )
+      // The store could not be read: the stream goes on as the store and the hub allow.
+      .catch(() => undefined);
     await session.run();
+  }
+
+  /** Whether the request's last stored event is its `done` or `error`. */
+  private async hasEnded(requestId: string, projectId: string): Promise<boolean> {
+    const last = (await this.streams.store.nextSeq(requestId)) - 1;
+    if (last < 1) return false;
+    const [event] = await this.streams.store.after(requestId, projectId, last - 1, 1);
+    return event?.type === 'done' || event?.type === 'error';
   }
 }
