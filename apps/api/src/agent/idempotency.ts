@@ -125,10 +125,4 @@ export class IdempotencyKeys {
     // Or the key has passed its window and been taken over by another request: this answer is ours alone.
     return rows[0]?.response ?? answer;
   }
-
-  /** Deletes keys past the window; returns how many. */
-  async deleteExpired(): Promise<number> {
-    const [, count] = (await this.db.query(`delete from idempotency_keys where created_at < now() - make_interval(hours => $1)`, [IDEMPOTENCY_WINDOW_HOURS])) as [unknown, number];
-    return count;
-  }
 }

@@ -9,7 +9,7 @@ export class IdempotencyExtended1763700000008 implements MigrationInterface {
     await q.query(`alter table idempotency_keys add column endpoint text not null default 'POST /v1/agent'`);
     await q.query(`alter table idempotency_keys alter column endpoint drop default`);
     await q.query(`update idempotency_keys set response = jsonb_build_object('status', 200, 'headers', jsonb_build_object('X-Request-Id', request_id::text), 'body', response) where response is not null`);
-    // Keys past their 24 hours are deleted by age.
+    // Keys past their window are deleted by age (apps/relay/src/retention.ts).
     await q.query(`create index idempotency_keys_created_idx on idempotency_keys (created_at)`);
   }
 
