@@ -293,6 +293,19 @@ describe('Idempotency-Key', () => {
     });
   });
 
+  it('is documented on every POST of the OpenAPI document', async () => {
+    const { auth } = await fixtures.project();
+    const doc = (await request(api.url, 'GET', '/v1/openapi.json', { headers: auth })).body;
+    for (const path of ['/v1/agent', '/v1/agent/{id}/tool-outputs', '/v1/sessions', '/v1/sessions/{id}/messages']) {
+      const post = doc.paths[path].post;
+      expect({ path, header: post.parameters.find((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Idempotency-Key') }).toEqual({
+        path,
+        header: expect.objectContaining({ required: false, schema: { type: 'string', minLength: 1, maxLength: 255 }, description: expect.stringContaining('idempotency_conflict') }),
+      });
+      expect(post.responses['409'].description).toContain('`idempotency_conflict`');
+    }
+  });
+
   describe('without a worker', () => {
     const idle = { TEMPORAL_TASK_QUEUE: `e2e-idempotency-idle-${randomUUID()}`, AGENT_PICKUP_TIMEOUT_MS: '1500' };
     let lonely: RunningApi;
