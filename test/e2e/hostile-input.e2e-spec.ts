@@ -160,6 +160,27 @@ describe('hostile input', () => {
     });
   });
 
+  describe('bodies and paths Express cannot read', () => {
+    it.each([
+      ['an unsupported charset', { 'content-type': 'application/json; charset=latin1' }],
+      ['UTF-16', { 'content-type': 'application/json; charset=utf-16' }],
+      ['an unknown content encoding', { 'content-encoding': 'x-unknown' }],
+      ['a gzip body that is not gzip', { 'content-encoding': 'gzip' }],
+    ])('invalid_body for %s, after authentication', async (_, headers) => {
+      const { auth, project } = await fixtures.project();
+      expectError(await post('/v1/agent', '{"message":"hi"}', { ...auth, ...headers }), 400, 'invalid_body');
+      expectError(await post('/v1/agent', '{"message":"hi"}', headers), 401, 'invalid_api_key');
+      expect(await ledgerRows(project.id)).toBe(0);
+    });
+
+    it('not_found for a path that is not percent-encoded UTF-8', async () => {
+      const { auth } = await fixtures.project();
+      for (const path of ['/v1/agent/%ED%A0%80', '/v1/sessions/%C0%AF', '/v1/files/%E6%8A']) {
+        expectError(await request(api.url, 'GET', path, { headers: auth }), 404, 'not_found', /percent-encoded/);
+      }
+    });
+  });
+
   describe('deeply nested bodies', () => {
     const nested = (depth: number): unknown => JSON.parse(`${'['.repeat(depth)}${']'.repeat(depth)}`);
 

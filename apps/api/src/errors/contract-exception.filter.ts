@@ -42,8 +42,12 @@ export class ContractExceptionFilter implements ExceptionFilter {
 
   private toServiceError(e: unknown): ServiceError {
     if (e instanceof ServiceError) return e;
-    const parsed = fromBodyParser(e);
+    // Nest wraps Express's and body-parser's client errors in an HttpException with the original
+    // as its cause.
+    const cause = e instanceof HttpException ? e.cause : undefined;
+    const parsed = fromBodyParser(e) ?? fromBodyParser(cause);
     if (parsed) return parsed;
+    if (cause instanceof URIError) return new ServiceError('not_found', 'No such resource: the path is not valid percent-encoded UTF-8.');
     if (e instanceof HttpException) {
       const status = e.getStatus();
       if (status === 404) return new ServiceError('not_found', 'No such route. See the API reference at /docs.');
@@ -52,6 +56,8 @@ export class ContractExceptionFilter implements ExceptionFilter {
       if (status === 400) return new ServiceError('invalid_body', 'The request body is not valid JSON.');
       const code = (Object.keys(ERROR_STATUS) as ErrorCode[]).find((c) => ERROR_STATUS[c] === status);
       if (code) return new ServiceError(code, e.message);
+      // Any other client error Express or Nest raises while reading the request (415, 411, ...).
+      if (status >= 400 && status < 500) return new ServiceError('invalid_body', `The request could not be read (HTTP ${status}). Send UTF-8 JSON.`);
     }
     this.logger.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
     return new ServiceError('internal_error', 'An unexpected error occurred. It has been logged.');
