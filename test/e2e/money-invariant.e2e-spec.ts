@@ -12,7 +12,8 @@ import { startEventPipeline } from '../support/event-pipeline.js';
 import { startWorker, type RunningWorker } from '../support/worker.js';
 
 const config = testConfig();
-const env = { TEMPORAL_TASK_QUEUE: `e2e-money-${randomUUID()}` };
+/** Paused requests expire after 2 seconds here (TOOL_OUTPUTS_TIMEOUT_MS), so expiries fit the test. */
+const env = { TEMPORAL_TASK_QUEUE: `e2e-money-${randomUUID()}`, TOOL_OUTPUTS_TIMEOUT_MS: '2000' };
 /** Sequences per run of `npm test`; MONEY_RUNS=50 for a longer search. */
 const RUNS = Number(process.env.MONEY_RUNS ?? 3);
 const SEED = Number(process.env.MONEY_SEED ?? 20261123);
@@ -24,6 +25,7 @@ type Step =
   | { kind: 'run'; code: boolean; key: boolean }
   | { kind: 'fail'; key: boolean }
   | { kind: 'pause'; answer: boolean }
+  | { kind: 'expire' }
   | { kind: 'retry'; code: boolean }
   | { kind: 'duplicates'; copies: number };
 
@@ -31,6 +33,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('run' as const), code: fc.boolean(), key: fc.boolean() }),
   fc.record({ kind: fc.constant('fail' as const), key: fc.boolean() }),
   fc.record({ kind: fc.constant('pause' as const), answer: fc.boolean() }),
+  fc.record({ kind: fc.constant('expire' as const) }),
   fc.record({ kind: fc.constant('retry' as const), code: fc.boolean() }),
   fc.record({ kind: fc.constant('duplicates' as const), copies: fc.integer({ min: 2, max: 6 }) }),
 );
@@ -110,6 +113,19 @@ describe('the money invariant', () => {
         record(resumed.body, true);
         return;
       }
+      case 'expire': {
+        models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+        const paused = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
+        record(paused.body);
+        if (paused.body.status !== 'requires_tool_outputs') return;
+        await new Promise((r) => setTimeout(r, 2500));
+        const late = await request(api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
+          headers: auth,
+          body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'late' }], _compute_instance: paused.body._compute_instance },
+        });
+        expect(late.body.error?.code).toBe('context_expired');
+        return;
+      }
       case 'retry': {
         const h = headers(true);
         if (s.code) models.reply(...codeTurn);
@@ -142,7 +158,8 @@ describe('the money invariant', () => {
         const seen: Seen = { firstCharge: new Map(), answers: [] };
         for (const s of steps) await run(s, auth, seen);
 
-        // Nothing runs now (paused requests settled at their pause): no reservation is open.
+        // Nothing runs now (paused requests settled at their pause, expired ones charge nothing
+        // more): no reservation is open.
         const ledger: { request_id: string; kind: string; credits: number }[] = await fixtures.db.query(`select request_id, kind, credits from credit_ledger where project_id = $1`, [project.id]);
         const settled = new Map(ledger.filter((r) => r.kind === 'settle').map((r) => [r.request_id, r.credits]));
         expect(ledger.filter((r) => r.kind === 'reserve').every((r) => settled.has(r.request_id))).toBe(true);

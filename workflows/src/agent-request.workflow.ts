@@ -279,7 +279,7 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
 
       await setStatus('requires_tool_outputs', { message: undefined, toolCalls: paused });
       if (input.sessionId) await notifySession(input.sessionId, state);
-      const answered = await condition(() => pendingOutputs !== undefined, TOOL_CONTEXT_LIFETIME);
+      const answered = await condition(() => pendingOutputs !== undefined, input.toolOutputsTimeoutMs ?? TOOL_CONTEXT_LIFETIME);
       if (!answered) {
         await setStatus('expired', { toolCalls: undefined });
         return;

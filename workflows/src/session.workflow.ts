@@ -159,6 +159,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
         args: [{ ...request, history: history.slice(-(SESSION_LIMITS.historyMessages - 1)), sessionId: input.sessionId }],
         // A request outlives the session's run: its credits settle and its tool context holds.
         parentClosePolicy: 'ABANDON',
+        // A request id runs once: a message whose request already ran is never run again.
+        workflowIdReusePolicy: 'REJECT_DUPLICATE',
         workflowExecutionTimeout: '24 hours',
         typedSearchAttributes: [
           { key: SEARCH_ATTRIBUTES.projectId, value: input.projectId },

@@ -51,6 +51,8 @@ export interface AppConfig {
     /** Idle time after which a session expires (contract: 30 minutes; SESSION_IDLE_TIMEOUT_MS). */
     readonly idleTimeoutMs: number;
   };
+  /** How long a paused request waits for its tool outputs (contract: 5 minutes; TOOL_OUTPUTS_TIMEOUT_MS). */
+  readonly toolOutputsTimeoutMs: number;
   /** How often the ledger reconciler's Temporal Schedule runs (RECONCILER_INTERVAL_SECONDS, 300);
    * 0: the worker does not create the schedule (another deployment of the same namespace does). */
   readonly reconcilerIntervalSeconds: number;
@@ -223,6 +225,7 @@ export function loadConfig(env: Env): AppConfig {
     capabilitySurcharges: r.surcharges('MAS_CAPABILITY_SURCHARGES'),
     sessions: { idleTimeoutMs: r.positiveInt('SESSION_IDLE_TIMEOUT_MS', SESSION_LIMITS.idleTimeoutMs) },
     reconcilerIntervalSeconds: r.nonNegativeInt('RECONCILER_INTERVAL_SECONDS', 300),
+    toolOutputsTimeoutMs: r.positiveInt('TOOL_OUTPUTS_TIMEOUT_MS', 5 * 60 * 1000),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

@@ -31,6 +31,8 @@ export interface AgentRequestInput {
   readonly surcharges: Readonly<Record<Capability, number>>;
   readonly monthlyQuota: number;
   readonly stream: boolean;
+  /** How long a pause waits for tool outputs (the contract's 5 minutes unless configured). */
+  readonly toolOutputsTimeoutMs?: number;
   /** Set when the request is a session's message (it then tells the session about its pauses). */
   readonly sessionId?: string;
   /** Unix ms after which the api has stopped waiting for a worker to take the request up and told

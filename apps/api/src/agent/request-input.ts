@@ -8,7 +8,7 @@ import { resolveCapabilities, type AgentRequestBody } from './agent-request.vali
 /** What an agent request (or a session message) runs with: the capabilities the plan and project
  * allow (403s), the input files stored once (claim check) and the most the run can cost. */
 export async function requestInput(
-  config: Pick<AppConfig, 'plans' | 'capabilitySurcharges'>,
+  config: Pick<AppConfig, 'plans' | 'capabilitySurcharges' | 'toolOutputsTimeoutMs'>,
   blobs: BlobStore,
   principal: Principal,
   body: AgentRequestBody,
@@ -36,5 +36,6 @@ export async function requestInput(
     surcharges,
     monthlyQuota: plan.monthlyQuota,
     stream: body.stream,
+    toolOutputsTimeoutMs: config.toolOutputsTimeoutMs,
   };
 }
