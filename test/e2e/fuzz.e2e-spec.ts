@@ -249,10 +249,6 @@ describe('HTTP fuzzing', () => {
         expectContractAnswer(answer);
         if (answer.status >= 400) {
           const after = await recorded(project.id);
-          // Known gap, reported: the tool-outputs handler stores outputs over 64 KB (claim checks,
-          // kept 24 h) before the workflow says whether it waits for them (404) and for these
-          // call ids (400). Remove this line once it no longer does.
-          if (c.path.endsWith('/tool-outputs') && ['context_expired', 'invalid_tool_outputs'].includes(JSON.parse(answer.text).error.code)) after.blobs = before.blobs;
           expect(after).toEqual(before);
         }
       }),

@@ -25,6 +25,12 @@ export class BlobStore {
   }
 
   /** Deletes expired blobs; returns how many. */
+  /** Deletes blobs stored for something that was then refused (a tool-outputs submission the
+   * request did not accept): nothing of a refused request is kept. */
+  async delete(ids: readonly string[], projectId: string): Promise<void> {
+    if (ids.length) await this.db.query(`delete from blobs where id = any($1::uuid[]) and project_id = $2`, [ids, projectId]);
+  }
+
   async deleteExpired(): Promise<number> {
     const [, count] = (await this.db.query(`delete from blobs where expires_at < now()`)) as [unknown, number];
     return count;

@@ -9,7 +9,7 @@ export type AuthenticatedRequest = Request & { principal?: Principal };
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
 
 /** Whether a path is under `/v1`, the routes that need a key (Express matches routes case-insensitively). */
-export const needsApiKey = (path: string): boolean => /^\/v1(?:\/|$)/i.test(path);
+export const needsApiKey = (path: string): boolean => /^\/v1(?:\/|$)/i.test(path) && !/^\/v1\/openapi\.json$/i.test(path);
 
 /**
  * Authentication and the rate limit of every `/v1` request, as Express middleware registered

@@ -56,6 +56,8 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
         .getHandle(agentRequestWorkflowId(requestId))
         .executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }], updateId: toolOutputsUpdateId(principal.project.id, bodyHash) });
     } catch (e) {
+      // Refused (or unknown): the stored outputs must not outlive the refusal.
+      await this.blobs.delete(outputs.flatMap((o) => (o.blobId ? [o.blobId] : [])), principal.project.id);
       throw fromTemporalError(e, 'context_expired');
     }
     if (stop.projectId !== principal.project.id) {
