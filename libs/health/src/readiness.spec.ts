@@ -28,7 +28,7 @@ describe('checkReadiness', () => {
     expect(result.components.temporal).toMatchObject({ status: 'down', error: 'no answer within 50 ms' });
   });
 
-  it('shows a ProbeFailure's own message, and a non-critical component never makes the app unavailable', async () => {
+  it("shows a ProbeFailure's own message, and a non-critical component never makes the app unavailable", async () => {
     const lagging: ReadinessProbe = {
       name: 'outbox',
       critical: false,
