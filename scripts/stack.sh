@@ -4,6 +4,7 @@
 # repository, so a second `up` takes seconds and a clean clone reuses them.
 #
 #   scripts/stack.sh up|down|status|logs [postgres|kafka|temporal]|env|test-server
+#   scripts/stack.sh stop|start|restart postgres|kafka|temporal   (one component, for fault drills)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -101,6 +102,18 @@ postgres_down() {
   [ -n "$bin" ] && [ -f "$MAS_PG_DATA/PG_VERSION" ] || return 0
   as_pg "$bin/pg_ctl" -D "$MAS_PG_DATA" status >/dev/null 2>&1 && as_pg "$bin/pg_ctl" -D "$MAS_PG_DATA" -m fast stop >/dev/null
   return 0
+}
+
+# An immediate restart: no checkpoint, every connection cut, crash recovery on start (what a
+# crashed or fenced-off primary looks like to the apps). Data is kept.
+postgres_restart() {
+  [ -n "$MAS_EXTERNAL_DATABASE" ] && die "DATABASE_URL points at an external PostgreSQL; the stack does not restart it"
+  local bin; bin="$(pg_bin)"
+  [ -n "$bin" ] || die "PostgreSQL is not installed (run up first)"
+  if as_pg "$bin/pg_ctl" -D "$MAS_PG_DATA" status >/dev/null 2>&1; then
+    as_pg "$bin/pg_ctl" -D "$MAS_PG_DATA" -m immediate stop >/dev/null
+  fi
+  postgres_up
 }
 
 postgres_status() {
@@ -268,7 +281,33 @@ status() {
   fi
 }
 
+component() { # component COMMAND NAME
+  case "$2" in
+    postgres)
+      case "$1" in
+        stop) postgres_down ;;
+        start) postgres_up ;;
+        restart) postgres_restart ;;
+      esac ;;
+    kafka)
+      case "$1" in
+        stop) stop_pid kafka ;;
+        start) kafka_up ;;
+        restart) stop_pid kafka; kafka_up ;;
+      esac ;;
+    temporal)
+      case "$1" in
+        stop) stop_pid temporal ;;
+        start) temporal_up ;;
+        restart) stop_pid temporal; temporal_up ;;
+      esac ;;
+    *) echo "usage: $0 $1 postgres|kafka|temporal" >&2; exit 2 ;;
+  esac
+  say "$2: $1 done"
+}
+
 case "${1:-}" in
+  stop|start|restart) component "$1" "${2:-}" ;;
   up)
     started=$SECONDS
     postgres_up
@@ -293,7 +332,7 @@ case "${1:-}" in
     ;;
   test-server) test_server ;;
   *)
-    echo "usage: $0 up|down|status|logs [postgres|kafka|temporal]|env|test-server" >&2
+    echo "usage: $0 up|down|status|logs [postgres|kafka|temporal]|env|test-server|stop|start|restart <component>" >&2
     exit 2
     ;;
 esac

@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, HttpException, Inject, Logger, type ExceptionFilt
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { errorDocsUrl, ERROR_STATUS, ServiceError, type ErrorBody, type ErrorCode } from '#libs/contracts';
+import { databaseUnavailable, isDatabaseUnavailable } from './dependency-unavailable.js';
 
 /** Body-parser failures carry a `type`; map the ones a client causes to contract codes. */
 function fromBodyParser(e: unknown): ServiceError | undefined {
@@ -58,6 +59,12 @@ export class ContractExceptionFilter implements ExceptionFilter {
       if (code) return new ServiceError(code, e.message);
       // Any other client error Express or Nest raises while reading the request (415, 411, ...).
       if (status >= 400 && status < 500) return new ServiceError('invalid_body', `The request could not be read (HTTP ${status}). Send UTF-8 JSON.`);
+    }
+    // PostgreSQL down or restarting (the very first query of a request, the key lookup, included):
+    // 503 with Retry-After, a retry the client can make, never a 500.
+    if (isDatabaseUnavailable(e)) {
+      this.logger.warn(`PostgreSQL unavailable: ${e instanceof Error ? e.message : String(e)}`);
+      return databaseUnavailable();
     }
     this.logger.error(e instanceof Error ? (e.stack ?? e.message) : String(e));
     return new ServiceError('internal_error', 'An unexpected error occurred. It has been logged.');
