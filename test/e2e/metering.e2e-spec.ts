@@ -1,77 +1,43 @@
 import { randomUUID } from 'node:crypto';
 import { TOPICS, USAGE_EVENT_TYPE } from '#libs/contracts';
 import { createKafka } from '#libs/kafka';
-import { startApi, type RunningApi } from '../support/api.js';
-import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
+import { startApi } from '../support/api.js';
+import { e2eStack } from '../support/e2e-stack.js';
+import { eventually } from '../support/eventually.js';
 import { request } from '../support/http.js';
 import { collect } from '../support/kafka.js';
-import { startEventPipeline } from '../support/event-pipeline.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
-
-const config = testConfig();
-const env = { TEMPORAL_TASK_QUEUE: `e2e-metering-${randomUUID()}` };
-/** Retries an assertion until it passes or 30 seconds have gone. */
-async function eventually(check: () => Promise<void>): Promise<void> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      await check();
-      return;
-    } catch (e) {
-      if (Date.now() > deadline) throw e;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
-}
 
 const tool = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
 
 describe('metering', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let pipeline: Awaited<ReturnType<typeof startEventPipeline>>;
-  let fixtures: Fixtures;
-
-  beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    worker = await startWorker(env);
-    pipeline = await startEventPipeline(env);
-    api = await startApi(env);
-  });
-  afterAll(async () => {
-    await api.close();
-    await pipeline.close();
-    await worker.close();
-    await fixtures.close();
-  });
+  const stack = e2eStack({ name: 'metering', pipeline: true });
 
   it('reports credits and quota truthfully across a sequence, with continuations at 0', async () => {
-    const { auth, project } = await fixtures.project({ credits: 20, capabilities: ['chat', 'code'] });
-    const one = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi', capabilities: ['chat'] } });
+    const { auth, project } = await stack.fixtures.project({ credits: 20, capabilities: ['chat', 'code'] });
+    const one = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi', capabilities: ['chat'] } });
     expect(one.body.usage).toMatchObject({ credits_this_request: 1, credits_remaining: 19 });
     expect(one.headers.get('x-ratelimit-remaining')).toBe('49999');
-    const two = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'run_javascript {"code":"1"}', capabilities: ['code'] } });
+    const two = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'run_javascript {"code":"1"}', capabilities: ['code'] } });
     expect(two.body.usage).toMatchObject({ credits_this_request: 3, credits_remaining: 16 });
     expect(two.headers.get('x-ratelimit-remaining')).toBe('49998');
-    const paused = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'lookup {"q":"x"}', tools: [tool] } });
+    const paused = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'lookup {"q":"x"}', tools: [tool] } });
     expect(paused.body.usage).toMatchObject({ credits_this_request: 1, credits_remaining: 15 });
-    const resumed = await request(api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
+    const resumed = await request(stack.api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
       headers: auth,
       body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }], _compute_instance: paused.body._compute_instance },
     });
     expect(resumed.body.usage).toMatchObject({ credits_this_request: 0, credits_remaining: 15 });
     expect(resumed.headers.get('x-ratelimit-remaining')).toBe('49997');
-    expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(15);
+    expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(15);
   });
 
   it('publishes a usage event for every leg on mas.usage.v1, and projects it', async () => {
-    const reader = await collect(createKafka(config, 'usage-test'), TOPICS.usage);
+    const reader = await collect(createKafka(stack.config, 'usage-test'), TOPICS.usage);
     try {
-      const { auth, project } = await fixtures.project({ credits: 20 });
-      const a = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'first request here', capabilities: ['chat'] } });
-      const paused = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'lookup {"q":"y"}', tools: [tool] } });
-      const resumed = await request(api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
+      const { auth, project } = await stack.fixtures.project({ credits: 20 });
+      const a = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'first request here', capabilities: ['chat'] } });
+      const paused = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'lookup {"q":"y"}', tools: [tool] } });
+      const resumed = await request(stack.api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
         headers: auth,
         body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'ok' }], _compute_instance: paused.body._compute_instance },
       });
@@ -93,11 +59,11 @@ describe('metering', () => {
 
       // The projector catches up on its own time: wait for the read models, bounded.
       await eventually(async () => {
-        const rows = await fixtures.db.query(`select requests, credits, (input_tokens + output_tokens)::int as tokens from usage_totals where project_id = $1`, [project.id]);
+        const rows = await stack.fixtures.db.query(`select requests, credits, (input_tokens + output_tokens)::int as tokens from usage_totals where project_id = $1`, [project.id]);
         expect(rows).toEqual([{ requests: 2, credits: 2, tokens: total }]);
       });
       await eventually(async () => {
-        const log: { status: string }[] = await fixtures.db.query(`select status from request_log where project_id = $1`, [project.id]);
+        const log: { status: string }[] = await stack.fixtures.db.query(`select status from request_log where project_id = $1`, [project.id]);
         expect(log.map((r) => r.status)).toEqual(['completed', 'completed']);
       });
     } finally {
@@ -106,9 +72,9 @@ describe('metering', () => {
   });
 
   it('lets exactly one of several parallel requests take the last unit of quota', async () => {
-    const small = await startApi({ ...env, MAS_PLANS: '{"starter":{"monthlyQuota":3,"capabilities":["chat"]}}' });
+    const small = await startApi({ ...stack.env, MAS_PLANS: '{"starter":{"monthlyQuota":3,"capabilities":["chat"]}}' });
     try {
-      const { auth } = await fixtures.project({ plan: 'starter', capabilities: ['chat'], credits: 100 });
+      const { auth } = await stack.fixtures.project({ plan: 'starter', capabilities: ['chat'], credits: 100 });
       for (let i = 0; i < 2; i++) expect((await request(small.url, 'POST', '/v1/agent', { headers: auth, body: { message: `m${i}` } })).status).toBe(200);
       const results = await Promise.all(Array.from({ length: 6 }, (_, i) => request(small.url, 'POST', '/v1/agent', { headers: auth, body: { message: `p${i}` } })));
       expect(results.map((r) => r.status).sort()).toEqual([200, 429, 429, 429, 429, 429]);
@@ -121,15 +87,15 @@ describe('metering', () => {
   });
 
   it('shares one rate limit between two api processes', async () => {
-    const second = await startApi(env);
+    const second = await startApi(stack.env);
     try {
-      const { auth } = await fixtures.project();
+      const { auth } = await stack.fixtures.project();
       const id = randomUUID();
       for (let i = 0; i < 60; i++) {
-        const target = i % 2 === 0 ? api.url : second.url;
+        const target = i % 2 === 0 ? stack.api.url : second.url;
         expect((await request(target, 'GET', `/v1/agent/${id}`, { headers: auth })).status).toBe(404);
       }
-      for (const target of [api.url, second.url]) {
+      for (const target of [stack.api.url, second.url]) {
         const res = await request(target, 'GET', `/v1/agent/${id}`, { headers: auth });
         expect(res.status).toBe(429);
         expect(res.body.error.code).toBe('rate_limited');

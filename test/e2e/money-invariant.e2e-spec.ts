@@ -2,18 +2,10 @@ import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { TOPICS } from '#libs/contracts';
 import { createKafka } from '#libs/kafka';
-import { startApi, type RunningApi } from '../support/api.js';
-import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { collect } from '../support/kafka.js';
-import { startModelServer, type ModelServer, type ScriptedReply } from '../support/model-server.js';
-import { startEventPipeline } from '../support/event-pipeline.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
-
-const config = testConfig();
-/** Paused requests expire after 2 seconds here (TOOL_OUTPUTS_TIMEOUT_MS), so expiries fit the test. */
-const env = { TEMPORAL_TASK_QUEUE: `e2e-money-${randomUUID()}`, TOOL_OUTPUTS_TIMEOUT_MS: '2000' };
+import type { ScriptedReply } from '../support/model-server.js';
+import { e2eStack } from '../support/e2e-stack.js';
 /** Sequences per run of `npm test`; MONEY_RUNS=50 for a longer search. */
 const RUNS = Number(process.env.MONEY_RUNS ?? 3);
 const SEED = Number(process.env.MONEY_SEED ?? 20261123);
@@ -52,34 +44,21 @@ interface Seen {
  * all agree, and no reservation is left open.
  */
 describe('the money invariant', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let pipeline: Awaited<ReturnType<typeof startEventPipeline>>;
-  let fixtures: Fixtures;
-  let models: ModelServer;
+  /** Paused requests expire after 2 seconds here (TOOL_OUTPUTS_TIMEOUT_MS), so expiries fit the test. */
+  const stack = e2eStack({ name: 'money', env: { TOOL_OUTPUTS_TIMEOUT_MS: '2000' }, pipeline: true });
   let usage: Awaited<ReturnType<typeof collect>>;
 
   beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    models = await startModelServer();
-    worker = await startWorker(env);
-    pipeline = await startEventPipeline(env);
-    api = await startApi(env);
-    usage = await collect(createKafka(config, 'money-invariant'), TOPICS.usage);
+    usage = await collect(createKafka(stack.config, 'money-invariant'), TOPICS.usage);
   });
   afterAll(async () => {
     await usage.stop();
-    await api.close();
-    await pipeline.close();
-    await worker.close();
-    await models.close();
-    await fixtures.close();
   });
 
   /** Runs one step; the replies the model server gives are queued just before the call. */
   async function run(s: Step, auth: Record<string, string>, seen: Seen): Promise<void> {
     // A request refused before it ran (402) leaves its replies queued: each step starts afresh.
-    models.clearReplies();
+    stack.models.clearReplies();
     const record = (body: { id?: string; usage?: { credits_this_request: number } }, continuation = false): void => {
       if (!body.id || !body.usage) return;
       seen.answers.push({ id: body.id, credits: body.usage.credits_this_request, continuation });
@@ -89,24 +68,24 @@ describe('the money invariant', () => {
     const headers = (key: boolean): Record<string, string> => (key ? { ...auth, 'idempotency-key': randomUUID() } : auth);
     switch (s.kind) {
       case 'run': {
-        if (s.code) models.reply(...codeTurn);
-        else models.reply({ content: 'hello' });
-        record((await request(api.url, 'POST', '/v1/agent', { headers: headers(s.key), body: { message: 'go', capabilities: ['chat', 'code'] } })).body);
+        if (s.code) stack.models.reply(...codeTurn);
+        else stack.models.reply({ content: 'hello' });
+        record((await request(stack.api.url, 'POST', '/v1/agent', { headers: headers(s.key), body: { message: 'go', capabilities: ['chat', 'code'] } })).body);
         return;
       }
       case 'fail': {
-        models.reply({ status: 401, errorMessage: 'bad key' });
-        const r = await request(api.url, 'POST', '/v1/agent', { headers: headers(s.key), body: { message: 'go', capabilities: ['chat', 'code'] } });
+        stack.models.reply({ status: 401, errorMessage: 'bad key' });
+        const r = await request(stack.api.url, 'POST', '/v1/agent', { headers: headers(s.key), body: { message: 'go', capabilities: ['chat', 'code'] } });
         expect(r.status).not.toBe(200);
         return;
       }
       case 'pause': {
-        models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
-        const paused = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
+        stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+        const paused = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
         record(paused.body);
         if (!s.answer || paused.body.status !== 'requires_tool_outputs') return;
-        models.reply({ content: 'thanks' });
-        const resumed = await request(api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
+        stack.models.reply({ content: 'thanks' });
+        const resumed = await request(stack.api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
           headers: auth,
           body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }], _compute_instance: paused.body._compute_instance },
         });
@@ -114,12 +93,12 @@ describe('the money invariant', () => {
         return;
       }
       case 'expire': {
-        models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
-        const paused = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
+        stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+        const paused = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
         record(paused.body);
         if (paused.body.status !== 'requires_tool_outputs') return;
         await new Promise((r) => setTimeout(r, 2500));
-        const late = await request(api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
+        const late = await request(stack.api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
           headers: auth,
           body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'late' }], _compute_instance: paused.body._compute_instance },
         });
@@ -128,11 +107,11 @@ describe('the money invariant', () => {
       }
       case 'retry': {
         const h = headers(true);
-        if (s.code) models.reply(...codeTurn);
-        else models.reply({ content: 'hello' });
-        const first = await request(api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat', 'code'] } });
+        if (s.code) stack.models.reply(...codeTurn);
+        else stack.models.reply({ content: 'hello' });
+        const first = await request(stack.api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat', 'code'] } });
         // The client did not hear the answer and sends the same request again.
-        const again = await request(api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat', 'code'] } });
+        const again = await request(stack.api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat', 'code'] } });
         expect(again.status).toBe(first.status);
         expect(again.body).toEqual({ ...first.body, ...(first.body.meta ? { meta: { ...first.body.meta, duration_ms: again.body.meta.duration_ms } } : {}) });
         record(first.body);
@@ -141,8 +120,8 @@ describe('the money invariant', () => {
       }
       case 'duplicates': {
         const h = headers(true);
-        models.reply({ content: 'once' });
-        const answers = await Promise.all(Array.from({ length: s.copies }, () => request(api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat'] } })));
+        stack.models.reply({ content: 'once' });
+        const answers = await Promise.all(Array.from({ length: s.copies }, () => request(stack.api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat'] } })));
         expect(new Set(answers.map((a) => a.status)).size).toBe(1);
         expect(new Set(answers.map((a) => a.body.id ?? a.body.error?.code)).size).toBe(1);
         for (const a of answers) record(a.body);
@@ -154,19 +133,19 @@ describe('the money invariant', () => {
   it('holds after any sequence of requests, failures, pauses, retries and duplicates', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), fc.integer({ min: 3, max: 25 }), async (steps, credits) => {
-        const { project, auth } = await fixtures.project({ credits, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
+        const { project, auth } = await stack.fixtures.project({ credits, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
         const seen: Seen = { firstCharge: new Map(), answers: [] };
         for (const s of steps) await run(s, auth, seen);
 
         // Nothing runs now (paused requests settled at their pause, expired ones charge nothing
         // more): no reservation is open.
-        const ledger: { request_id: string; kind: string; credits: number }[] = await fixtures.db.query(`select request_id, kind, credits from credit_ledger where project_id = $1`, [project.id]);
+        const ledger: { request_id: string; kind: string; credits: number }[] = await stack.fixtures.db.query(`select request_id, kind, credits from credit_ledger where project_id = $1`, [project.id]);
         const settled = new Map(ledger.filter((r) => r.kind === 'settle').map((r) => [r.request_id, r.credits]));
         expect(ledger.filter((r) => r.kind === 'reserve').every((r) => settled.has(r.request_id))).toBe(true);
 
         // balance = credits added - settled charges
         const charged = [...settled.values()].reduce((a, b) => a + b, 0);
-        expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(credits - charged);
+        expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(credits - charged);
 
         // What clients were told: each request's first answer is its settled charge; replays repeat
         // it; continuations are free.

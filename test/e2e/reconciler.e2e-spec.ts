@@ -2,53 +2,27 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { requireTemporalAddress } from '#libs/config';
 import { agentRequestWorkflowId, EVENT_TYPES, ledgerReconcilerScheduleId, sessionWorkflowId, type ReconcilerReport } from '#libs/contracts';
-import { startApi, type RunningApi } from '../support/api.js';
-import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
+import { eventually } from '../support/eventually.js';
 import { request } from '../support/http.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
+import { e2eStack } from '../support/e2e-stack.js';
 
-const config = testConfig();
-const taskQueue = `e2e-reconciler-${randomUUID()}`;
-const env = { TEMPORAL_TASK_QUEUE: taskQueue };
-
-async function eventually<T>(check: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 /** Money and session slots held by a workflow that closed without giving them back (terminated by
  * an operator, timed out) are released by the reconciler, over the real stack. */
 describe('the ledger reconciler', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
-  let models: ModelServer;
+  // This worker creates the schedule on its task queue, as every deployment's worker does.
+  const stack = e2eStack({ name: 'reconciler', workerEnv: { RECONCILER_INTERVAL_SECONDS: '3600' } });
+  const taskQueue = stack.env.TEMPORAL_TASK_QUEUE!;
   let connection: Connection;
   let temporal: Client;
 
   beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    models = await startModelServer();
-    // This worker creates the schedule on its task queue, as every deployment's worker does.
-    worker = await startWorker({ ...env, RECONCILER_INTERVAL_SECONDS: '3600' });
-    api = await startApi(env);
-    connection = await Connection.connect({ address: requireTemporalAddress(config) });
-    temporal = new Client({ connection, namespace: config.temporal.namespace });
+    connection = await Connection.connect({ address: requireTemporalAddress(stack.config) });
+    temporal = new Client({ connection, namespace: stack.config.temporal.namespace });
   });
   afterAll(async () => {
     await temporal.schedule.getHandle(ledgerReconcilerScheduleId(taskQueue)).delete().catch(() => undefined);
     await connection.close();
-    await api.close();
-    await worker.close();
-    await models.close();
-    await fixtures.close();
   });
 
   const reconcile = (): Promise<ReconcilerReport> =>
@@ -60,56 +34,57 @@ describe('the ledger reconciler', () => {
   });
 
   it('releases the reservation of a request whose workflow was terminated mid-run, once', async () => {
-    const { project, auth } = await fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
-    models.reply({ content: 'too late', delayMs: 5_000 });
-    const answer = request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello', capabilities: ['chat', 'code'] } });
+    const { project, auth } = await stack.fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
+    stack.models.reply({ content: 'too late', delayMs: 5_000 });
+    const answer = request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello', capabilities: ['chat', 'code'] } });
     const requestId = await eventually(async () => {
-      const rows: { request_id: string }[] = await fixtures.db.query(`select request_id from credit_ledger where project_id = $1 and kind = 'reserve'`, [project.id]);
-      return rows[0]?.request_id;
+      const rows: { request_id: string }[] = await stack.fixtures.db.query(`select request_id from credit_ledger where project_id = $1 and kind = 'reserve'`, [project.id]);
+      if (!rows[0]) throw new Error('not admitted yet');
+      return rows[0].request_id;
     });
-    expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(17);
+    expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(17);
     // An operator terminates the run: no clean-up code of the workflow runs.
     await temporal.workflow.getHandle(agentRequestWorkflowId(requestId)).terminate('operator drill');
     expect((await answer).status).toBeGreaterThanOrEqual(500);
-    expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(17);
+    expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(17);
 
     const report = await reconcile();
     expect(report.reservationsReleased).toBeGreaterThanOrEqual(1);
-    expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(20);
-    const settle: { credits: number; reason: string }[] = await fixtures.db.query(`select credits, reason from credit_ledger where request_id = $1 and kind = 'settle'`, [requestId]);
+    expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(20);
+    const settle: { credits: number; reason: string }[] = await stack.fixtures.db.query(`select credits, reason from credit_ledger where request_id = $1 and kind = 'settle'`, [requestId]);
     expect(settle).toEqual([{ credits: 0, reason: 'reconciled' }]);
-    const events: { type: string }[] = await fixtures.db.query(`select type from events where stream_id = $1 and type = $2`, [`project-${project.id}`, EVENT_TYPES.ledgerReconciled]);
+    const events: { type: string }[] = await stack.fixtures.db.query(`select type from events where stream_id = $1 and type = $2`, [`project-${project.id}`, EVENT_TYPES.ledgerReconciled]);
     expect(events).toHaveLength(1);
 
     // A second pass finds nothing more to release for it.
     await reconcile();
-    expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(20);
-    expect(await fixtures.db.query(`select 1 from credit_ledger where request_id = $1 and kind = 'settle'`, [requestId])).toHaveLength(1);
+    expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(20);
+    expect(await stack.fixtures.db.query(`select 1 from credit_ledger where request_id = $1 and kind = 'settle'`, [requestId])).toHaveLength(1);
   });
 
   it('leaves the reservation of a running request alone', async () => {
-    const { project, auth } = await fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
-    models.reply({ content: 'slow answer', delayMs: 3_000 });
-    const answer = request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello', capabilities: ['chat'] } });
+    const { project, auth } = await stack.fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
+    stack.models.reply({ content: 'slow answer', delayMs: 3_000 });
+    const answer = request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello', capabilities: ['chat'] } });
     await eventually(async () => {
-      const rows: unknown[] = await fixtures.db.query(`select 1 from credit_ledger where project_id = $1 and kind = 'reserve'`, [project.id]);
-      return rows.length ? true : undefined;
+      const rows: unknown[] = await stack.fixtures.db.query(`select 1 from credit_ledger where project_id = $1 and kind = 'reserve'`, [project.id]);
+      if (!rows.length) throw new Error('not admitted yet');
     });
     await reconcile();
     const done = await answer;
     expect(done.status).toBe(200);
     expect(done.body.usage).toMatchObject({ credits_this_request: 1, credits_remaining: 19 });
-    expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(19);
+    expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(19);
   });
 
   it('frees the slot of a session whose workflow was terminated', async () => {
-    const { auth } = await fixtures.project({ credits: 20 });
-    const created = await request(api.url, 'POST', '/v1/sessions', { headers: auth });
+    const { auth } = await stack.fixtures.project({ credits: 20 });
+    const created = await request(stack.api.url, 'POST', '/v1/sessions', { headers: auth });
     expect(created.status).toBe(200);
     await temporal.workflow.getHandle(sessionWorkflowId(created.body.id)).terminate('operator drill');
-    expect((await request(api.url, 'GET', `/v1/sessions/${created.body.id}`, { headers: auth })).body.status).toBe('active');
+    expect((await request(stack.api.url, 'GET', `/v1/sessions/${created.body.id}`, { headers: auth })).body.status).toBe('active');
     const report = await reconcile();
     expect(report.sessionsFreed).toBeGreaterThanOrEqual(1);
-    expect((await request(api.url, 'GET', `/v1/sessions/${created.body.id}`, { headers: auth })).body.status).toBe('ended');
+    expect((await request(stack.api.url, 'GET', `/v1/sessions/${created.body.id}`, { headers: auth })).body.status).toBe('ended');
   });
 });

@@ -1,37 +1,14 @@
-import { randomUUID } from 'node:crypto';
-import { startApi, type RunningApi } from '../support/api.js';
-import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { readSse } from '../support/sse.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
-
-const config = testConfig();
-const env = { TEMPORAL_TASK_QUEUE: `e2e-streaming-outage-${randomUUID()}` };
+import { e2eStack } from '../support/e2e-stack.js';
 
 /** Kafka carries only the live copy of stream events: with the worker's Kafka unreachable (a dead
  * broker address, as when the broker is down), a streamed run still completes, its events reach
  * the client from PostgreSQL, and the customer's model is called once. */
 describe('streaming while Kafka is unreachable for the worker', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
-  let models: ModelServer;
-
-  beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    models = await startModelServer();
-    worker = await startWorker({ ...env, KAFKA_BROKERS: '127.0.0.1:9' });
-    api = await startApi(env);
-  });
-  afterAll(async () => {
-    await api.close();
-    await worker.close();
-    await models.close();
-    await fixtures.close();
-  });
+  const stack = e2eStack({ name: 'streaming-outage', workerEnv: { KAFKA_BROKERS: '127.0.0.1:9' } });
 
   it('completes the stream from the store, calls the model once and charges once', async () => {
+    const { api, fixtures, models } = stack;
     const { auth, project } = await fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
     models.reply({ content: 'one two three four five six', usage: { input: 11, output: 6 } });
     const calls = models.requests.length;

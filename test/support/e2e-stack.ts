@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import type { AppConfig } from '#libs/config';
+import { startApi, type RunningApi } from './api.js';
+import { testConfig } from './config.js';
+import { startEventPipeline } from './event-pipeline.js';
+import { Fixtures } from './fixtures.js';
+import { startModelServer, type ModelServer } from './model-server.js';
+import { startWorker, type RunningWorker } from './worker.js';
+
+/** What an end-to-end test file runs against: the apps in this process, over the real stack. */
+export interface E2eStack {
+  readonly api: RunningApi;
+  readonly worker: RunningWorker;
+  readonly fixtures: Fixtures;
+  /** A scripted model server on loopback (openai and anthropic protocols). */
+  readonly models: ModelServer;
+  /** The environment the apps run with (its own task queue). */
+  readonly env: Readonly<Record<string, string>>;
+  readonly config: AppConfig;
+}
+
+export interface E2eStackOptions {
+  /** Names the task queue, so no other worker (e.g. a running `npm start`) takes the file's requests. */
+  readonly name: string;
+  /** Variables for every app (e.g. TOOL_OUTPUTS_TIMEOUT_MS). */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Variables for the worker only (e.g. a dead KAFKA_BROKERS). */
+  readonly workerEnv?: Readonly<Record<string, string>>;
+  /** Also run the relay and the projector (usage events on Kafka, read models). */
+  readonly pipeline?: boolean;
+}
+
+/**
+ * Starts, in `beforeAll`, the fixtures, a model server, the worker (and, when asked, the relay and
+ * the projector) and the api, each on the file's own task queue, and stops them in `afterAll`.
+ * Read the members inside tests (they exist once `beforeAll` has run).
+ */
+export function e2eStack(options: E2eStackOptions): E2eStack {
+  const config = testConfig();
+  const env: Record<string, string> = { TEMPORAL_TASK_QUEUE: `e2e-${options.name}-${randomUUID()}`, ...options.env };
+  const started: { -readonly [K in 'api' | 'worker' | 'fixtures' | 'models']?: E2eStack[K] } = {};
+  const closers: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    const fixtures = await Fixtures.open(config);
+    started.fixtures = fixtures;
+    closers.push(() => fixtures.close());
+    const models = await startModelServer();
+    started.models = models;
+    closers.push(() => models.close());
+    const worker = await startWorker({ ...env, ...options.workerEnv });
+    started.worker = worker;
+    closers.push(() => worker.close());
+    if (options.pipeline) {
+      const pipeline = await startEventPipeline(env);
+      closers.push(() => pipeline.close());
+    }
+    const api = await startApi(env);
+    started.api = api;
+    closers.push(() => api.close());
+  });
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  const member = <K extends keyof typeof started>(key: K): NonNullable<(typeof started)[K]> => {
+    const value = started[key];
+    if (!value) throw new Error(`the e2e stack's ${String(key)} is used before beforeAll started it`);
+    return value;
+  };
+  return {
+    get api() {
+      return member('api');
+    },
+    get worker() {
+      return member('worker');
+    },
+    get fixtures() {
+      return member('fixtures');
+    },
+    get models() {
+      return member('models');
+    },
+    env,
+    config,
+  };
+}
