@@ -1,5 +1,5 @@
 import { loadConfig, type AppConfig } from '#libs/config';
-import { assertTestDatabase } from '#libs/persistence';
+import { assertTestDatabase } from './test-database.js';
 
 /** The configuration that `npm test` exported, refused unless it names a test database. */
 export function testConfig(): AppConfig {

@@ -4,6 +4,5 @@ export { ModelConfigEntity, type ModelProvider } from './entities/model-config.e
 export { ProjectEntity } from './entities/project.entity.js';
 export { PersistenceModule } from './persistence.module.js';
 export { PostgresProbe } from './postgres.probe.js';
-export { assertTestDatabase } from './test-database.js';
 export { BlobStore, BLOB_RETENTION_HOURS } from './blob-store.js';
 export { FileStore, FILE_RETENTION_DAYS, type StoredFile } from './file-store.js';
