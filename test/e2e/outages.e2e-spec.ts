@@ -112,3 +112,49 @@ describe('Temporal restarted', () => {
     expect({ status: after.status, code: after.body?.error?.code }).toEqual({ status: 200, code: undefined });
   });
 });
+
+describe('no worker', () => {
+  const queue = { TEMPORAL_TASK_QUEUE: `e2e-outages-noworker-${randomUUID()}`, AGENT_PICKUP_TIMEOUT_MS: '2000' };
+  const weather = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+  let api: RunningApi;
+  let fixtures: Fixtures;
+
+  beforeAll(async () => {
+    fixtures = await Fixtures.open(config);
+    api = await startApi(queue);
+  });
+  afterAll(async () => {
+    await api.close();
+    await fixtures.close();
+  });
+
+  /** A POST that a test gives up on rather than hang with it: a hang shows as an abort, not a pass. */
+  async function postOrGiveUp(path: string, headers: Record<string, string>, body: unknown): Promise<JsonResponse> {
+    const res = await fetch(`${api.url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(60_000) });
+    return { status: res.status, headers: res.headers, body: await res.json() };
+  }
+
+  it('tool outputs answer 502 compute_unavailable with X-Request-Id instead of hanging, and the same submission goes through once a worker is back', async () => {
+    const { auth } = await fixtures.project({ credits: 10 });
+    let worker = await startWorker(queue);
+    let first: JsonResponse;
+    try {
+      first = await postOrGiveUp('/v1/agent', auth, { message: 'use get_weather {"city":"Oslo"}', tools: [weather] });
+      expect(first.body.status).toBe('requires_tool_outputs');
+    } finally {
+      await worker.close();
+    }
+    const submission = { tool_outputs: [{ tool_call_id: first.body.tool_calls[0].id, output: 'Sunny' }], _compute_instance: first.body._compute_instance };
+    const refused = await postOrGiveUp(`/v1/agent/${String(first.body.id)}/tool-outputs`, auth, submission);
+    expect({ status: refused.status, code: refused.body?.error?.code }).toEqual({ status: 502, code: 'compute_unavailable' });
+    expect(refused.headers.get('x-request-id')).toBe(first.body.id);
+
+    worker = await startWorker(queue);
+    try {
+      const resumed = await postOrGiveUp(`/v1/agent/${String(first.body.id)}/tool-outputs`, auth, submission);
+      expect({ status: resumed.status, state: resumed.body.status }).toEqual({ status: 200, state: 'completed' });
+    } finally {
+      await worker.close();
+    }
+  });
+});

@@ -82,10 +82,19 @@ export class AgentController {
       } catch (e) {
         throw withRequestId(e, requestId);
       }
+      const firstStop = started.firstStop();
+      // A stream refused for quota or credits (or never taken up) is answered as JSON, like a
+      // request without `stream`: SSE headers are written only once the run was admitted.
+      const unadmitted = await this.sse.unadmittedStop(requestId, firstStop, this.config.temporal.pickupTimeoutMs);
+      if (unadmitted && 'error' in unadmitted) throw withRequestId(unadmitted.error, requestId);
+      if (unadmitted) {
+        const answer = await stopAnswer(unadmitted.stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: unadmitted.stop.requestsUsed });
+        return sendAnswer(res, answer);
+      }
       // The quota counter moves when the run is admitted; until then the headers count this request.
       setResponseHeaders(res, requestId, principal, plan.monthlyQuota, principal.project.requestsUsed + (claim && !claim.first ? 0 : 1));
       // A duplicate gets the whole stream again, from the first stored event.
-      await this.sse.respond(res, requestId, principal.project.id, 0, started.firstStop());
+      await this.sse.respond(res, requestId, principal.project.id, 0, firstStop);
       return;
     }
     let stop: AgentStop;

@@ -1,5 +1,7 @@
 import { Inject, Injectable } from '@nestjs/common';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Response } from 'express';
+import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { errorDocsUrl, isErrorCode, ServiceError, type AgentStop } from '#libs/contracts';
 import { SseSession, StreamHubService } from '#libs/streaming';
@@ -11,7 +13,40 @@ export class SseResponder {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly streams: StreamHubService,
+    private readonly db: DataSource,
   ) {}
+
+  /**
+   * Waits, at most `boundMs`, until a started request was admitted (its credits were reserved, so
+   * it runs and its stream has something to say) or its first stop came back. Answers the first
+   * stop when the request ended without being admitted (refused for quota or credits, or never
+   * taken up): the caller answers that as JSON, exactly as for a request without `stream`, before
+   * any SSE header is written. Undefined when the request was admitted, or the bound passed.
+   */
+  async unadmittedStop(requestId: string, firstStop: Promise<AgentStop>, boundMs: number): Promise<{ stop: AgentStop } | { error: unknown } | undefined> {
+    let outcome: { stop: AgentStop } | { error: unknown } | undefined;
+    firstStop.then(
+      (stop) => (outcome = { stop }),
+      (error: unknown) => (outcome = { error }),
+    );
+    const deadline = Date.now() + boundMs;
+    for (let pause = 10; ; pause = Math.min(pause * 2, 100)) {
+      if (await this.admitted(requestId)) return undefined;
+      if (outcome) {
+        // A run that failed after its admission streams its error event like any other.
+        if ('stop' in outcome && outcome.stop.status !== 'failed') return undefined;
+        return (await this.admitted(requestId)) ? undefined : outcome;
+      }
+      if (Date.now() >= deadline) return undefined;
+      await Promise.race([sleep(pause), firstStop.catch(() => undefined)]);
+    }
+  }
+
+  /** Whether the request has a row in the credit ledger: its reservation (or its settlement). */
+  private async admitted(requestId: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(`select 1 from credit_ledger where request_id = $1 limit 1`, [requestId]);
+    return rows.length > 0;
+  }
 
   /** Whether the project has stream events for this request (within retention). */
   exists(requestId: string, projectId: string): Promise<boolean> {

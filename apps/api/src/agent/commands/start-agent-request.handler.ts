@@ -6,7 +6,7 @@ import { agentRequestWorkflowId, firstStopUpdate, SEARCH_ATTRIBUTES, ServiceErro
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { requestInput } from '../request-input.js';
-import { fromTemporalError, withinPickup } from '../temporal-errors.js';
+import { awaitAnswer, fromTemporalError, withinPickup } from '../temporal-errors.js';
 import { StartAgentRequestCommand, StreamAgentRequestCommand, type StartedAgentRequest } from './start-agent-request.command.js';
 
 /** The id of the Update that waits for a request's first stop. One id for every attempt: Temporal
@@ -75,11 +75,13 @@ export class AgentRequestStarter {
       throw error;
     }
     const accepted = handle;
+    const run = { connection, describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw };
     return {
       requestId,
       firstStop: async () => {
         try {
-          return await accepted.result();
+          // Bounded: as long as workers make progress on the run, not while none does.
+          return await awaitAnswer(run, pickupMs, () => accepted.result());
         } catch (e) {
           throw fromTemporalError(e, 'compute_unavailable');
         }

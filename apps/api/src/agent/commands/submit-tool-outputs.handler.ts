@@ -5,7 +5,7 @@ import { agentRequestWorkflowId, ServiceError, submitToolOutputsUpdate, type Age
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { computeInstanceOf } from '../compute-instance.js';
-import { fromTemporalError } from '../temporal-errors.js';
+import { awaitAnswer, fromTemporalError, withinPickup } from '../temporal-errors.js';
 import type { ToolOutputsBody } from '../agent-request.validation.js';
 import { SubmitToolOutputsCommand } from './submit-tool-outputs.command.js';
 
@@ -39,8 +39,8 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
 
   async execute({ principal, requestId, body, bodyHash }: SubmitToolOutputsCommand): Promise<AgentStop> {
     requireToolOutputsTarget(this.config, requestId, body);
-    const client = this.temporal.client;
-    if (!client) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const { client, connection } = this.temporal;
+    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
     const outputs: ToolOutputsSubmission['outputs'][number][] = [];
     for (const o of body.outputs) {
       if (Buffer.byteLength(o.output, 'utf8') > INLINE_OUTPUT_BYTES) {
@@ -50,15 +50,22 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
         outputs.push({ toolCallId: o.toolCallId, output: o.output });
       }
     }
+    const pickupMs = this.config.temporal.pickupTimeoutMs;
+    const handle = client.workflow.getHandle(agentRequestWorkflowId(requestId));
     let stop: AgentStop;
     try {
-      stop = await client.workflow
-        .getHandle(agentRequestWorkflowId(requestId))
-        .executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }], updateId: toolOutputsUpdateId(principal.project.id, bodyHash) });
+      // Both waits are bounded: a worker must accept the Update within the pickup time (its
+      // validator runs on a worker), and the next stop comes while workers make progress.
+      const update = await withinPickup(connection, pickupMs, () =>
+        handle.startUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }], updateId: toolOutputsUpdateId(principal.project.id, bodyHash), waitForStage: 'ACCEPTED' }),
+      );
+      stop = await awaitAnswer({ connection, describe: async () => (await handle.describe()).raw }, pickupMs, () => update.result());
     } catch (e) {
-      // Refused (or unknown): the stored outputs must not outlive the refusal.
-      await this.blobs.delete(outputs.flatMap((o) => (o.blobId ? [o.blobId] : [])), principal.project.id);
-      throw fromTemporalError(e, 'context_expired');
+      const error = fromTemporalError(e, 'context_expired');
+      // Refused (or unknown): the stored outputs must not outlive the refusal. Not taken up in
+      // time is no refusal: the Update may yet be delivered, so what it references stays stored.
+      if (error.code !== 'compute_unavailable') await this.blobs.delete(outputs.flatMap((o) => (o.blobId ? [o.blobId] : [])), principal.project.id);
+      throw error;
     }
     if (stop.projectId !== principal.project.id) {
       throw new ServiceError('context_expired', 'The tool execution context has expired (5 minutes after the tool calls) or does not exist.');
