@@ -19,7 +19,7 @@ import {
   sessionRequestStopSignal,
   sessionStateQuery,
   type AgentStop,
-  type ChatMessage,
+  type ConversationSlice,
   type ErrorCode,
   type SessionActivities,
   type SessionMessage,
@@ -27,11 +27,16 @@ import {
   type SessionView,
   type SessionWorkflowInput,
 } from '#libs/contracts';
+import { appendExchange } from './activities.js';
 import type { agentRequestWorkflow } from './agent-request.workflow.js';
+import { failedStop, initialStop } from './agent-loop.js';
 
 /** Continue as new after this many history events (well below Temporal's limits; a message costs
  * about twenty), unless the input says otherwise or the server suggests it earlier. */
 export const CONTINUE_AS_NEW_AFTER_EVENTS = 2000;
+/** ... or after this many bytes of history: a message adds its answer twice (the child's result and
+ * the Update's), so a run hands over early enough to stay well under 1 MB (DESIGN.md section 9). */
+export const CONTINUE_AS_NEW_AFTER_BYTES = 256 * 1024;
 
 // The read model must follow the workflow, so a failing database is retried for as long as it takes.
 const { recordSession } = proxyLocalActivities<SessionActivities>({
@@ -49,13 +54,14 @@ interface Pending {
  * A session: a long-lived conversation. Each message runs as a child agentRequestWorkflow with the
  * last messages of the conversation as history (so credits, quota and tool pauses work as for
  * `/v1/agent`); messages are answered one at a time in arrival order. A durable idle timer, reset
- * by every message and paused while one is being answered, expires the session. The workflow
- * continues as new when idle and its history is long, carrying the conversation over.
+ * by every message and paused while one is being answered, expires the session. The conversation
+ * lives in the conversation store under the session's id: the workflow carries only its length,
+ * passes the child a slice of it, and continues as new when idle and its history is long.
  */
 export async function sessionWorkflow(input: SessionWorkflowInput): Promise<SessionView> {
   const carried = input.carried;
   let status: SessionStatus = 'active';
-  const history: ChatMessage[] = [...(carried?.history ?? [])];
+  // The length of the session's conversation (user and assistant messages count one each).
   let messageCount = carried?.messageCount ?? 0;
   // The idle timer runs on the workflow's clock, from the moment the session started.
   let lastActivityAt = carried?.lastActivityAt ?? Date.now();
@@ -151,12 +157,13 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   const answer = async (entry: Pending): Promise<void> => {
     current = entry;
     const { acceptBy: _acceptBy, ...request } = entry.message;
+    // At most 50 messages reach the model, the new user message included.
+    const history: ConversationSlice = { id: input.sessionId, from: Math.max(0, messageCount - (SESSION_LIMITS.historyMessages - 1)), to: messageCount };
     let final: AgentStop;
     try {
       const child = await startChild<typeof agentRequestWorkflow>('agentRequestWorkflow', {
         workflowId: agentRequestWorkflowId(request.requestId),
-        // At most 50 messages reach the model, the new user message included.
-        args: [{ ...request, history: history.slice(-(SESSION_LIMITS.historyMessages - 1)), sessionId: input.sessionId }],
+        args: [{ ...request, history, sessionId: input.sessionId }],
         // A request outlives the session's run: its credits settle and its tool context holds.
         parentClosePolicy: 'ABANDON',
         // A request id runs once: a message whose request already ran is never run again.
@@ -171,25 +178,12 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
       final = await child.result();
     } catch (e) {
       log.warn('session request failed to run', { sessionId: input.sessionId, requestId: request.requestId, error: e instanceof Error ? e.message : String(e) });
-      final = {
-        requestId: request.requestId,
-        projectId: input.projectId,
-        sessionId: input.sessionId,
-        status: 'failed',
-        stop: 1,
-        capabilitiesUsed: [],
-        files: [],
-        tokensUsed: 0,
-        creditsThisRequest: 0,
-        creditsRemaining: 0,
-        requestsUsed: 0,
-        error: { code: 'compute_error', message: 'The agent run failed.' },
-      };
+      final = failedStop(initialStop({ ...request, sessionId: input.sessionId }), { code: 'compute_error', message: 'The agent run failed.' });
     }
     // Only a finished exchange enters the conversation: a failed or expired request leaves no trace.
     if (final.status === 'completed') {
-      history.push({ role: 'user', content: request.message }, { role: 'assistant', content: final.message ?? '' });
-      history.splice(0, Math.max(0, history.length - SESSION_LIMITS.historyMessages));
+      const exchange = { projectId: input.projectId, sessionId: input.sessionId, at: messageCount, requestId: request.requestId };
+      await appendExchange({ ...exchange, userSeq: history.to - history.from, keep: SESSION_LIMITS.historyMessages });
       messageCount += 2;
     }
     lastActivityAt = Date.now();
@@ -201,7 +195,11 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
 
   const continueAsNewDue = (): boolean => {
     const info = workflowInfo();
-    return info.continueAsNewSuggested || info.historyLength >= (input.continueAsNewAfterEvents ?? CONTINUE_AS_NEW_AFTER_EVENTS);
+    return (
+      info.continueAsNewSuggested ||
+      info.historyLength >= (input.continueAsNewAfterEvents ?? CONTINUE_AS_NEW_AFTER_EVENTS) ||
+      info.historySize >= (input.continueAsNewAfterBytes ?? CONTINUE_AS_NEW_AFTER_BYTES)
+    );
   };
 
   while (status === 'active') {
@@ -217,7 +215,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
       if (queue.length === 0 && status === 'active') {
         return continueAsNew<typeof sessionWorkflow>({
           ...input,
-          carried: { history, messageCount, lastActivityAt, revision },
+          carried: { messageCount, lastActivityAt, revision },
         });
       }
       continue;

@@ -16,19 +16,22 @@ import { ApplicationFailure } from '@temporalio/common';
 import { scriptedTurn } from '#libs/llm';
 import { creditsFor } from '#libs/metering';
 import { sourceBundlerOptions } from '../../apps/worker/src/workflow-bundle.js';
+import { memoryConversations } from './memory-conversations.js';
 
 // The workflow's own logic under Temporal's time-skipping test server: the 5-minute timer runs in
 // milliseconds. Activities are in-memory stand-ins (the model is the pure scripted model); the
 // end-to-end tests run the real ones.
 const workflowsPath = fileURLToPath(new URL('../src/index.ts', import.meta.url));
 
+// One store for every worker of the file: like PostgreSQL, it outlives a worker's restart.
+const conversations = memoryConversations({ model: ({ messages, tools }) => scriptedTurn({ model: 'scripted', messages, tools }) });
+
 function fakeActivities(ledger: Ledger): AgentActivities {
   return {
     admitRequest: async () => ({ ok: true, balance: 94, requestsUsed: 1 }),
     releaseReservation: async () => void (ledger.released += 1),
-    callModel: async ({ messages, tools }) => scriptedTurn({ model: 'scripted', messages, tools }),
+    ...conversations.activities,
     builtinTools: async () => ({ tools: [], notes: [] }),
-    runBuiltinTool: async ({ call }) => ({ ok: false, output: `no ${call.name}`, files: [] }),
     recordStop: async ({ status, stop, capabilitiesUsed, surcharges }) => {
       if (ledger.failStops) throw ApplicationFailure.create({ message: 'the database is gone', nonRetryable: true });
       ledger.stops.push(`${stop}:${status}`);
@@ -56,8 +59,7 @@ function input(message: string): AgentRequestInput {
     requestId: randomUUID(),
     projectId: randomUUID(),
     plan: 'pro',
-    message,
-    history: [],
+    message: { text: message },
     capabilities: ['chat'],
     capabilitiesRequested: false,
     tools: [lookupTool],

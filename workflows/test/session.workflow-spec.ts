@@ -21,6 +21,7 @@ import {
 } from '#libs/contracts';
 import { scriptedTurn } from '#libs/llm';
 import { sourceBundlerOptions } from '../../apps/worker/src/workflow-bundle.js';
+import { memoryConversations } from './memory-conversations.js';
 
 // The session workflow's own logic under Temporal's time-skipping test server: the 30-minute idle
 // timer and the 5-minute tool context run in milliseconds. Each message runs the real
@@ -40,12 +41,13 @@ function fakeActivities(ledger: Ledger): AgentActivities & SessionActivities {
   return {
     admitRequest: async () => ({ ok: true, balance: 99, requestsUsed: 1 }),
     releaseReservation: async () => undefined,
-    callModel: async ({ requestId, messages, tools }) => {
-      ledger.modelInput.set(requestId, messages);
-      return scriptedTurn({ model: 'scripted', messages, tools });
-    },
+    ...memoryConversations({
+      model: ({ requestId, messages, tools }) => {
+        ledger.modelInput.set(requestId, messages);
+        return scriptedTurn({ model: 'scripted', messages, tools });
+      },
+    }).activities,
     builtinTools: async () => ({ tools: [], notes: [] }),
-    runBuiltinTool: async ({ call }) => ({ ok: false, output: `no ${call.name}`, files: [] }),
     emitStreamEvents: async () => ({ nextSeq: 1 }),
     recordStop: async ({ stop, status }) => ({ creditsThisRequest: stop === 1 && status !== 'failed' ? 1 : 0, creditsRemaining: 98 }),
     recordToolOutputs: async () => undefined,
@@ -92,7 +94,7 @@ describe('sessionWorkflow', () => {
       requestId: randomUUID(),
       projectId,
       plan: 'pro',
-      message: text,
+      message: { text },
       capabilities: ['chat'],
       capabilitiesRequested: false,
       tools: [],

@@ -4,10 +4,11 @@ import { AccountsModule, AccountsService } from '#libs/accounts';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { EventsModule, EventStore } from '#libs/events';
 import { MeteringModule, MeteringService } from '#libs/metering';
-import { BlobStore, FileStore, PersistenceModule } from '#libs/persistence';
+import { BlobStore, ConversationStore, FileStore, PersistenceModule } from '#libs/persistence';
 import { StreamPublisherModule, StreamPublisherService } from '#libs/streaming';
 import { TemporalClientModule, TemporalClientService } from '#libs/temporal';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
+import { ConversationActivityHandlers } from './activities/conversation.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
 import { ModelCallActivity } from './activities/model-call.activity.js';
 import { ReconcilerActivities } from './activities/reconciler.activity.js';
@@ -20,9 +21,11 @@ import { SessionReadModelActivities } from './activities/session.activity.js';
   providers: [
     {
       provide: ModelCallActivity,
-      inject: [AccountsService, BlobStore, StreamPublisherService],
-      useFactory: (a: AccountsService, b: BlobStore, s: StreamPublisherService) => new ModelCallActivity(a, b, s.publisher),
+      inject: [AccountsService, BlobStore, StreamPublisherService, ConversationStore],
+      useFactory: (a: AccountsService, b: BlobStore, s: StreamPublisherService, c: ConversationStore) => new ModelCallActivity(a, b, s.publisher, c),
     },
+    { provide: ConversationStore, inject: [DataSource], useFactory: (db: DataSource) => new ConversationStore(db) },
+    { provide: ConversationActivityHandlers, inject: [ConversationStore, BlobStore], useFactory: (c: ConversationStore, b: BlobStore) => new ConversationActivityHandlers(c, b) },
     { provide: MeteringActivities, inject: [MeteringService], useFactory: (m: MeteringService) => new MeteringActivities(m) },
     { provide: RequestEventsActivities, inject: [DataSource, EventStore], useFactory: (db: DataSource, events: EventStore) => new RequestEventsActivities(db, events) },
     {
@@ -33,8 +36,8 @@ import { SessionReadModelActivities } from './activities/session.activity.js';
     { provide: SessionReadModelActivities, inject: [DataSource], useFactory: (db: DataSource) => new SessionReadModelActivities(db) },
     {
       provide: BuiltinToolActivities,
-      inject: [BlobStore, FileStore, APP_CONFIG],
-      useFactory: (b: BlobStore, f: FileStore, config: AppConfig) => new BuiltinToolActivities(b, f, { fetchUrl: { allowHosts: config.fetchUrlAllowHosts } }),
+      inject: [BlobStore, FileStore, ConversationStore, APP_CONFIG],
+      useFactory: (b: BlobStore, f: FileStore, c: ConversationStore, config: AppConfig) => new BuiltinToolActivities(b, f, c, { fetchUrl: { allowHosts: config.fetchUrlAllowHosts } }),
     },
   ],
 })

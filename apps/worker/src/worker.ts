@@ -4,6 +4,7 @@ import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config
 import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities } from '#libs/contracts';
 import { TemporalClientService } from '#libs/temporal';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
+import { ConversationActivityHandlers } from './activities/conversation.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
 import { ModelCallActivity } from './activities/model-call.activity.js';
 import { ReconcilerActivities } from './activities/reconciler.activity.js';
@@ -18,6 +19,7 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
   const model = app.get(ModelCallActivity);
   const tools = app.get(BuiltinToolActivities);
   const events = app.get(RequestEventsActivities);
+  const conversations = app.get(ConversationActivityHandlers);
   return {
     admitRequest: metering.admitRequest,
     recordStop: metering.recordStop,
@@ -27,6 +29,9 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
     builtinTools: tools.builtinTools,
     runBuiltinTool: tools.runBuiltinTool,
     recordToolOutputs: events.recordToolOutputs,
+    openConversation: conversations.openConversation,
+    appendMessages: conversations.appendMessages,
+    appendExchange: conversations.appendExchange,
   };
 }
 

@@ -1,6 +1,6 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { AgentError, AgentStatus, ChatMessage, FileRef, InputFileRef, ModelTurn, StreamEvent, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
+import type { AgentError, AgentStatus, ChatMessage, FileRef, InputFileRef, StreamEvent, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
 import type { Capability, PlanName } from './capabilities.js';
 
 /** Operators find requests in the Temporal UI by these (registered by the stack). */
@@ -12,14 +12,55 @@ export const SEARCH_ATTRIBUTES = {
 
 export const agentRequestWorkflowId = (requestId: string): string => `agent-request-${requestId}`;
 
+/** A text inline, or stored in the blob store (claim check) when it is long. */
+export type TextRef = { readonly text: string } | { readonly blobId: string };
+
+/** A conversation in the conversation store as a workflow carries it: its id (the request's or the
+ * session's) and how many messages it has. The messages themselves never enter workflow history. */
+export interface ConversationRef {
+  readonly id: string;
+  readonly length: number;
+}
+
+/** The messages [from, to) of a stored conversation: a session's history for its next request. */
+export interface ConversationSlice {
+  readonly id: string;
+  readonly from: number;
+  readonly to: number;
+}
+
+/** A tool offered in a conversation: the caller's own (`custom`: the request pauses for it) or built in. */
+export interface OfferedTool extends ToolSpec {
+  readonly custom: boolean;
+}
+
+/** A tool call as a model step reports it: the arguments of built-in calls stay in the store. */
+export interface ToolCallRef {
+  readonly id: string;
+  readonly name: string;
+  /** Present for the caller's own tools (the caller receives them). */
+  readonly arguments?: Record<string, unknown>;
+}
+
+/** What one model call produced, by reference: the assistant message is stored at the conversation's
+ * next seq; the workflow gets the reply text only when the model called no tools. */
+export interface ModelStep {
+  readonly reply?: string;
+  readonly toolCalls: readonly ToolCallRef[];
+  readonly usage: { readonly inputTokens: number; readonly outputTokens: number };
+  /** Stream events the call published (token events), when it streamed. */
+  readonly streamed?: number;
+}
+
 /** Input of agentRequestWorkflow. Nothing secret: the model key is read inside the activity. */
 export interface AgentRequestInput {
   readonly requestId: string;
   readonly projectId: string;
   readonly plan: PlanName;
-  readonly message: string;
-  /** Earlier turns (sessions); empty for a one-shot request. */
-  readonly history: readonly ChatMessage[];
+  /** The user's message; a long one is stored by the api and travels by reference. */
+  readonly message: TextRef;
+  /** Earlier turns (sessions): a slice of the session's conversation; absent for a one-shot request. */
+  readonly history?: ConversationSlice;
   /** Capabilities whose built-in tools are offered (only `chat` when custom tools are present). */
   readonly capabilities: readonly Capability[];
   /** Whether the caller named the capabilities: then it is told about any it cannot have (e.g. web_search without a provider). */
@@ -98,7 +139,7 @@ export interface StopRecord {
 }
 
 /** Activities of the agent loop; the workflow imports only this interface. */
-export interface AgentActivities {
+export interface AgentActivities extends ConversationActivities {
   /** Admits the request: counts it against the monthly quota and reserves `credits`. Idempotent by request id. */
   admitRequest(input: { requestId: string; projectId: string; credits: number; monthlyQuota: number }): Promise<
     { ok: true; balance: number; requestsUsed: number } | { ok: false; error: AgentError; balance: number; requestsUsed: number }
@@ -106,17 +147,18 @@ export interface AgentActivities {
   /** Releases the reservation of a request that is ending without a settled stop (the workflow's
    * clean-up after an unexpected failure). Idempotent: a settled request is left as it is. */
   releaseReservation(input: { requestId: string; projectId: string }): Promise<void>;
-  /** Calls the project's model (its key is decrypted here, never passed in). */
+  /** Calls the project's model (its key is decrypted here, never passed in) with the first
+   * `conversation.length` messages of the stored conversation and its tools, and stores the
+   * assistant message at seq `conversation.length` (a retried attempt replaces it). */
   callModel(input: {
     requestId: string;
     projectId: string;
-    messages: readonly ChatMessage[];
-    tools: readonly ToolSpec[];
+    conversation: ConversationRef;
     files: readonly InputFileRef[];
     stream: boolean;
     /** The seq of the first token event this call publishes, when streaming. */
     streamSeq?: number;
-  }): Promise<ModelTurn>;
+  }): Promise<ModelStep>;
   /** Publishes stream events (tool_start, tool_end, done, error) for live delivery and replay,
    * numbered after the last stored event (so they follow the tokens of a failed model call too);
    * returns the next free seq. */
@@ -130,8 +172,26 @@ export interface AgentActivities {
   recordToolOutputs(input: { requestId: string; projectId: string; stop: number; toolCallIds: readonly string[] }): Promise<void>;
   /** Built-in tools offered for a set of capabilities, and notes on any that are unavailable. */
   builtinTools(input: { capabilities: readonly Capability[] }): Promise<{ tools: readonly (ToolSpec & { capability: Capability })[]; notes: readonly string[] }>;
-  /** Runs one built-in tool call. */
-  runBuiltinTool(input: { requestId: string; projectId: string; call: ToolCall; files: readonly InputFileRef[] }): Promise<{ ok: boolean; output: string; files: readonly FileRef[] }>;
+  /** Runs one built-in tool call by reference: its arguments are read from the assistant message at
+   * seq `callSeq`, its output is stored as the tool message at seq `at`. */
+  runBuiltinTool(input: { requestId: string; projectId: string; conversationId: string; callSeq: number; callId: string; at: number; files: readonly InputFileRef[] }): Promise<{
+    ok: boolean;
+    files: readonly FileRef[];
+  }>;
+}
+
+/** Activities that write conversations (agent requests and sessions); ids are request or session ids. */
+export interface ConversationActivities {
+  /** Creates the request's conversation: the tools offered, the history copied from a slice of the
+   * session's conversation, then the user message (read from the blob store when stored there).
+   * Idempotent; returns the conversation's length. */
+  openConversation(input: { projectId: string; conversationId: string; tools: readonly OfferedTool[]; history?: ConversationSlice; message: TextRef }): Promise<{ length: number }>;
+  /** Stores messages at seq `at` onwards (a tool message whose content is a blob marker is stored
+   * with the blob's text). Idempotent. */
+  appendMessages(input: { projectId: string; conversationId: string; at: number; messages: readonly ChatMessage[] }): Promise<void>;
+  /** Appends a finished exchange of a session's request (its user message at `userSeq` and its
+   * final reply) to the session's conversation at `at`, keeping only the last `keep` messages. */
+  appendExchange(input: { projectId: string; sessionId: string; at: number; requestId: string; userSeq: number; keep: number }): Promise<void>;
 }
 
 /** A tool output stored by reference stands in the conversation as this marker; the model

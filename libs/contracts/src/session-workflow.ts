@@ -1,5 +1,4 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { ChatMessage } from './agent.js';
 import type { AgentRequestInput, AgentStop } from './agent-workflow.js';
 
 /** Limits of contract section 8 that apply to sessions. */
@@ -19,10 +18,10 @@ export const SESSION_STATUSES: readonly SessionStatus[] = ['active', 'expired', 
 
 export const sessionWorkflowId = (sessionId: string): string => `session-${sessionId}`;
 
-/** What a run of sessionWorkflow hands to the next one when it continues as new. */
+/** What a run of sessionWorkflow hands to the next one when it continues as new. The conversation
+ * itself stays in the conversation store under the session's id. */
 export interface SessionCarryOver {
-  /** The last messages of the conversation (at most SESSION_LIMITS.historyMessages). */
-  readonly history: readonly ChatMessage[];
+  /** Messages in the session's conversation so far (its length; user and assistant count one each). */
   readonly messageCount: number;
   readonly lastActivityAt: number;
   /** Version of the read-model row, so an older write never overwrites a newer one. */
@@ -38,6 +37,8 @@ export interface SessionWorkflowInput {
   readonly idleTimeoutMs: number;
   /** Continue as new once the run's history has this many events (or when the server suggests it). */
   readonly continueAsNewAfterEvents?: number;
+  /** Continue as new once the run's history has this many bytes. */
+  readonly continueAsNewAfterBytes?: number;
   /** Set by continue-as-new only. */
   readonly carried?: SessionCarryOver;
 }

@@ -1,12 +1,17 @@
 import type { Principal } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
-import type { AgentRequestInput, InputFileRef } from '#libs/contracts';
+import type { AgentRequestInput, InputFileRef, TextRef } from '#libs/contracts';
 import { creditsFor } from '#libs/metering';
 import type { BlobStore } from '#libs/persistence';
 import { resolveCapabilities, type AgentRequestBody } from './agent-request.validation.js';
 
+/** A user message longer than this (UTF-8 bytes) is stored and travels by reference (claim check):
+ * it would otherwise ride in the session's Update, the child's start and the workflow's input. */
+export const INLINE_MESSAGE_BYTES = 4 * 1024;
+
 /** What an agent request (or a session message) runs with: the capabilities the plan and project
- * allow (403s), the input files stored once (claim check) and the most the run can cost. */
+ * allow (403s), the message and the input files stored when large (claim check) and the most the
+ * run can cost. */
 export async function requestInput(
   config: Pick<AppConfig, 'plans' | 'capabilitySurcharges' | 'toolOutputsTimeoutMs'>,
   blobs: BlobStore,
@@ -22,12 +27,14 @@ export async function requestInput(
     const { id, bytes } = await blobs.put(project.id, file.name, file.content);
     files.push({ name: file.name, blobId: id, bytes });
   }
+  let message: TextRef = { text: body.message };
+  if (Buffer.byteLength(body.message, 'utf8') > INLINE_MESSAGE_BYTES) message = { blobId: (await blobs.put(project.id, 'message', body.message)).id };
   const surcharges = config.capabilitySurcharges;
   return {
     requestId,
     projectId: project.id,
     plan: project.plan,
-    message: body.message,
+    message,
     capabilities,
     capabilitiesRequested: body.capabilities !== undefined,
     tools: body.tools,

@@ -1,19 +1,22 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { AccountsService } from '#libs/accounts';
-import { BLOB_MARKER, type AgentActivities, type ChatMessage, type InputFileRef, type ModelTurn } from '#libs/contracts';
+import type { AgentActivities, ChatMessage, InputFileRef, ModelStep, ModelTurn } from '#libs/contracts';
 import { callModel, ModelError } from '#libs/llm';
-import type { BlobStore } from '#libs/persistence';
+import { ConversationNotFoundError, type BlobStore, type ConversationStore } from '#libs/persistence';
 import type { StreamPublisher } from '#libs/streaming';
 
 /** Input files at most this large are put into the conversation whole; larger ones are listed. */
 const INLINE_FILE_BYTES = 32 * 1024;
 
-/** The model-call activity: reads the project's model key here, and only here. */
+/** The model-call activity: reads the project's model key here, and only here. The conversation
+ * and its tools are loaded from the conversation store, and the model's message is stored there;
+ * the workflow gets back only what it decides on. */
 export class ModelCallActivity {
   constructor(
     private readonly accounts: AccountsService,
     private readonly blobs: BlobStore,
     private readonly stream: StreamPublisher,
+    private readonly conversations: ConversationStore,
   ) {}
 
   readonly emitStreamEvents: AgentActivities['emitStreamEvents'] = async ({ requestId, projectId, events }) => ({
@@ -25,7 +28,16 @@ export class ModelCallActivity {
     if (!credentials) {
       throw ApplicationFailure.create({ type: 'service_unavailable', message: 'No language model is configured for this project.', nonRetryable: true });
     }
-    const messages = await this.withFiles(await this.resolveBlobs(input.messages, input.projectId), input.files, input.projectId);
+    const { id, length } = input.conversation;
+    let stored: ChatMessage[];
+    let offered: Awaited<ReturnType<ConversationStore['tools']>>;
+    try {
+      [stored, offered] = await Promise.all([this.conversations.load(id, input.projectId, length), this.conversations.tools(id, input.projectId)]);
+    } catch (e) {
+      if (e instanceof ConversationNotFoundError) throw ApplicationFailure.create({ type: 'compute_error', message: 'The conversation is no longer stored.', nonRetryable: true });
+      throw e;
+    }
+    const messages = await this.withFiles(stored, input.files, input.projectId);
     const context = Context.current();
     const heartbeat = setInterval(() => context.heartbeat(), 5000);
     // Streaming: tokens go out as the provider produces them (the first at once, then in small
@@ -38,13 +50,23 @@ export class ModelCallActivity {
         baseUrl: credentials.baseUrl,
         apiKey: credentials.apiKey,
         messages,
-        tools: input.tools,
+        tools: offered.map(({ name, description, parameters }) => ({ name, description, parameters })),
         signal: context.cancellationSignal,
         ...(writer ? { onToken: (text: string) => writer.push(text) } : {}),
       });
-      if (!writer) return turn;
-      await writer.close();
-      return { ...turn, streamed: writer.seq - (input.streamSeq ?? 0) };
+      if (writer) await writer.close();
+      // Stored at the next seq; a retried attempt replaces an earlier attempt's message, so the
+      // stored message is the one this result describes.
+      await this.conversations.put(id, input.projectId, length, [{ role: 'assistant', content: turn.content, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) }], context.info.attempt);
+      const custom = new Set(offered.filter((t) => t.custom).map((t) => t.name));
+      const step: ModelStep = {
+        ...(turn.toolCalls.length === 0 ? { reply: turn.content } : {}),
+        // The caller receives its own tools' calls; built-in calls' arguments stay in the store.
+        toolCalls: turn.toolCalls.map((c) => (custom.has(c.name) ? c : { id: c.id, name: c.name })),
+        usage: turn.usage,
+        ...(writer ? { streamed: writer.seq - (input.streamSeq ?? 0) } : {}),
+      };
+      return step;
     } catch (e) {
       if (e instanceof ModelError && !e.retryable) {
         throw ApplicationFailure.create({ type: 'compute_error', message: e.message, nonRetryable: true });
@@ -55,18 +77,6 @@ export class ModelCallActivity {
       clearInterval(heartbeat);
     }
   };
-
-  private async resolveBlobs(messages: readonly ChatMessage[], projectId: string): Promise<ChatMessage[]> {
-    return Promise.all(
-      messages.map(async (m) => {
-        if (m.role !== 'tool') return m;
-        const ref = BLOB_MARKER.exec(m.content);
-        if (!ref?.[1]) return m;
-        const blob = await this.blobs.get(ref[1], projectId);
-        return { ...m, content: blob?.content ?? '[the stored tool output has expired]' };
-      }),
-    );
-  }
 
   /** Input files reach the model whatever the capabilities: small ones whole, larger ones listed
    * (the documents capability's read_file tool reads them). */

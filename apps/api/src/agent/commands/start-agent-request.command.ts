@@ -1,6 +1,6 @@
 import { Command } from '@nestjs/cqrs';
 import type { Principal } from '#libs/accounts';
-import type { AgentStop, ChatMessage } from '#libs/contracts';
+import type { AgentStop } from '#libs/contracts';
 import type { AgentRequestBody } from '../agent-request.validation.js';
 
 /** Starts the agent request of this id, or joins it when it exists (an Idempotency-Key retry),
@@ -10,7 +10,6 @@ export class StartAgentRequestCommand extends Command<AgentStop> {
     readonly principal: Principal,
     readonly body: AgentRequestBody,
     readonly requestId: string,
-    readonly history: readonly ChatMessage[] = [],
   ) {
     super();
   }
@@ -28,7 +27,6 @@ export class StreamAgentRequestCommand extends Command<StartedAgentRequest> {
     readonly principal: Principal,
     readonly body: AgentRequestBody,
     readonly requestId: string,
-    readonly history: readonly ChatMessage[] = [],
   ) {
     super();
   }

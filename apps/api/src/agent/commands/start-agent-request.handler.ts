@@ -32,13 +32,13 @@ export class AgentRequestStarter {
     private readonly blobs: BlobStore,
   ) {}
 
-  async start({ principal, body, requestId, history }: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
+  async start({ principal, body, requestId }: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
     const { project } = principal;
     const client = this.temporal.client;
     const connection = this.temporal.connection;
     if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
     const pickupMs = this.config.temporal.pickupTimeoutMs;
-    const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), history, acceptBy: Date.now() + pickupMs };
+    const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), acceptBy: Date.now() + pickupMs };
     const workflowId = agentRequestWorkflowId(requestId);
     const startWorkflowOperation = new WithStartWorkflowOperation('agentRequestWorkflow', {
       workflowId,

@@ -1,0 +1,50 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { BLOB_MARKER, type ChatMessage, type ConversationActivities } from '#libs/contracts';
+import type { BlobStore, ConversationStore } from '#libs/persistence';
+
+/** The conversation writes of requests and sessions (libs/persistence's ConversationStore owns the
+ * tables). Each is idempotent, so a retried local activity changes nothing twice. */
+export class ConversationActivityHandlers {
+  constructor(
+    private readonly conversations: ConversationStore,
+    private readonly blobs: BlobStore,
+  ) {}
+
+  readonly openConversation: ConversationActivities['openConversation'] = async ({ projectId, conversationId, tools, history, message }) => {
+    await this.conversations.open(conversationId, projectId, tools);
+    const copied = history ? Math.max(0, history.to - history.from) : 0;
+    if (history && copied > 0) await this.conversations.copy(history.id, projectId, history.from, history.to, conversationId, 0);
+    const text = 'text' in message ? message.text : (await this.blobs.get(message.blobId, projectId))?.content;
+    if (text === undefined) {
+      throw ApplicationFailure.create({ type: 'compute_error', message: 'The message is no longer stored (it expired before the request ran).', nonRetryable: true });
+    }
+    await this.conversations.put(conversationId, projectId, copied, [{ role: 'user', content: text }]);
+    return { length: copied + 1 };
+  };
+
+  readonly appendMessages: ConversationActivities['appendMessages'] = async ({ projectId, conversationId, at, messages }) => {
+    await this.conversations.put(conversationId, projectId, at, await Promise.all(messages.map((m) => this.withBlobText(m, projectId))));
+  };
+
+  readonly appendExchange: ConversationActivities['appendExchange'] = async ({ projectId, sessionId, at, requestId, userSeq, keep }) => {
+    const user = await this.conversations.message(requestId, projectId, userSeq);
+    const reply = await this.conversations.message(requestId, projectId);
+    // Two messages are always written, so the session's length stays the count of stored messages.
+    const missing = '[this message is no longer stored]';
+    await this.conversations.open(sessionId, projectId);
+    await this.conversations.put(sessionId, projectId, at, [
+      { role: 'user', content: user?.message.content ?? missing },
+      { role: 'assistant', content: reply?.message.content ?? missing },
+    ]);
+    await this.conversations.forgetBefore(sessionId, projectId, at + 2 - keep);
+  };
+
+  /** A tool output the api stored by reference enters the conversation as its text. */
+  private async withBlobText(message: ChatMessage, projectId: string): Promise<ChatMessage> {
+    if (message.role !== 'tool') return message;
+    const ref = BLOB_MARKER.exec(message.content);
+    if (!ref?.[1]) return message;
+    const blob = await this.blobs.get(ref[1], projectId);
+    return { ...message, content: blob?.content ?? '[the stored tool output has expired]' };
+  }
+}

@@ -1,0 +1,111 @@
+import type { DataSource } from 'typeorm';
+import type { ChatMessage, OfferedTool } from '#libs/contracts';
+
+/** How long a conversation is kept after its last write (a request lives at most 24 hours). */
+export const CONVERSATION_RETENTION_HOURS = 24;
+
+/**
+ * Conversations with the model, by reference (DESIGN.md section 9): messages keyed by conversation
+ * id and seq, and the tools offered in it. A workflow carries only a conversation's id and length;
+ * its activities load what they need and store what they produce. The only writer of
+ * `conversations` and `conversation_messages`. Every read and write is scoped to the project.
+ */
+export class ConversationStore {
+  constructor(private readonly db: DataSource) {}
+
+  /** Creates the conversation, or keeps it for another day; idempotent. */
+  async open(id: string, projectId: string, tools: readonly OfferedTool[] = []): Promise<void> {
+    await this.db.query(
+      `insert into conversations (id, project_id, tools, expires_at) values ($1, $2, $3::jsonb, now() + make_interval(hours => $4))
+       on conflict (id) do update set expires_at = excluded.expires_at where conversations.project_id = excluded.project_id`,
+      [id, projectId, JSON.stringify(tools), CONVERSATION_RETENTION_HOURS],
+    );
+  }
+
+  /**
+   * Stores `messages` at seq `at`, `at + 1`, ... A message already stored at a seq is replaced only
+   * by a write of the same or a later `attempt`: a retried activity's message wins, a late write of
+   * an abandoned attempt does not.
+   */
+  async put(id: string, projectId: string, at: number, messages: readonly ChatMessage[], attempt = 0): Promise<void> {
+    if (messages.length === 0) return;
+    const [, count] = (await this.db.query(
+      `with c as (
+         update conversations set expires_at = now() + make_interval(hours => $6) where id = $1 and project_id = $2 returning id
+       )
+       insert into conversation_messages (conversation_id, seq, message, attempt)
+       select c.id, $3 + m.ord - 1, m.message, $5 from c, jsonb_array_elements($4::jsonb) with ordinality as m (message, ord)
+       on conflict (conversation_id, seq) do update set message = excluded.message, attempt = excluded.attempt
+         where conversation_messages.attempt <= excluded.attempt`,
+      [id, projectId, at, JSON.stringify(messages), attempt, CONVERSATION_RETENTION_HOURS],
+    )) as [unknown, number];
+    if (count === 0 && !(await this.exists(id, projectId))) throw new ConversationNotFoundError(id);
+  }
+
+  /** Copies the messages [from, to) of another conversation of the project to seq `at` onwards. */
+  async copy(fromId: string, projectId: string, from: number, to: number, intoId: string, at: number): Promise<void> {
+    await this.db.query(
+      `insert into conversation_messages (conversation_id, seq, message)
+       select $5, m.seq - $3 + $6, m.message from conversation_messages m join conversations c on c.id = m.conversation_id
+        where c.id = $1 and c.project_id = $2 and m.seq >= $3 and m.seq < $4
+          and exists (select 1 from conversations t where t.id = $5 and t.project_id = $2)
+       on conflict (conversation_id, seq) do nothing`,
+      [fromId, projectId, from, to, intoId, at],
+    );
+  }
+
+  /** The first `length` messages, in order; throws when any is missing (the conversation expired). */
+  async load(id: string, projectId: string, length: number): Promise<ChatMessage[]> {
+    const rows: { message: ChatMessage }[] = await this.db.query(
+      `select m.message from conversation_messages m join conversations c on c.id = m.conversation_id
+        where c.id = $1 and c.project_id = $2 and m.seq < $3 order by m.seq`,
+      [id, projectId, length],
+    );
+    if (rows.length !== length) throw new ConversationNotFoundError(id);
+    return rows.map((r) => r.message);
+  }
+
+  /** The message at `seq`, or the last one when `seq` is omitted. */
+  async message(id: string, projectId: string, seq?: number): Promise<{ seq: number; message: ChatMessage } | undefined> {
+    const rows: { seq: number; message: ChatMessage }[] = await this.db.query(
+      `select m.seq, m.message from conversation_messages m join conversations c on c.id = m.conversation_id
+        where c.id = $1 and c.project_id = $2 and ($3::integer is null or m.seq = $3) order by m.seq desc limit 1`,
+      [id, projectId, seq ?? null],
+    );
+    return rows[0];
+  }
+
+  /** The tools offered in the conversation. */
+  async tools(id: string, projectId: string): Promise<OfferedTool[]> {
+    const rows: { tools: OfferedTool[] }[] = await this.db.query(`select tools from conversations where id = $1 and project_id = $2`, [id, projectId]);
+    if (!rows[0]) throw new ConversationNotFoundError(id);
+    return rows[0].tools;
+  }
+
+  /** Forgets the messages before `seq` (a session keeps only the window that reaches the model). */
+  async forgetBefore(id: string, projectId: string, seq: number): Promise<void> {
+    await this.db.query(
+      `delete from conversation_messages m using conversations c where c.id = m.conversation_id and c.id = $1 and c.project_id = $2 and m.seq < $3`,
+      [id, projectId, seq],
+    );
+  }
+
+  /** Deletes expired conversations with their messages; returns how many conversations. */
+  async deleteExpired(): Promise<number> {
+    const [, count] = (await this.db.query(`delete from conversations where expires_at < now()`)) as [unknown, number];
+    return count;
+  }
+
+  private async exists(id: string, projectId: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(`select 1 from conversations where id = $1 and project_id = $2`, [id, projectId]);
+    return rows.length > 0;
+  }
+}
+
+/** The conversation is not there (expired, or another project's). */
+export class ConversationNotFoundError extends Error {
+  constructor(readonly conversationId: string) {
+    super(`Conversation ${conversationId} is not stored (it expired, or belongs to another project).`);
+    this.name = 'ConversationNotFoundError';
+  }
+}

@@ -1,0 +1,47 @@
+import { proxyActivities, proxyLocalActivities } from '@temporalio/workflow';
+import type { AgentActivities, ConversationActivities } from '#libs/contracts';
+
+// The activities of the agent loop and the conversation store, as workflows call them (types only;
+// the worker binds the implementations). Their timeouts and retries are decided here, once.
+
+// The money and event steps: short PostgreSQL transactions, each idempotent by request id. A
+// database that blinks must not fail a run that is paid for, so they retry with backoff for up to
+// 15 minutes; should that run out, the clean-up releases the reservation (or the reconciler does).
+export const { admitRequest, recordStop, releaseReservation, recordToolOutputs } = proxyLocalActivities<AgentActivities>({
+  startToCloseTimeout: '10 seconds',
+  scheduleToCloseTimeout: '15 minutes',
+  retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '15 seconds' },
+});
+
+export const { emitStreamEvents } = proxyLocalActivities<AgentActivities>({
+  startToCloseTimeout: '10 seconds',
+  retry: { initialInterval: '200 ms', maximumAttempts: 5 },
+});
+
+export const { builtinTools } = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: '5 seconds' });
+
+// Conversation writes: idempotent (a seq is written once per attempt, a copy never twice), so a
+// database that blinks is retried; one that stays away fails the run (and releases its credits).
+export const { openConversation, appendMessages } = proxyLocalActivities<ConversationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 10 },
+});
+
+// A session's conversation must follow the session, so a failing database is retried for as long
+// as it takes (like the session's read model).
+export const { appendExchange } = proxyLocalActivities<ConversationActivities>({
+  startToCloseTimeout: '30 seconds',
+  retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+});
+
+export const { callModel } = proxyActivities<AgentActivities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  // 429 and 5xx from the provider retry with backoff; a rejected request (4xx) is non-retryable.
+  retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 4, nonRetryableErrorTypes: ['compute_error', 'service_unavailable'] },
+});
+
+export const { runBuiltinTool } = proxyActivities<AgentActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { initialInterval: '500 ms', maximumAttempts: 3 },
+});

@@ -1,0 +1,55 @@
+import type { ChatMessage, ConversationRef, ConversationSlice, FileRef, InputFileRef, ModelStep, OfferedTool, TextRef } from '#libs/contracts';
+import * as acts from './activities.js';
+
+/**
+ * A request's handle on its conversation in the conversation store: the id and the length, kept in
+ * step with what the activities stored. Messages never pass through the workflow: the activities
+ * load what they need and store what they produce at the seq the workflow gives them.
+ */
+export class StoredConversation {
+  private ref: ConversationRef;
+
+  constructor(
+    private readonly requestId: string,
+    private readonly projectId: string,
+  ) {
+    this.ref = { id: requestId, length: 0 };
+  }
+
+  get opened(): boolean {
+    return this.ref.length > 0;
+  }
+
+  /** Stores the tools offered, the session's history (copied from its conversation) and the user message. */
+  async open(tools: readonly OfferedTool[], history: ConversationSlice | undefined, message: TextRef): Promise<void> {
+    const { length } = await acts.openConversation({ projectId: this.projectId, conversationId: this.ref.id, tools, history, message });
+    this.ref = { ...this.ref, length };
+  }
+
+  async append(messages: readonly ChatMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    await acts.appendMessages({ projectId: this.projectId, conversationId: this.ref.id, at: this.ref.length, messages });
+    this.grow(messages.length);
+  }
+
+  /** One model call on the conversation so far; its assistant message is stored at `seq`. */
+  async callModel(options: { files: readonly InputFileRef[]; stream: boolean; streamSeq: number }): Promise<{ step: ModelStep; seq: number }> {
+    const { files, stream, streamSeq } = options;
+    const step = await acts.callModel({ requestId: this.requestId, projectId: this.projectId, conversation: this.ref, files, stream, ...(stream ? { streamSeq } : {}) });
+    return { step, seq: this.grow(1) };
+  }
+
+  /** Runs the built-in call `callId` of the assistant message at `callSeq`; its output is stored next. */
+  async runTool(callSeq: number, callId: string, files: readonly InputFileRef[]): Promise<{ ok: boolean; files: readonly FileRef[] }> {
+    const result = await acts.runBuiltinTool({ requestId: this.requestId, projectId: this.projectId, conversationId: this.ref.id, callSeq, callId, at: this.ref.length, files });
+    this.grow(1);
+    return result;
+  }
+
+  /** Counts `count` stored messages; returns the seq of the first. */
+  private grow(count: number): number {
+    const at = this.ref.length;
+    this.ref = { ...this.ref, length: at + count };
+    return at;
+  }
+}
