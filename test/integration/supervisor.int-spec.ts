@@ -35,13 +35,13 @@ describe('the app supervisor', () => {
 
   it('restarts an app that was killed, then stops it on SIGTERM', async () => {
     const first = Number((await waitForLine(/^\[projector\] started \(pid (\d+)\)/))[1]);
-    await waitForLine(/relaying the outbox/);
+    await waitForLine(/running projections/);
     const seen = lines.length;
     process.kill(first, 'SIGKILL');
     await waitForLine(/^\[projector\] exited \(SIGKILL\); restarting in 1 s/, seen);
     const second = Number((await waitForLine(/^\[projector\] started \(pid (\d+)\)/, seen))[1]);
     expect(second).not.toBe(first);
-    await waitForLine(/relaying the outbox/, seen);
+    await waitForLine(/running projections/, seen);
 
     supervisor.kill('SIGTERM');
     const [code, signal] = (await once(supervisor, 'exit')) as [number | null, NodeJS.Signals | null];
