@@ -1,4 +1,5 @@
-import type { INestApplication, LogLevel } from '@nestjs/common';
+import type { Server } from 'node:http';
+import { Logger, type INestApplication, type LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
@@ -36,6 +37,64 @@ function refuseDeepBodies(req: Request, _res: Response, next: NextFunction): voi
   next();
 }
 
+/** How long a stopping api lets its in-flight requests finish before it closes anyway. */
+export const DRAIN_TIMEOUT_MS = 30_000;
+
+/** The requests a stopping api waits for, and its open event streams, which it ends. */
+class InFlight {
+  draining = false;
+  private readonly open = new Set<Response>();
+  private idle: (() => void) | undefined;
+
+  readonly track = (req: Request, res: Response, next: NextFunction): void => {
+    // A request that arrives on a kept-alive connection during the drain is still answered, but
+    // the connection is not kept: the client's next request goes to another replica.
+    if (this.draining) res.setHeader('Connection', 'close');
+    this.open.add(res);
+    res.once('close', () => {
+      this.open.delete(res);
+      if (this.open.size === 0) this.idle?.();
+    });
+    next();
+  };
+
+  /** Ends every event stream (the client resumes with Last-Event-ID elsewhere) and resolves when
+   * every other request has been answered, or after `timeoutMs`. */
+  async settle(timeoutMs: number): Promise<number> {
+    for (const res of this.open) {
+      if (String(res.getHeader('content-type') ?? '').startsWith('text/event-stream')) res.end();
+    }
+    if (this.open.size > 0) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([new Promise<void>((resolve) => (this.idle = resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+      clearTimeout(timer);
+    }
+    return this.open.size;
+  }
+}
+
+const inFlight = new WeakMap<INestApplication, InFlight>();
+
+/**
+ * Stops the api without failing what it is doing: it stops accepting connections, ends its event
+ * streams cleanly, lets every in-flight request finish (at most `timeoutMs`), and only then closes
+ * the application (the PostgreSQL pool, the Temporal connection, the Kafka consumers), which
+ * Nest's own shutdown hook would close first. main.ts calls it on SIGTERM and SIGINT.
+ */
+export async function drainAndClose(app: INestApplication, timeoutMs = DRAIN_TIMEOUT_MS): Promise<void> {
+  const logger = new Logger('api');
+  const tracker = inFlight.get(app);
+  const server = app.getHttpServer() as Server;
+  if (tracker) tracker.draining = true;
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  const left = (await tracker?.settle(timeoutMs)) ?? 0;
+  if (left > 0) logger.warn(`closing with ${left} request(s) still in flight after ${timeoutMs / 1000} s`);
+  server.closeAllConnections();
+  await closed;
+  await app.close();
+  logger.log('stopped');
+}
+
 /** Builds the api application (used by main.ts and by the end-to-end tests). */
 export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Promise<INestApplication> {
   const app = await NestFactory.create<NestExpressApplication>(ApiModule, {
@@ -43,6 +102,9 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
     bodyParser: false,
   });
   app.disable('x-powered-by');
+  const tracker = new InFlight();
+  inFlight.set(app, tracker);
+  app.use(tracker.track);
   // In this order (DESIGN.md section 7: 401, then 429, then 400): the key and the rate limit
   // before a byte of the body is read, so an unknown caller's body is never parsed. Failures of
   // either step skip the rest and reach the contract's exception filter.
@@ -51,7 +113,8 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   // error for a bad body, not a silent empty one.
   app.useBodyParser('json', { limit: BODY_LIMIT, type: () => true, strict: false });
   app.use(refuseDeepBodies);
-  app.enableShutdownHooks();
+  // No Nest shutdown hooks: they would close the pool and the Temporal connection under requests
+  // still in flight. main.ts drains first (drainAndClose).
   serveOpenApi(app);
   return app;
 }
