@@ -28,8 +28,10 @@ node dist/apps/cli/src/main.js migrate
 
 results="$(mktemp)"
 status=0
+# --forceExit: a suite whose beforeAll failed half-way may leave a consumer or a relay running;
+# its failure is reported either way, and it must not hold the run open until CI's time is up.
 NODE_OPTIONS="--experimental-vm-modules ${NODE_OPTIONS:-}" node node_modules/jest/bin/jest.js \
-  --runInBand --json --outputFile="$results" "$@" || status=$?
+  --runInBand --forceExit --json --outputFile="$results" "$@" || status=$?
 # The plain closing line, so a run that executed no test cannot pass unnoticed.
 node -e '
   const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
