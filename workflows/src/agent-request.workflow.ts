@@ -1,7 +1,7 @@
 import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, getExternalWorkflowHandle, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import { blobMarker, firstStopUpdate, SEARCH_ATTRIBUTES, sessionRequestStopSignal, sessionWorkflowId, stateQuery, submitToolOutputsUpdate } from '#libs/contracts';
 import type { AgentRequestInput, AgentStatus, AgentStop, Capability, ChatMessage, StreamEvent, ToolCallRef } from '#libs/contracts';
-import * as acts from './activities.js';
+import * as acts from './proxies.js';
 import { StoredConversation } from './stored-conversation.js';
 import { completedMessage, endEvents, initialStop, nextStep, offerTools, outputMessages, Tally, toAgentError, toolOutputsRefusal, type LegEnd } from './agent-loop.js';
 

@@ -27,7 +27,7 @@ import {
   type SessionView,
   type SessionWorkflowInput,
 } from '#libs/contracts';
-import { appendExchange } from './activities.js';
+import { appendExchange } from './proxies.js';
 import type { agentRequestWorkflow } from './agent-request.workflow.js';
 import { failedStop, initialStop } from './agent-loop.js';
 

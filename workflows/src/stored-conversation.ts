@@ -1,5 +1,5 @@
 import type { ChatMessage, ConversationRef, ConversationSlice, FileRef, InputFileRef, ModelStep, OfferedTool, TextRef } from '#libs/contracts';
-import * as acts from './activities.js';
+import * as acts from './proxies.js';
 
 /**
  * A request's handle on its conversation in the conversation store: the id and the length, kept in
