@@ -28,7 +28,10 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
   // A stop is recorded before anyone can see it: its event, the settlement of the reservation at
   // the first stop and its usage event, in one transaction (libs/metering prices it).
   const setStatus = async (status: Exclude<AgentStatus, 'in_progress'>, patch: Partial<AgentStop>): Promise<void> => {
-    const recorded = await acts.recordStop(tally.stopRecord(input, state.stop + 1, status, patch.error));
+    // The stop's content goes with it to PostgreSQL (request_views), so reads outlive this workflow.
+    const shown = { ...state, ...patch };
+    const view = { message: shown.message, toolCalls: shown.toolCalls, error: shown.error, requestsUsed: shown.requestsUsed };
+    const recorded = await acts.recordStop({ ...tally.stopRecord(input, state.stop + 1, status, patch.error), view });
     const next = tally.nextStop(state, status, patch, recorded);
     await emit(endEvents(next));
     state = next;

@@ -4,7 +4,10 @@ import { DataSource } from 'typeorm';
 import { AccountsError, AccountsService, MODEL_PROVIDERS } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
 import { CAPABILITIES, PLANS, type Capability, type PlanName } from '#libs/contracts';
+import { createKafka } from '#libs/kafka';
 import { dataSourceOptions, runMigrations, type ApiKeyEntity, type ProjectEntity } from '#libs/persistence';
+import { PROJECTIONS } from '../../projector/src/projections/index.js';
+import { rebuildProjection, type RebuildSource } from '../../projector/src/rebuild.js';
 
 /** Where the CLI writes and reads; injectable so tests capture output. */
 export interface CliIo {
@@ -46,13 +49,14 @@ function parsePositiveInt(value: string): number {
 /** Runs one CLI invocation; returns the exit code (0 done, 1 refused, 2 usage). */
 export async function runCli(argv: readonly string[], config: AppConfig, io: CliIo): Promise<number> {
   let db: DataSource | undefined;
-  const accounts = async (): Promise<AccountsService> => {
+  const database = async (): Promise<DataSource> => {
     if (!db) {
       db = new DataSource({ ...dataSourceOptions(config), logging: ['error'] });
       await db.initialize();
     }
-    return new AccountsService(db, config);
+    return db;
   };
+  const accounts = async (): Promise<AccountsService> => new AccountsService(await database(), config);
   const print = (json: boolean, value: unknown, text: string): void => io.out(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
   const jsonOption = new Option('--json', 'print JSON instead of text');
 
@@ -162,6 +166,26 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
     .action(async (ref: string, amount: number, o: { json?: boolean }) => {
       const p = await (await accounts()).addCredits(ref, amount);
       print(!!o.json, projectView(p), `${p.name} has ${p.creditBalance} credits`);
+    });
+
+  const projections = program.command('projections').description('the read models the projector builds');
+  projections
+    .command('rebuild')
+    .description('rebuild read models into new tables while the projector keeps serving, then swap them in')
+    .argument('[name]', `one projection (${PROJECTIONS.map((p) => p.name).join(', ')}); all when omitted`)
+    .addOption(new Option('--from <source>', 'read the events from the event store or from Kafka offset 0 (default: the event store where the projection\'s events are in it)').choices(['events', 'kafka']))
+    .addOption(jsonOption)
+    .action(async (name: string | undefined, o: { from?: RebuildSource; json?: boolean }) => {
+      const chosen = name ? PROJECTIONS.filter((p) => p.name === name) : PROJECTIONS;
+      if (chosen.length === 0) throw new AccountsError(`no projection "${name}"; there are ${PROJECTIONS.map((p) => p.name).join(', ')}`);
+      const results = [];
+      for (const projection of chosen) {
+        const source: RebuildSource = o.from ?? (projection.fromEventStore ? 'events' : 'kafka');
+        if (source === 'events' && !projection.fromEventStore) throw new AccountsError(`projection ${projection.name} reads ${projection.topic}, which is not in the event store: use --from kafka`);
+        const { applied, caughtUp } = await rebuildProjection(await database(), projection, source, source === 'kafka' ? createKafka(config, 'mas-cli-rebuild') : undefined);
+        results.push({ projection: projection.name, from: source, applied, caught_up: caughtUp });
+      }
+      print(!!o.json, results, results.map((r) => `rebuilt ${r.projection} from ${r.from}: ${r.applied} events, ${r.caught_up} applied by the live projector meanwhile; swapped in`).join('\n'));
     });
 
   const key = program.command('key').description('issue, list and revoke API keys');

@@ -29,7 +29,7 @@ export class ProjectionRunner {
     private readonly groupPrefix = 'mas',
   ) {}
 
-  /** Starts every projection; `groupSuffix` gives a fresh group that reads from offset 0 (a rebuild). */
+  /** Starts every projection; `groupSuffix` gives a fresh group that reads from offset 0. */
   async start(groupSuffix = ''): Promise<void> {
     for (const projection of this.projections) {
       const consumer = this.kafka.consumer({ groupId: `${this.groupPrefix}-projector-${projection.name}${groupSuffix}`, allowAutoTopicCreation: false });
@@ -61,14 +61,6 @@ export class ProjectionRunner {
       if (fresh.length === 0) return false;
       await projection.apply(tx, event);
       return true;
-    });
-  }
-
-  /** Empties a projection's tables and processed-event rows, to rebuild it from offset 0. */
-  async reset(projection: Projection): Promise<void> {
-    await this.db.transaction(async (tx) => {
-      for (const table of projection.tables) await tx.query(`delete from ${table}`);
-      await tx.query(`delete from projection_processed where projection = $1`, [projection.name]);
     });
   }
 

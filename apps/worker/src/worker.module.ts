@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AccountsModule, AccountsService } from '#libs/accounts';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
-import { EventsModule, EventStore } from '#libs/events';
+import { EventsModule, RequestStream, SessionStream } from '#libs/events';
 import { MeteringModule, MeteringService } from '#libs/metering';
 import { BlobStore, ConversationStore, FileStore, PersistenceModule } from '#libs/persistence';
 import { StreamPublisherModule, StreamPublisherService } from '#libs/streaming';
@@ -13,7 +13,7 @@ import { MeteringActivities } from './activities/metering.activity.js';
 import { ModelCallActivity } from './activities/model-call.activity.js';
 import { ReconcilerActivities } from './activities/reconciler.activity.js';
 import { RequestEventsActivities } from './activities/request-events.activity.js';
-import { SessionReadModelActivities } from './activities/session.activity.js';
+import { SessionEventsActivities } from './activities/session.activity.js';
 
 /** The worker's providers; createAgentWorker binds the activities from them. */
 @Module({
@@ -27,13 +27,13 @@ import { SessionReadModelActivities } from './activities/session.activity.js';
     { provide: ConversationStore, inject: [DataSource], useFactory: (db: DataSource) => new ConversationStore(db) },
     { provide: ConversationActivityHandlers, inject: [ConversationStore, BlobStore], useFactory: (c: ConversationStore, b: BlobStore) => new ConversationActivityHandlers(c, b) },
     { provide: MeteringActivities, inject: [MeteringService], useFactory: (m: MeteringService) => new MeteringActivities(m) },
-    { provide: RequestEventsActivities, inject: [DataSource, EventStore], useFactory: (db: DataSource, events: EventStore) => new RequestEventsActivities(db, events) },
+    { provide: RequestEventsActivities, inject: [DataSource, RequestStream], useFactory: (db: DataSource, requests: RequestStream) => new RequestEventsActivities(db, requests) },
     {
       provide: ReconcilerActivities,
-      inject: [MeteringService, DataSource, EventStore, TemporalClientService],
-      useFactory: (m: MeteringService, db: DataSource, events: EventStore, temporal: TemporalClientService) => new ReconcilerActivities(m, db, events, temporal.client!),
+      inject: [MeteringService, DataSource, SessionStream, TemporalClientService],
+      useFactory: (m: MeteringService, db: DataSource, sessions: SessionStream, temporal: TemporalClientService) => new ReconcilerActivities(m, db, sessions, temporal.client!),
     },
-    { provide: SessionReadModelActivities, inject: [DataSource], useFactory: (db: DataSource) => new SessionReadModelActivities(db) },
+    { provide: SessionEventsActivities, inject: [DataSource, SessionStream], useFactory: (db: DataSource, sessions: SessionStream) => new SessionEventsActivities(db, sessions) },
     {
       provide: BuiltinToolActivities,
       inject: [BlobStore, FileStore, ConversationStore, APP_CONFIG],

@@ -9,7 +9,7 @@ import { MeteringActivities } from './activities/metering.activity.js';
 import { ModelCallActivity } from './activities/model-call.activity.js';
 import { ReconcilerActivities } from './activities/reconciler.activity.js';
 import { RequestEventsActivities } from './activities/request-events.activity.js';
-import { SessionReadModelActivities } from './activities/session.activity.js';
+import { SessionEventsActivities } from './activities/session.activity.js';
 import { ensureReconcilerSchedule } from './reconciler-schedule.js';
 import { workflowBundleOptions } from './workflow-bundle.js';
 
@@ -37,7 +37,7 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
 
 /** The activities of sessionWorkflow (same task queue). */
 export function sessionActivities(app: INestApplicationContext): SessionActivities {
-  return { recordSession: app.get(SessionReadModelActivities).recordSession };
+  return { recordSession: app.get(SessionEventsActivities).recordSession };
 }
 
 /** The activities of ledgerReconcilerWorkflow (same task queue). */

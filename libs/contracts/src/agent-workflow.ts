@@ -2,6 +2,7 @@ import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/commo
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { AgentError, AgentStatus, ChatMessage, FileRef, InputFileRef, StreamEvent, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
 import type { Capability, PlanName } from './capabilities.js';
+import type { AgentRequestStopView } from './events.js';
 
 /** Operators find requests in the Temporal UI by these (registered by the stack). */
 export const SEARCH_ATTRIBUTES = {
@@ -136,6 +137,8 @@ export interface StopRecord {
   readonly inputTokens: number;
   readonly outputTokens: number;
   readonly errorCode?: string;
+  /** The stop's content (message, tool calls, files, error), stored with its event for reads. */
+  readonly view?: AgentRequestStopView;
 }
 
 /** Activities of the agent loop; the workflow imports only this interface. */

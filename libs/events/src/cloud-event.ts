@@ -12,6 +12,9 @@ export interface CloudEvent<T = unknown> {
   readonly projectid: string;
   readonly correlationid: string;
   readonly causationid: string;
+  /** Domain events (mas.events.v1) only: the event's version in its stream (the `subject`), so a
+   * read model knows how far it has caught up with the event store. */
+  readonly streamversion?: number;
 }
 
 /** The `source` of every event the service publishes. */
@@ -26,6 +29,7 @@ export function toCloudEvent<T>(input: {
   projectId: string;
   correlationId: string;
   causationId: string;
+  streamVersion?: number;
 }): CloudEvent<T> {
   return {
     specversion: '1.0',
@@ -39,5 +43,6 @@ export function toCloudEvent<T>(input: {
     projectid: input.projectId,
     correlationid: input.correlationId,
     causationid: input.causationId,
+    ...(input.streamVersion !== undefined ? { streamversion: input.streamVersion } : {}),
   };
 }

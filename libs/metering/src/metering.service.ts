@@ -1,16 +1,6 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import {
-  EVENT_TYPES,
-  TOPICS,
-  USAGE_EVENT_TYPE,
-  type AgentError,
-  type AgentRequestStopData,
-  type AgentStatus,
-  type EventType,
-  type StopRecord,
-  type UsageEventData,
-} from '#libs/contracts';
-import { deterministicUuid, EventStore, toCloudEvent } from '#libs/events';
+import { EVENT_TYPES, TOPICS, USAGE_EVENT_TYPE, type AgentError, type AgentStatus, type StopRecord, type UsageEventData } from '#libs/contracts';
+import { deterministicUuid, EventStore, RequestStream, SessionStream, toCloudEvent } from '#libs/events';
 import { currentPeriod } from './billing-period.js';
 import { creditsFor } from './pricing.js';
 
@@ -42,13 +32,6 @@ export interface OpenReservation {
   readonly reservedAt: Date;
 }
 
-const STOP_EVENT: Record<StopRecord['status'], EventType> = {
-  requires_tool_outputs: EVENT_TYPES.agentRequestToolCallsRequested,
-  completed: EVENT_TYPES.agentRequestCompleted,
-  failed: EVENT_TYPES.agentRequestFailed,
-  expired: EVENT_TYPES.agentRequestExpired,
-};
-
 /** Stops at which the run answered: the charge is 1 + the surcharges of what it used. */
 const CHARGEABLE: ReadonlySet<AgentStatus> = new Set(['completed', 'requires_tool_outputs']);
 
@@ -62,6 +45,8 @@ export class MeteringService {
   constructor(
     private readonly db: DataSource,
     private readonly events: EventStore,
+    /** The request stream's appender (over the same EventStore): accepted and stop events. */
+    private readonly requests: RequestStream = new RequestStream(events, new SessionStream(events)),
   ) {}
 
   /** Counts a request against the monthly quota and reserves `credits`, atomically and once per
@@ -98,14 +83,7 @@ export class MeteringService {
         input.credits,
         balance,
       ]);
-      await this.events.append(tx, `agent-request-${input.requestId}`, 0, [
-        {
-          eventId: deterministicUuid(input.requestId, EVENT_TYPES.agentRequestAccepted),
-          type: EVENT_TYPES.agentRequestAccepted,
-          data: { requestId: input.requestId, creditsReserved: input.credits, requestsUsed: row[0].requests_used },
-          metadata: { projectId: input.projectId, correlationId: input.requestId, causationId: input.requestId },
-        },
-      ]);
+      await this.requests.accepted(tx, input.projectId, { requestId: input.requestId, creditsReserved: input.credits, requestsUsed: row[0].requests_used, creditsRemaining: balance });
       return { ok: true, balance, requestsUsed: row[0].requests_used };
     });
   }
@@ -134,22 +112,8 @@ export class MeteringService {
         balance = ledger.settle.balance_after ?? balance;
       }
 
-      const type = STOP_EVENT[input.status];
-      const metadata = { projectId: input.projectId, correlationId: input.requestId, causationId: input.requestId };
-      const data: AgentRequestStopData = {
-        requestId: input.requestId,
-        ...(input.sessionId ? { sessionId: input.sessionId } : {}),
-        status: input.status,
-        stop: input.stop,
-        capabilitiesUsed: input.capabilitiesUsed,
-        creditsCharged: charged,
-        inputTokens: input.inputTokens,
-        outputTokens: input.outputTokens,
-        ...(input.errorCode ? { errorCode: input.errorCode } : {}),
-      };
-      const [event] = await this.events.append(tx, `agent-request-${input.requestId}`, 'any', [
-        { eventId: deterministicUuid(input.requestId, input.stop, type), type, data: { ...data }, metadata },
-      ]);
+      // The stop event and its view, through the request stream's one appender, in this transaction.
+      const event = await this.requests.stop(tx, input, charged, balance);
       if (settlement) await this.appendCharge(tx, input.requestId, input.projectId, settlement.reserved, settlement.charged, balance);
       if (event && (charged > 0 || input.inputTokens + input.outputTokens > 0)) {
         const usage: UsageEventData = {

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { CqrsModule } from '@nestjs/cqrs';
+import { EventsModule } from '#libs/events';
 import { PersistenceModule } from '#libs/persistence';
 import { TemporalClientModule } from '#libs/temporal';
 import { AgentController } from './agent.controller.js';
@@ -8,13 +9,14 @@ import { AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandle
 import { IdempotencyKeys } from './idempotency.js';
 import { SubmitToolOutputsHandler } from './commands/submit-tool-outputs.handler.js';
 import { GetAgentRequestHandler } from './queries/get-agent-request.handler.js';
+import { RequestReadModel } from './queries/request-read-model.js';
 import { SseModule } from '../streaming/sse.module.js';
 
 @Module({
-  imports: [CqrsModule, PersistenceModule, TemporalClientModule, SseModule],
+  imports: [CqrsModule, PersistenceModule, EventsModule, TemporalClientModule, SseModule],
   controllers: [AgentController],
   providers: [
     { provide: IdempotencyKeys, inject: [DataSource], useFactory: (db: DataSource) => new IdempotencyKeys(db) },
-    AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandler, SubmitToolOutputsHandler, GetAgentRequestHandler],
+    AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandler, SubmitToolOutputsHandler, GetAgentRequestHandler, RequestReadModel],
 })
 export class AgentModule {}

@@ -1,6 +1,7 @@
 import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
+import { EventsModule } from '#libs/events';
 import { PersistenceModule } from '#libs/persistence';
 import { TemporalClientModule } from '#libs/temporal';
 import { IdempotencyKeys } from '../agent/idempotency.js';
@@ -15,7 +16,7 @@ import { SseModule } from '../streaming/sse.module.js';
 
 /** Sessions (issue 6): long-lived conversations, each a sessionWorkflow. */
 @Module({
-  imports: [CqrsModule, PersistenceModule, TemporalClientModule, SseModule],
+  imports: [CqrsModule, PersistenceModule, EventsModule, TemporalClientModule, SseModule],
   controllers: [SessionsController],
   providers: [
     { provide: IdempotencyKeys, inject: [DataSource], useFactory: (db: DataSource) => new IdempotencyKeys(db) },

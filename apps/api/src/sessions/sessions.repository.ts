@@ -1,8 +1,9 @@
 import { Injectable } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import type { SessionStatus } from '#libs/contracts';
+import { DataSource, type EntityManager } from 'typeorm';
+import { sessionStreamId, type SessionStatus } from '#libs/contracts';
+import { SessionStream, type SessionState } from '#libs/events';
 
-/** A row of the sessions read model as the api reads it. */
+/** A session as the api reads it. */
 export interface SessionRecord {
   readonly id: string;
   readonly projectId: string;
@@ -21,45 +22,66 @@ interface SessionRow {
   created_at: Date;
   last_activity_at: Date;
   expires_at: Date;
+  revision: number;
+  version: number;
 }
 
-const COLUMNS = 'id, project_id, status, message_count, created_at, last_activity_at, expires_at';
+const COLUMNS = 's.id, s.project_id, s.status, s.message_count, s.created_at, s.last_activity_at, s.expires_at, s.revision, s.version';
 
-const toRecord = (r: SessionRow): SessionRecord => ({
-  id: r.id,
+const fromRow = (r: SessionRow): SessionState => ({
+  sessionId: r.id,
   projectId: r.project_id,
   status: r.status,
+  createdAt: r.created_at.toISOString(),
+  lastActivityAt: r.last_activity_at.toISOString(),
+  expiresAt: r.expires_at.toISOString(),
   messageCount: r.message_count,
-  createdAt: r.created_at,
-  lastActivityAt: r.last_activity_at,
-  expiresAt: r.expires_at,
+  revision: r.revision,
+  version: r.version,
 });
 
-/** The sessions read model: the active-session limit, and reads for GET. */
+const toRecord = (s: SessionState): SessionRecord => ({
+  id: s.sessionId,
+  projectId: s.projectId,
+  status: s.status,
+  messageCount: s.messageCount,
+  createdAt: new Date(s.createdAt),
+  lastActivityAt: new Date(s.lastActivityAt),
+  expiresAt: new Date(s.expiresAt),
+});
+
+/** Newest first, by (created_at, id). */
+const newestFirst = (a: SessionRecord, b: SessionRecord): number => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+
+/**
+ * Sessions for the api: creation within the limit (through the session stream's appender, which
+ * owns the slots), and reads from the sessions read model (apps/projector). A read is consistent
+ * with what the caller has seen: a row behind its stream (the projector has not yet applied the
+ * latest events) is brought up to date from the event store, so an answer returned to a caller
+ * is readable at once, whatever the projector's lag, and after Temporal has forgotten the session.
+ */
 @Injectable()
 export class SessionsRepository {
-  constructor(private readonly db: DataSource) {}
+  constructor(
+    private readonly db: DataSource,
+    private readonly sessions: SessionStream,
+  ) {}
 
   /**
-   * Inserts an active session unless the project already has `limit` active ones, and runs `start`
-   * (the workflow start) before committing. A per-project advisory lock makes the count exact across
-   * api replicas; a `start` that throws rolls the row back. A session of this id that exists already
-   * (an Idempotency-Key retry of a creation that committed) is returned as it is, and nothing is
-   * started. 'limit' when the limit is reached.
+   * Creates an active session unless the project already has `limit` of them, and runs `start`
+   * (the workflow start) before committing; a `start` that throws rolls the creation back. A
+   * session of this id that exists already (an Idempotency-Key retry of a creation that committed)
+   * is returned as it is, and nothing is started. 'limit' when the limit is reached.
    */
   async createWithinLimit(session: Omit<SessionRecord, 'status' | 'messageCount'>, limit: number, start: () => Promise<void>): Promise<SessionRecord | 'limit'> {
     return this.db.transaction(async (tx) => {
-      await tx.query(`select pg_advisory_xact_lock(hashtextextended($1, 0))`, [`sessions:${session.projectId}`]);
-      const existing: SessionRow[] = await tx.query(`select ${COLUMNS} from sessions where id = $1 and project_id = $2`, [session.id, session.projectId]);
-      if (existing[0]) return toRecord(existing[0]);
-      const [row] = (await tx.query(`select count(*)::int as n from sessions where project_id = $1 and status = 'active'`, [session.projectId])) as { n: number }[];
-      if ((row?.n ?? 0) >= limit) return 'limit';
-      // The session's own workflow may have written its row first (a retry joining a workflow that an
-      // attempt started without committing): the row is the workflow's then.
-      await tx.query(
-        `insert into sessions (id, project_id, status, message_count, created_at, last_activity_at, expires_at) values ($1, $2, 'active', 0, $3, $4, $5) on conflict (id) do nothing`,
-        [session.id, session.projectId, session.createdAt, session.lastActivityAt, session.expiresAt],
-      );
+      const outcome = await this.sessions.create(tx, { sessionId: session.id, projectId: session.projectId, createdAt: session.createdAt, expiresAt: session.expiresAt }, limit);
+      if (outcome === 'limit') return 'limit';
+      if (outcome === 'exists') {
+        const existing = await this.sessions.state(tx, session.id);
+        if (existing?.projectId === session.projectId) return toRecord(existing);
+        return { ...session, status: 'active', messageCount: 0 };
+      }
       await start();
       return { ...session, status: 'active', messageCount: 0 };
     });
@@ -67,21 +89,54 @@ export class SessionsRepository {
 
   /** A session of `projectId`; another project's session is not found. */
   async find(projectId: string, id: string): Promise<SessionRecord | undefined> {
-    const rows: SessionRow[] = await this.db.query(`select ${COLUMNS} from sessions where id = $1 and project_id = $2`, [id, projectId]);
-    return rows[0] && toRecord(rows[0]);
+    const state = await this.current(this.db.manager, id);
+    return state?.projectId === projectId ? toRecord(state) : undefined;
   }
 
   /** The project's sessions, newest first, after the session `after` (a cursor) when given. */
   async list(projectId: string, options: { limit: number; after?: string; status?: SessionStatus }): Promise<{ records: SessionRecord[]; hasMore: boolean }> {
-    const rows: SessionRow[] = await this.db.query(
+    const tx = this.db.manager;
+    // The project's sessions whose row is behind their stream, brought up to date from the events.
+    const behind: (SessionRow & { stream_id: string; stream_version: number })[] = await tx.query(
+      `select st.stream_id, st.version as stream_version, ${COLUMNS}
+         from streams st left join sessions s on s.id = substr(st.stream_id, 9)::uuid
+        where st.project_id = $1 and st.stream_id like 'session-%' and (s.version is null or s.version < st.version)`,
+      [projectId],
+    );
+    const fresh = new Map<string, SessionRecord>();
+    for (const r of behind) {
+      const id = r.stream_id.slice('session-'.length);
+      const state = await this.sessions.state(tx, id, r.id ? fromRow(r) : undefined);
+      if (state?.projectId === projectId) fresh.set(id, toRecord(state));
+    }
+    const cursor = options.after ? await this.find(projectId, options.after) : undefined;
+    const rows: SessionRow[] = await tx.query(
       `select ${COLUMNS} from sessions s
         where s.project_id = $1
           and ($2::text is null or s.status = $2::text)
-          and ($3::uuid is null or (s.created_at, s.id) < (select c.created_at, c.id from sessions c where c.id = $3::uuid and c.project_id = $1))
+          and ($3::timestamptz is null or (s.created_at, s.id) < ($3::timestamptz, $4::uuid))
         order by s.created_at desc, s.id desc
-        limit $4`,
-      [projectId, options.status ?? null, options.after ?? null, options.limit + 1],
+        limit $5`,
+      [projectId, options.status ?? null, cursor?.createdAt ?? null, cursor?.id ?? null, options.limit + 1 + fresh.size],
     );
-    return { records: rows.slice(0, options.limit).map(toRecord), hasMore: rows.length > options.limit };
+    const after = (r: SessionRecord): boolean => !cursor || newestFirst(cursor, r) < 0;
+    const records = [
+      ...rows.map((r) => toRecord(fromRow(r))).filter((r) => !fresh.has(r.id)),
+      ...[...fresh.values()].filter((r) => (!options.status || r.status === options.status) && after(r)),
+    ].sort(newestFirst);
+    return { records: records.slice(0, options.limit), hasMore: records.length > options.limit };
+  }
+
+  /** The session's read-model row, caught up with its stream when the projector is behind. */
+  private async current(tx: EntityManager, id: string): Promise<SessionState | undefined> {
+    const rows: (Partial<SessionRow> & { stream_version: number | null })[] = await tx.query(
+      `select st.version as stream_version, ${COLUMNS}
+         from (select $1::uuid as id) k left join sessions s on s.id = k.id left join streams st on st.stream_id = $2`,
+      [id, sessionStreamId(id)],
+    );
+    const row = rows[0];
+    const projected = row?.id ? fromRow(row as SessionRow) : undefined;
+    if (!row?.stream_version || (projected && projected.version >= row.stream_version)) return projected;
+    return this.sessions.state(tx, id, projected);
   }
 }

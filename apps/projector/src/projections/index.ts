@@ -1,7 +1,8 @@
 import type { Projection } from './projection.js';
 import { requestLogProjection } from './request-log.projection.js';
+import { sessionsProjection } from './sessions.projection.js';
 import { usageProjection } from './usage.projection.js';
 
 export type { Projection } from './projection.js';
 /** Every read model the projector maintains. */
-export const PROJECTIONS: readonly Projection[] = [usageProjection, requestLogProjection];
+export const PROJECTIONS: readonly Projection[] = [usageProjection, requestLogProjection, sessionsProjection];

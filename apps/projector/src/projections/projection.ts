@@ -2,12 +2,20 @@ import type { EntityManager } from 'typeorm';
 import type { Topic } from '#libs/contracts';
 import type { CloudEvent } from '#libs/events';
 
+/** Where a projection writes: its own table names, or a rebuild's new versions of them. */
+export type TableNames = Readonly<Record<string, string>>;
+
 /** A read model built from one topic. `apply` runs inside the transaction that also records the
  * event as processed, so a redelivered event changes nothing. */
 export interface Projection {
   readonly name: string;
   readonly topic: Topic;
-  /** The tables it owns: emptied when it is rebuilt from offset 0. */
+  /** The tables it owns: a rebuild writes new versions of them and swaps them in. */
   readonly tables: readonly string[];
-  apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>): Promise<void>;
+  /** Whether a rebuild can read its events from the event store (`events`) instead of Kafka. */
+  readonly fromEventStore: boolean;
+  apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>, tables?: TableNames): Promise<void>;
 }
+
+/** The name `table` has in `tables` (itself when no rebuild renames it). */
+export const tableName = (tables: TableNames | undefined, table: string): string => tables?.[table] ?? table;

@@ -1,43 +1,70 @@
 import type { EntityManager } from 'typeorm';
-import { EVENT_TYPES, TOPICS, type AgentRequestStopData } from '#libs/contracts';
-import type { CloudEvent } from '#libs/events';
-import type { Projection } from './projection.js';
+import { TOPICS, type AgentStatus, type Capability } from '#libs/contracts';
+import { evolveRequest, fromCloudEvent, type CloudEvent, type RequestState } from '#libs/events';
+import { tableName, type Projection, type TableNames } from './projection.js';
 
-const STOPS = new Set<string>([
-  EVENT_TYPES.agentRequestToolCallsRequested,
-  EVENT_TYPES.agentRequestCompleted,
-  EVENT_TYPES.agentRequestFailed,
-  EVENT_TYPES.agentRequestExpired,
-]);
+interface Row {
+  request_id: string;
+  project_id: string;
+  session_id: string | null;
+  status: AgentStatus;
+  stop: number;
+  capabilities: Capability[];
+  credits: number;
+  leg_credits: number;
+  tokens: string;
+  leg_tokens: string;
+  credits_remaining: number;
+  requests_used: number;
+  error_code: string | null;
+  created_at: Date;
+  updated_at: Date;
+  version: number;
+}
 
-/** One row per agent request: its latest status, capabilities, credits and tokens. */
+const fromRow = (r: Row): RequestState => ({
+  requestId: r.request_id,
+  projectId: r.project_id,
+  sessionId: r.session_id,
+  status: r.status,
+  stop: r.stop,
+  capabilitiesUsed: r.capabilities,
+  credits: r.credits,
+  legCredits: r.leg_credits,
+  tokens: Number(r.tokens),
+  legTokens: Number(r.leg_tokens),
+  creditsRemaining: r.credits_remaining,
+  requestsUsed: r.requests_used,
+  errorCode: r.error_code,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+  version: r.version,
+});
+
+/** One row per agent request: the fold of its stream (evolveRequest in libs/events), with the
+ * stream version it reflects. The content of its stops is not here: it never travels on Kafka. */
 export const requestLogProjection: Projection = {
   name: 'request-log',
   topic: TOPICS.events,
   tables: ['request_log'],
-  async apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>): Promise<void> {
-    if (event.type === EVENT_TYPES.agentRequestAccepted) {
-      await tx.query(
-        `insert into request_log (request_id, project_id, status, created_at, updated_at) values ($1, $2, 'in_progress', $3, $3)
-         on conflict (request_id) do nothing`,
-        [event.data.requestId, event.projectid, event.time],
-      );
-      return;
-    }
-    if (!STOPS.has(event.type)) return;
-    const d = event.data as unknown as AgentRequestStopData;
+  fromEventStore: true,
+  async apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>, tables?: TableNames): Promise<void> {
+    const domain = fromCloudEvent(event);
+    if (!domain || !domain.streamId.startsWith('agent-request-')) return;
+    const table = tableName(tables, 'request_log');
+    const rows: Row[] = await tx.query(`select * from ${table} where request_id = $1 for update`, [String(domain.data.requestId)]);
+    const before = rows[0] && fromRow(rows[0]);
+    const s = evolveRequest(before, domain);
+    if (!s || s === before) return;
     await tx.query(
-      `insert into request_log (request_id, project_id, session_id, status, capabilities, credits, tokens, error_code, created_at, updated_at)
-       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9)
+      `insert into ${table} (request_id, project_id, session_id, status, stop, capabilities, credits, leg_credits, tokens, leg_tokens, credits_remaining, requests_used, error_code, created_at, updated_at, version)
+       values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
        on conflict (request_id) do update set
-         status = excluded.status,
-         session_id = coalesce(excluded.session_id, request_log.session_id),
-         capabilities = excluded.capabilities,
-         credits = request_log.credits + excluded.credits,
-         tokens = request_log.tokens + excluded.tokens,
-         error_code = excluded.error_code,
-         updated_at = excluded.updated_at`,
-      [d.requestId, event.projectid, d.sessionId ?? null, d.status, d.capabilitiesUsed, d.creditsCharged, d.inputTokens + d.outputTokens, d.errorCode ?? null, event.time],
+         session_id = excluded.session_id, status = excluded.status, stop = excluded.stop, capabilities = excluded.capabilities,
+         credits = excluded.credits, leg_credits = excluded.leg_credits, tokens = excluded.tokens, leg_tokens = excluded.leg_tokens,
+         credits_remaining = excluded.credits_remaining, requests_used = excluded.requests_used, error_code = excluded.error_code,
+         updated_at = excluded.updated_at, version = excluded.version`,
+      [s.requestId, s.projectId, s.sessionId, s.status, s.stop, s.capabilitiesUsed, s.credits, s.legCredits, s.tokens, s.legTokens, s.creditsRemaining, s.requestsUsed, s.errorCode, s.createdAt, s.updatedAt, s.version],
     );
   },
 };

@@ -2,8 +2,8 @@ import { Logger } from '@nestjs/common';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import type { DataSource } from 'typeorm';
-import { agentRequestWorkflowId, EVENT_TYPES, sessionWorkflowId, type ReconcilerActivities as Contract } from '#libs/contracts';
-import { deterministicUuid, type EventStore } from '#libs/events';
+import { agentRequestWorkflowId, sessionWorkflowId, type ReconcilerActivities as Contract } from '#libs/contracts';
+import type { SessionStream } from '#libs/events';
 import type { MeteringService } from '#libs/metering';
 
 /** Rows looked at per pass; the next pass takes the rest. */
@@ -16,7 +16,7 @@ export class ReconcilerActivities {
   constructor(
     private readonly metering: MeteringService,
     private readonly db: DataSource,
-    private readonly events: EventStore,
+    private readonly sessions: SessionStream,
     private readonly temporal: Client,
   ) {}
 
@@ -35,15 +35,13 @@ export class ReconcilerActivities {
     }
 
     let sessionsFreed = 0;
-    const active: { id: string; project_id: string }[] = await this.db.query(
-      `select id, project_id from sessions where status = 'active' and created_at < $1 order by created_at limit $2`,
-      [before, BATCH],
-    );
+    // The slots are what the limit counts: one held by a closed workflow is given back.
+    const active = await this.sessions.slotsTakenBefore(this.db, before, BATCH);
     for (const s of active) {
-      if (!(await this.closed(sessionWorkflowId(s.id)))) continue;
-      if (await this.freeSession(s.id, s.project_id)) {
+      if (!(await this.closed(sessionWorkflowId(s.sessionId)))) continue;
+      if (await this.db.transaction((tx) => this.sessions.reconciled(tx, s.sessionId, s.projectId))) {
         sessionsFreed += 1;
-        this.logger.warn(`session ${s.id} was active but its workflow had closed: marked ended`);
+        this.logger.warn(`session ${s.sessionId} was active but its workflow had closed: marked ended`);
       }
     }
     return { reservationsChecked: open.length, reservationsReleased, creditsReleased, sessionsChecked: active.length, sessionsFreed };
@@ -60,25 +58,5 @@ export class ReconcilerActivities {
       this.logger.warn(`could not describe ${workflowId}: ${e instanceof Error ? e.message : String(e)}`);
       return false;
     }
-  }
-
-  private async freeSession(sessionId: string, projectId: string): Promise<boolean> {
-    return this.db.transaction(async (tx) => {
-      // An UPDATE ... RETURNING answers [rows, count] through TypeORM's pg driver.
-      const [rows] = (await tx.query(
-        `update sessions set status = 'ended', expires_at = now(), revision = revision + 1 where id = $1 and status = 'active' returning 1`,
-        [sessionId],
-      )) as [unknown[], number];
-      if (rows.length === 0) return false;
-      await this.events.append(tx, `session-${sessionId}`, 'any', [
-        {
-          eventId: deterministicUuid(sessionId, EVENT_TYPES.sessionReconciled),
-          type: EVENT_TYPES.sessionReconciled,
-          data: { sessionId, status: 'ended' },
-          metadata: { projectId, correlationId: sessionId, causationId: sessionId },
-        },
-      ]);
-      return true;
-    });
   }
 }

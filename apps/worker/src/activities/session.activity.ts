@@ -1,24 +1,18 @@
 import type { DataSource } from 'typeorm';
 import type { SessionActivities } from '#libs/contracts';
+import type { SessionStream } from '#libs/events';
 
-/** Keeps the sessions read model current (a local activity: one short statement). */
-export class SessionReadModelActivities {
-  constructor(private readonly db: DataSource) {}
+/** Records what the session workflow decided as events on its stream (a local activity: one short
+ * transaction). The sessions read model is a projection of that stream (apps/projector). */
+export class SessionEventsActivities {
+  constructor(
+    private readonly db: DataSource,
+    private readonly sessions: SessionStream,
+  ) {}
 
-  /** An upsert guarded by the workflow's revision: a retried or late write of an older state changes
-   * nothing, and a row the api did not get to commit is created. */
+  /** An answered message, an expiry or an end, once per workflow `revision` (a retried attempt
+   * appends nothing twice); an expiry or an end gives the session's slot back. */
   readonly recordSession: SessionActivities['recordSession'] = async (view) => {
-    await this.db.query(
-      `insert into sessions (id, project_id, status, message_count, created_at, last_activity_at, expires_at, revision)
-       values ($1, $2, $3, $4, to_timestamp($5 / 1000.0), to_timestamp($6 / 1000.0), to_timestamp($7 / 1000.0), $8)
-       on conflict (id) do update set
-         status = excluded.status,
-         message_count = excluded.message_count,
-         last_activity_at = excluded.last_activity_at,
-         expires_at = excluded.expires_at,
-         revision = excluded.revision
-       where sessions.revision < excluded.revision`,
-      [view.sessionId, view.projectId, view.status, view.messageCount, view.createdAt, view.lastActivityAt, view.expiresAt, view.revision],
-    );
+    await this.db.transaction((tx) => this.sessions.recorded(tx, view));
   };
 }

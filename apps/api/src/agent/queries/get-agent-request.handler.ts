@@ -1,26 +1,38 @@
 import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { agentRequestWorkflowId, ServiceError, stateQuery, type AgentStop, isUuid } from '#libs/contracts';
 import { TemporalClientService } from '#libs/temporal';
 import { fromTemporalError } from '../temporal-errors.js';
 import { GetAgentRequestQuery } from './get-agent-request.query.js';
-
+import { RequestReadModel } from './request-read-model.js';
 
 @QueryHandler(GetAgentRequestQuery)
 export class GetAgentRequestHandler implements IQueryHandler<GetAgentRequestQuery> {
-  constructor(private readonly temporal: TemporalClientService) {}
+  constructor(
+    private readonly requests: RequestReadModel,
+    private readonly temporal: TemporalClientService,
+  ) {}
 
   async execute({ principal, requestId }: GetAgentRequestQuery): Promise<AgentStop> {
     const notFound = new ServiceError('request_not_found', 'No request with this id exists in this project.');
     if (!isUuid(requestId)) throw notFound;
-    const client = this.temporal.client;
-    if (!client) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
-    let stop: AgentStop;
-    try {
-      stop = await client.workflow.getHandle(agentRequestWorkflowId(requestId)).query(stateQuery);
-    } catch (e) {
-      throw fromTemporalError(e, 'request_not_found');
-    }
-    if (stop.projectId !== principal.project.id) throw notFound;
+    const stop = (await this.requests.find(requestId)) ?? (await this.beforeAdmission(requestId));
+    if (!stop || stop.projectId !== principal.project.id) throw notFound;
     return stop;
+  }
+
+  /** A request with no event yet has just started and not been admitted: only its workflow knows it
+   * (it shows `in_progress`). Once it has events, the read model answers. */
+  private async beforeAdmission(requestId: string): Promise<AgentStop | undefined> {
+    const client = this.temporal.client;
+    if (!client) return undefined;
+    try {
+      return await client.workflow.getHandle(agentRequestWorkflowId(requestId)).query(stateQuery);
+    } catch (e) {
+      if (e instanceof WorkflowNotFoundError) return undefined;
+      const error = fromTemporalError(e, 'request_not_found');
+      if (error.code === 'request_not_found') return undefined;
+      throw error;
+    }
   }
 }

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { Inject } from '@nestjs/common';
+import { Inject, Logger } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
+import { DataSource } from 'typeorm';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { agentRequestWorkflowId, sendSessionMessageUpdate, ServiceError, sessionWorkflowId, type AgentStop, type SessionMessage } from '#libs/contracts';
+import { SessionStream } from '#libs/events';
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { resolveCapabilities } from '../../agent/agent-request.validation.js';
@@ -26,7 +28,11 @@ import { SendSessionMessageCommand, type AcceptedSessionMessage, type ReplayedSe
  */
 @CommandHandler(SendSessionMessageCommand)
 export class SendSessionMessageHandler implements ICommandHandler<SendSessionMessageCommand> {
+  private readonly logger = new Logger('sessions');
+
   constructor(
+    private readonly db: DataSource,
+    private readonly stream: SessionStream,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly temporal: TemporalClientService,
     private readonly blobs: BlobStore,
@@ -71,6 +77,7 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
         throw await sessionCallError(e, this.sessions, project.id, sessionId);
       }
       const accepted = update;
+      await this.recordAccepted(sessionId, project.id, requestId);
       return {
         kind: 'accepted',
         requestId,
@@ -86,6 +93,17 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       };
     } catch (e) {
       throw withRequestId(e, requestId);
+    }
+  }
+
+  /** `session.message-accepted` on the session's stream. The session has the message whatever
+   * happens here: a database that fails now costs the record, not the caller's answer (the
+   * session's next state event carries its figures). */
+  private async recordAccepted(sessionId: string, projectId: string, requestId: string): Promise<void> {
+    try {
+      await this.db.transaction((tx) => this.stream.messageAccepted(tx, { sessionId, projectId, requestId }));
+    } catch (e) {
+      this.logger.warn(`could not record that session ${sessionId} accepted request ${requestId}: ${e instanceof Error ? e.message : String(e)}`);
     }
   }
 

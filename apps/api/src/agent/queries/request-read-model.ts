@@ -1,0 +1,90 @@
+import { Injectable } from '@nestjs/common';
+import { DataSource } from 'typeorm';
+import { agentRequestStreamId, type AgentRequestStopView, type AgentStop, type AgentStatus, type Capability, type FileRef } from '#libs/contracts';
+import { RequestStream, type RequestState } from '#libs/events';
+
+interface RequestRow {
+  request_id: string;
+  project_id: string;
+  session_id: string | null;
+  status: AgentStatus;
+  stop: number;
+  capabilities: Capability[];
+  credits: number;
+  leg_credits: number;
+  tokens: string;
+  leg_tokens: string;
+  credits_remaining: number;
+  requests_used: number;
+  error_code: string | null;
+  created_at: Date;
+  updated_at: Date;
+  version: number;
+}
+
+const fromRow = (r: RequestRow): RequestState => ({
+  requestId: r.request_id,
+  projectId: r.project_id,
+  sessionId: r.session_id,
+  status: r.status,
+  stop: r.stop,
+  capabilitiesUsed: r.capabilities,
+  credits: r.credits,
+  legCredits: r.leg_credits,
+  tokens: Number(r.tokens),
+  legTokens: Number(r.leg_tokens),
+  creditsRemaining: r.credits_remaining,
+  requestsUsed: r.requests_used,
+  errorCode: r.error_code,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+  version: r.version,
+});
+
+/**
+ * Agent requests as GET /v1/agent/{id} shows them: the figures from the request-log read model
+ * (apps/projector), caught up from the event store when the projector has not yet applied the
+ * stream's latest events (so a stop the caller was answered with is readable at once), and the
+ * stop's content from `request_views`, written with the stop event. Nothing here asks Temporal, so
+ * a request stays readable after the namespace's retention has removed its workflow.
+ */
+@Injectable()
+export class RequestReadModel {
+  constructor(
+    private readonly db: DataSource,
+    private readonly requests: RequestStream,
+  ) {}
+
+  /** The request's latest state as an AgentStop; undefined when it has no events yet. */
+  async find(requestId: string): Promise<AgentStop | undefined> {
+    const rows: (Partial<RequestRow> & { stream_version: number | null })[] = await this.db.query(
+      `select st.version as stream_version, r.*
+         from (select $1::uuid as id) k left join request_log r on r.request_id = k.id left join streams st on st.stream_id = $2`,
+      [requestId, agentRequestStreamId(requestId)],
+    );
+    const row = rows[0];
+    const projected = row?.request_id ? fromRow(row as RequestRow) : undefined;
+    const state = !row?.stream_version || (projected && projected.version >= row.stream_version) ? projected : await this.requests.state(this.db.manager, requestId, projected);
+    if (!state) return undefined;
+    const views: { view: AgentRequestStopView }[] = state.stop > 0 ? await this.db.query(`select view from request_views where request_id = $1 and stop = $2`, [requestId, state.stop]) : [];
+    const view = views[0]?.view;
+    const paused = state.status === 'requires_tool_outputs';
+    const files: readonly FileRef[] = view?.files ?? (await this.db.query(`select id, name from generated_files where request_id = $1 order by created_at, id`, [requestId]));
+    return {
+      requestId: state.requestId,
+      projectId: state.projectId,
+      status: state.status,
+      stop: state.stop,
+      ...(state.status === 'completed' && view?.message !== undefined ? { message: view.message } : {}),
+      ...(paused && view?.toolCalls ? { toolCalls: view.toolCalls } : {}),
+      capabilitiesUsed: state.capabilitiesUsed,
+      files,
+      tokensUsed: state.legTokens,
+      creditsThisRequest: state.legCredits,
+      creditsRemaining: state.creditsRemaining,
+      requestsUsed: view?.requestsUsed ?? state.requestsUsed,
+      ...(view?.error ? { error: view.error } : state.errorCode ? { error: { code: state.errorCode, message: 'The agent run failed.' } } : {}),
+      ...(state.sessionId ? { sessionId: state.sessionId } : {}),
+    } as AgentStop;
+  }
+}

@@ -1,0 +1,31 @@
+import type { StoredEvent } from '#libs/contracts';
+import type { CloudEvent } from '../cloud-event.js';
+
+/** What a fold needs of an event, whether read from the event store or from Kafka. */
+export interface DomainEvent {
+  readonly id: string;
+  readonly type: string;
+  readonly streamId: string;
+  readonly version: number;
+  readonly projectId: string;
+  /** ISO-8601, when it was recorded. */
+  readonly time: string;
+  readonly data: Record<string, unknown>;
+}
+
+export const fromStored = (e: StoredEvent): DomainEvent => ({
+  id: e.eventId,
+  type: e.type,
+  streamId: e.streamId,
+  version: e.version,
+  projectId: e.metadata.projectId,
+  time: e.recordedAt,
+  data: e.data,
+});
+
+/** A CloudEvent of mas.events.v1; undefined for one without its stream version (published before
+ * the version travelled with it), which a fold cannot place. */
+export const fromCloudEvent = (e: CloudEvent<Record<string, unknown>>): DomainEvent | undefined =>
+  typeof e.streamversion === 'number'
+    ? { id: e.id, type: e.type, streamId: e.subject, version: e.streamversion, projectId: e.projectid, time: e.time, data: e.data }
+    : undefined;
