@@ -16,7 +16,7 @@ export class ConversationStore {
   /** Creates the conversation, or keeps it for another day; idempotent. */
   async open(id: string, projectId: string, tools: readonly OfferedTool[] = []): Promise<void> {
     await this.db.query(
-      `insert into conversations (id, project_id, tools, expires_at) values ($1, $2, $3::jsonb, now() + make_interval(hours => $4))
+      `insert into conversations (id, project_id, tools, expires_at) values ($1, $2, $3::json, now() + make_interval(hours => $4))
        on conflict (id) do update set expires_at = excluded.expires_at where conversations.project_id = excluded.project_id`,
       [id, projectId, JSON.stringify(tools), CONVERSATION_RETENTION_HOURS],
     );
@@ -34,7 +34,7 @@ export class ConversationStore {
          update conversations set expires_at = now() + make_interval(hours => $6) where id = $1 and project_id = $2 returning id
        )
        insert into conversation_messages (conversation_id, seq, message, attempt)
-       select c.id, $3 + m.ord - 1, m.message, $5 from c, jsonb_array_elements($4::jsonb) with ordinality as m (message, ord)
+       select c.id, $3 + m.ord - 1, m.message, $5 from c, json_array_elements($4::json) with ordinality as m (message, ord)
        on conflict (conversation_id, seq) do update set message = excluded.message, attempt = excluded.attempt
          where conversation_messages.attempt <= excluded.attempt`,
       [id, projectId, at, JSON.stringify(messages), attempt, CONVERSATION_RETENTION_HOURS],

@@ -12,17 +12,19 @@ export class Conversations1763700000011 implements MigrationInterface {
       create table conversations (
         id uuid primary key,
         project_id uuid not null,
-        tools jsonb not null default '[]',
+        tools json not null default '[]',
         expires_at timestamptz not null
       )`);
     await q.query(`create index conversations_expiry_idx on conversations (expires_at)`);
-    // attempt: the activity attempt that wrote the message; a retried attempt overwrites an
-    // earlier one's message, never the reverse (the stored message is the one the workflow saw).
+    // json, not jsonb: a message may hold any text a model or a tool produced, NUL included
+    // (jsonb refuses \u0000). attempt: the activity attempt that wrote the message; a retried
+    // attempt overwrites an earlier one's message, never the reverse (the stored message is the
+    // one the workflow saw).
     await q.query(`
       create table conversation_messages (
         conversation_id uuid not null references conversations (id) on delete cascade,
         seq integer not null,
-        message jsonb not null,
+        message json not null,
         attempt integer not null default 0,
         primary key (conversation_id, seq)
       )`);

@@ -9,8 +9,9 @@ import { awaitAnswer, fromTemporalError, withinPickup } from '../temporal-errors
 import type { ToolOutputsBody } from '../agent-request.validation.js';
 import { SubmitToolOutputsCommand } from './submit-tool-outputs.command.js';
 
-/** Outputs above this size go to the blob store and travel by id (DESIGN.md section 1). */
-const INLINE_OUTPUT_BYTES = 64 * 1024;
+/** Outputs above this size go to the blob store and travel by id (claim check), like a long user
+ * message (request-input.ts): a submission of many outputs stays small in the workflow's history. */
+const INLINE_OUTPUT_BYTES = 4 * 1024;
 
 /**
  * The Update id of a submission: the same submission (same request, same parsed body) is the same
