@@ -248,8 +248,10 @@ describe('Idempotency-Key', () => {
       expect(answers[0]!.status).toBe(200);
       for (const a of answers) expectSameAnswer(a, answers[0]!);
       expectSameAnswer(await post('/v1/sessions', auth, key), answers[0]!);
-      const rows = (await fixtures.db.query(`select id from sessions where project_id = $1`, [project.id])) as { id: string }[];
-      expect(rows.map((r) => r.id)).toEqual([answers[0]!.body.id]);
+      const listed = await request(api.url, 'GET', '/v1/sessions', { headers: auth });
+      expect(listed.body.data.map((s: { id: string }) => s.id)).toEqual([answers[0]!.body.id]);
+      const slots: unknown[] = await fixtures.db.query(`select 1 from session_slots where project_id = $1`, [project.id]);
+      expect(slots).toHaveLength(1);
       // A body on session creation is part of the request.
       expect((await post('/v1/sessions', auth, key, { purpose: 'other' })).status).toBe(409);
     });

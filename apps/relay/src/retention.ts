@@ -32,6 +32,11 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
     keeps: 'processed-event marks for 30 days (a redelivery comes within minutes; a rebuild starts from an empty table)',
     prune: (db) => deleted(db, `delete from projection_processed where processed_at < now() - interval '30 days'`),
   },
+  // The read models keep 30 days (DESIGN.md section 9): what GET /v1/agent/{id} and GET /v1/sessions
+  // answer. The events stay in the event store; a rebuild brings rows back and this prunes them again.
+  { table: 'request_log', keeps: 'requests for 30 days after their last change', prune: (db) => deleted(db, `delete from request_log where updated_at < now() - interval '30 days'`) },
+  { table: 'request_views', keeps: 'the content of stops (message, tool calls) for 30 days', prune: (db) => deleted(db, `delete from request_views where recorded_at < now() - interval '30 days'`) },
+  { table: 'sessions', keeps: 'sessions for 30 days after they expired or ended', prune: (db) => deleted(db, `delete from sessions where status <> 'active' and expires_at < now() - interval '30 days'`) },
   { table: 'idempotency_keys', keeps: 'Idempotency-Keys for their 24-hour window plus an hour', prune: (db) => deleted(db, `delete from idempotency_keys where created_at < now() - interval '25 hours'`) },
   { table: 'rate_limit_hits', keeps: 'rate-limit hits for their sliding minute', prune: (db) => deleted(db, `delete from rate_limit_hits where at < clock_timestamp() - interval '2 minutes'`) },
   {

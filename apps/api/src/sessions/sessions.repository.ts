@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { sessionStreamId, type SessionStatus } from '#libs/contracts';
-import { SessionStream, type SessionState } from '#libs/events';
+import { pastRetention, SessionStream, type SessionState } from '#libs/events';
 
 /** A session as the api reads it. */
 export interface SessionRecord {
@@ -50,6 +50,9 @@ const toRecord = (s: SessionState): SessionRecord => ({
   expiresAt: new Date(s.expiresAt),
 });
 
+/** Whether reads show the session: a closed one for the read models' 30 days. */
+const shown = (s: SessionState): boolean => s.status === 'active' || !pastRetention(s.expiresAt);
+
 /** Newest first, by (created_at, id). */
 const newestFirst = (a: SessionRecord, b: SessionRecord): number => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 
@@ -90,7 +93,7 @@ export class SessionsRepository {
   /** A session of `projectId`; another project's session is not found. */
   async find(projectId: string, id: string): Promise<SessionRecord | undefined> {
     const state = await this.current(this.db.manager, id);
-    return state?.projectId === projectId ? toRecord(state) : undefined;
+    return state?.projectId === projectId && shown(state) ? toRecord(state) : undefined;
   }
 
   /** The project's sessions, newest first, after the session `after` (a cursor) when given. */
@@ -107,7 +110,7 @@ export class SessionsRepository {
     for (const r of behind) {
       const id = r.stream_id.slice('session-'.length);
       const state = await this.sessions.state(tx, id, r.id ? fromRow(r) : undefined);
-      if (state?.projectId === projectId) fresh.set(id, toRecord(state));
+      if (state?.projectId === projectId && shown(state)) fresh.set(id, toRecord(state));
     }
     const cursor = options.after ? await this.find(projectId, options.after) : undefined;
     const rows: SessionRow[] = await tx.query(

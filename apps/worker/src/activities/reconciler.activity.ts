@@ -36,7 +36,7 @@ export class ReconcilerActivities {
 
     let sessionsFreed = 0;
     // The slots are what the limit counts: one held by a closed workflow is given back.
-    const active = await this.sessions.slotsTakenBefore(this.db, before, BATCH);
+    const active = await this.sessions.slotsToCheck(this.db, before, BATCH);
     for (const s of active) {
       if (!(await this.closed(sessionWorkflowId(s.sessionId)))) continue;
       if (await this.db.transaction((tx) => this.sessions.reconciled(tx, s.sessionId, s.projectId))) {

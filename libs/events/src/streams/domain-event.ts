@@ -29,3 +29,10 @@ export const fromCloudEvent = (e: CloudEvent<Record<string, unknown>>): DomainEv
   typeof e.streamversion === 'number'
     ? { id: e.id, type: e.type, streamId: e.subject, version: e.streamversion, projectId: e.projectid, time: e.time, data: e.data }
     : undefined;
+
+/** How long reads show a request or a closed session (the read models' retention, apps/relay):
+ * past it, a stream that is still in the event store is not shown again by a catch-up. */
+export const READ_MODEL_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
+
+/** Whether something last changed at `iso` is past the read models' retention. */
+export const pastRetention = (iso: string, now = Date.now()): boolean => new Date(iso).getTime() < now - READ_MODEL_RETENTION_MS;

@@ -92,9 +92,16 @@ export class SessionStream {
     return true;
   }
 
-  /** Slots taken before `before`, oldest first (the reconciler's list). */
-  async slotsTakenBefore(db: DataSource, before: Date, limit: number): Promise<{ sessionId: string; projectId: string }[]> {
-    const rows: { session_id: string; project_id: string }[] = await db.query(`select session_id, project_id from session_slots where created_at < $1 order by created_at limit $2`, [before, limit]);
+  /** Up to `limit` slots taken before `before` for the reconciler to look at, marked as looked at:
+   * those never looked at first (newest first), then those looked at longest ago, so slots held by
+   * workflows that still run do not hide the others from later passes. */
+  async slotsToCheck(db: DataSource, before: Date, limit: number): Promise<{ sessionId: string; projectId: string }[]> {
+    const [rows] = (await db.query(
+      `update session_slots set checked_at = now() where session_id in (
+         select session_id from session_slots where created_at < $1 order by checked_at nulls first, created_at desc limit $2 for update skip locked)
+       returning session_id, project_id`,
+      [before, limit],
+    )) as [{ session_id: string; project_id: string }[], number];
     return rows.map((r) => ({ sessionId: r.session_id, projectId: r.project_id }));
   }
 

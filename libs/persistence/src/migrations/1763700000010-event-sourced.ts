@@ -36,7 +36,10 @@ export class EventSourced1763700000010 implements MigrationInterface {
       create table session_slots (
         session_id uuid primary key,
         project_id uuid not null,
-        created_at timestamptz not null default now()
+        created_at timestamptz not null default now(),
+        -- when the reconciler last found the session's workflow still running (it looks at the
+        -- never-checked first, then the longest unchecked)
+        checked_at timestamptz
       )`);
     await q.query(`create index session_slots_project_idx on session_slots (project_id)`);
     await q.query(`insert into session_slots (session_id, project_id, created_at) select id, project_id, created_at from sessions where status = 'active'`);

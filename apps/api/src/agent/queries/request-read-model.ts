@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { agentRequestStreamId, type AgentRequestStopView, type AgentStop, type AgentStatus, type Capability, type FileRef } from '#libs/contracts';
-import { RequestStream, type RequestState } from '#libs/events';
+import { pastRetention, RequestStream, type RequestState } from '#libs/events';
 
 interface RequestRow {
   request_id: string;
@@ -65,7 +65,7 @@ export class RequestReadModel {
     const row = rows[0];
     const projected = row?.request_id ? fromRow(row as RequestRow) : undefined;
     const state = !row?.stream_version || (projected && projected.version >= row.stream_version) ? projected : await this.requests.state(this.db.manager, requestId, projected);
-    if (!state) return undefined;
+    if (!state || pastRetention(state.updatedAt)) return undefined;
     const views: { view: AgentRequestStopView }[] = state.stop > 0 ? await this.db.query(`select view from request_views where request_id = $1 and stop = $2`, [requestId, state.stop]) : [];
     const view = views[0]?.view;
     const paused = state.status === 'requires_tool_outputs';
