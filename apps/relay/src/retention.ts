@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { BlobStore, FileStore } from '#libs/persistence';
+import { BlobStore, ConversationStore, FileStore } from '#libs/persistence';
 import { StreamStore } from '#libs/streaming';
 
 /** One table that grows with traffic and how long its rows are kept. */
@@ -24,6 +24,7 @@ async function deleted(db: DataSource, sql: string): Promise<number> {
  */
 export const RETENTION_RULES: readonly RetentionRule[] = [
   { table: 'blobs', keeps: 'input files and large tool outputs for 24 hours', prune: (db) => new BlobStore(db).deleteExpired() },
+  { table: 'conversations', keeps: 'conversations (and their messages) for 24 hours after their last message', prune: (db) => new ConversationStore(db).deleteExpired() },
   { table: 'generated_files', keeps: 'generated files for 7 days', prune: (db) => new FileStore(db).deleteExpired() },
   { table: 'stream_events', keeps: 'stream events for 24 hours', prune: (db) => new StreamStore(db).deleteExpired() },
   { table: 'outbox', keeps: 'published rows for 7 days (unpublished rows are never deleted)', prune: (db) => deleted(db, `delete from outbox where published_at < now() - interval '7 days'`) },
