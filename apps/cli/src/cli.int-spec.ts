@@ -55,4 +55,12 @@ describe('operator CLI', () => {
     expect(help.code).toBe(0);
     expect(help.out).toContain('Usage: mas key create [options] <project>');
   });
+
+  it('rebuilds a projection with one command, and refuses an unknown one or a source it cannot read', async () => {
+    const rebuilt = await cli('projections rebuild sessions --json');
+    expect(rebuilt.code).toBe(0);
+    expect(JSON.parse(rebuilt.out)).toEqual([{ projection: 'sessions', from: 'events', applied: expect.any(Number), caught_up: expect.any(Number) }]);
+    expect(await cli('projections rebuild nothing')).toMatchObject({ code: 1, err: expect.stringContaining('no projection "nothing"') });
+    expect(await cli('projections rebuild usage --from events')).toMatchObject({ code: 1, err: expect.stringContaining('use --from kafka') });
+  });
 });
