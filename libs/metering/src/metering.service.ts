@@ -166,16 +166,22 @@ export class MeteringService {
     });
   }
 
-  /** Reservations without a settlement made before `before`, oldest first (the reconciler's list). */
+  /** Reservations without a settlement made before `before`: never checked first, then the ones
+   * checked longest ago (the reconciler's list; `markChecked` moves a running one to the back). */
   async openReservations(before: Date, limit: number): Promise<OpenReservation[]> {
     const rows: { request_id: string; project_id: string; credits: number; created_at: Date }[] = await this.db.query(
       `select r.request_id, r.project_id, r.credits, r.created_at from credit_ledger r
         where r.kind = 'reserve' and r.created_at < $1
           and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')
-        order by r.created_at limit $2`,
+        order by r.checked_at nulls first, r.created_at limit $2`,
       [before, limit],
     );
     return rows.map((r) => ({ requestId: r.request_id, projectId: r.project_id, credits: r.credits, reservedAt: r.created_at }));
+  }
+
+  /** Notes that the reconciler found this reservation's workflow still running. */
+  async markChecked(requestId: string): Promise<void> {
+    await this.db.query(`update credit_ledger set checked_at = now() where request_id = $1 and kind = 'reserve'`, [requestId]);
   }
 
   /** Records one request against the project's sliding minute; true when it is within the limit.

@@ -26,26 +26,39 @@ export class ReconcilerActivities {
     let creditsReleased = 0;
     const open = await this.metering.openReservations(before, BATCH);
     for (const r of open) {
-      if (!(await this.closed(agentRequestWorkflowId(r.requestId)))) continue;
-      if (await this.metering.release({ requestId: r.requestId, projectId: r.projectId, reason: 'reconciled' })) {
-        reservationsReleased += 1;
-        creditsReleased += r.credits;
-        this.logger.warn(`released ${r.credits} credits reserved by request ${r.requestId}, whose workflow closed without settling`);
-      }
+      // One item that fails (a database blip) must not end the pass for the others.
+      await this.each(`reservation of request ${r.requestId}`, async () => {
+        if (!(await this.closed(agentRequestWorkflowId(r.requestId)))) return this.metering.markChecked(r.requestId);
+        if (await this.metering.release({ requestId: r.requestId, projectId: r.projectId, reason: 'reconciled' })) {
+          reservationsReleased += 1;
+          creditsReleased += r.credits;
+          this.logger.warn(`released ${r.credits} credits reserved by request ${r.requestId}, whose workflow closed without settling`);
+        }
+      });
     }
 
     let sessionsFreed = 0;
     // The slots are what the limit counts: one held by a closed workflow is given back.
     const active = await this.sessions.slotsToCheck(this.db, before, BATCH);
     for (const s of active) {
-      if (!(await this.closed(sessionWorkflowId(s.sessionId)))) continue;
-      if (await this.db.transaction((tx) => this.sessions.reconciled(tx, s.sessionId, s.projectId))) {
-        sessionsFreed += 1;
-        this.logger.warn(`session ${s.sessionId} was active but its workflow had closed: marked ended`);
-      }
+      await this.each(`slot of session ${s.sessionId}`, async () => {
+        if (!(await this.closed(sessionWorkflowId(s.sessionId)))) return;
+        if (await this.db.transaction((tx) => this.sessions.reconciled(tx, s.sessionId, s.projectId))) {
+          sessionsFreed += 1;
+          this.logger.warn(`session ${s.sessionId} was active but its workflow had closed: marked ended`);
+        }
+      });
     }
     return { reservationsChecked: open.length, reservationsReleased, creditsReleased, sessionsChecked: active.length, sessionsFreed };
   };
+
+  private async each(what: string, step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+    } catch (e) {
+      this.logger.warn(`could not reconcile the ${what} (the next pass tries again): ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
 
   /** Whether the workflow has closed (or is gone past retention). Unknown (Temporal unreachable)
    * counts as open: the next pass looks again. */
