@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { AccountsService } from '#libs/accounts';
+import { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
 import type { Capability, PlanName } from '#libs/contracts';
 import { dataSourceOptions, type ProjectEntity } from '#libs/persistence';
@@ -9,7 +10,7 @@ import { dataSourceOptions, type ProjectEntity } from '#libs/persistence';
 export class Fixtures {
   readonly accounts: AccountsService;
   private constructor(readonly db: DataSource, config: AppConfig) {
-    this.accounts = new AccountsService(db, config);
+    this.accounts = new AccountsService(db, config, new EventStore());
   }
 
   static async open(config: AppConfig): Promise<Fixtures> {

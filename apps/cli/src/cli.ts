@@ -2,6 +2,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { DataSource } from 'typeorm';
 import { AccountsError, AccountsService, MODEL_PROVIDERS } from '#libs/accounts';
+import { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
 import { CAPABILITIES, PLANS, type Capability, type PlanName } from '#libs/contracts';
 import { createKafka } from '#libs/kafka';
@@ -56,7 +57,7 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
     }
     return db;
   };
-  const accounts = async (): Promise<AccountsService> => new AccountsService(await database(), config);
+  const accounts = async (): Promise<AccountsService> => new AccountsService(await database(), config, new EventStore());
   const print = (json: boolean, value: unknown, text: string): void => io.out(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
   const jsonOption = new Option('--json', 'print JSON instead of text');
 

@@ -2,6 +2,7 @@ import { DataSource } from 'typeorm';
 import { dataSourceOptions } from '#libs/persistence';
 import { testConfig } from '../../../test/support/config.js';
 import { AccountsError, AccountsService } from './accounts.service.js';
+import { EventStore } from '#libs/events';
 
 const config = testConfig();
 
@@ -11,7 +12,7 @@ describe('AccountsService against PostgreSQL', () => {
   beforeAll(async () => {
     db = new DataSource({ ...dataSourceOptions(config), logging: false });
     await db.initialize();
-    accounts = new AccountsService(db, config);
+    accounts = new AccountsService(db, config, new EventStore());
   });
   afterAll(async () => {
     await db.destroy();

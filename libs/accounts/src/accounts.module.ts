@@ -1,16 +1,17 @@
 import { Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { EventsModule, EventStore } from '#libs/events';
 import { PersistenceModule } from '#libs/persistence';
 import { AccountsService } from './accounts.service.js';
 
 @Module({
-  imports: [PersistenceModule],
+  imports: [PersistenceModule, EventsModule],
   providers: [
     {
       provide: AccountsService,
-      inject: [DataSource, APP_CONFIG],
-      useFactory: (db: DataSource, config: AppConfig) => new AccountsService(db, config),
+      inject: [DataSource, APP_CONFIG, EventStore],
+      useFactory: (db: DataSource, config: AppConfig, events: EventStore) => new AccountsService(db, config, events),
     },
   ],
   exports: [AccountsService],

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
 import { isCapability, isPlanName, CAPABILITIES, EVENT_TYPES, type Capability, type Plan, type PlanName, isUuid } from '#libs/contracts';
-import { EventStore } from '#libs/events';
+import type { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
 import { ApiKeyEntity, ModelConfigEntity, ProjectEntity, type ModelProvider } from '#libs/persistence';
 import { decryptSecret, displayPrefix, encryptSecret, generateApiKey, hashApiKey, hashesEqual, isWellFormedApiKey } from './secrets.js';
@@ -48,11 +48,10 @@ export interface NewProject {
 
 /** Projects, plans, credits, API keys and model configuration. */
 export class AccountsService {
-  private readonly events = new EventStore();
-
   constructor(
     private readonly db: DataSource,
     private readonly config: Pick<AppConfig, 'plans' | 'masterKey' | 'apiKeyPepper'>,
+    private readonly events: EventStore,
   ) {}
 
   plan(name: PlanName): Plan {
