@@ -1,0 +1,477 @@
+// The fault drills behind `npm run drill` (scripts/drill/run.sh prepares the build, the stack and
+// a database of its own, then runs this). Apps run from dist/ as processes on their own ports,
+// task queue and consumer groups; a bounded load of keyed requests runs on loopback while each
+// fault is injected; after each fault the invariants are checked and one table is printed.
+//
+// Faults: kill -9 of the api, the worker, the relay and the projector (by pid; the drill restarts
+// the app after 1 s, as `npm start` does), Kafka stopped and started, Temporal restarted,
+// PostgreSQL restarted (immediate). Then the same apps with two replicas each: one of each is
+// killed at once and stays dead; the survivors carry the load, and the rate limit and the quota
+// are checked across both api replicas.
+//
+// Invariants after each fault: every keyed request has a final outcome (200 or a 4xx, read back
+// by GET); no request charged twice and the balance equals what was added minus the settled
+// charges; every charge has exactly one usage event on mas.usage.v1 (by CloudEvent id) and none
+// without a charge; the projection counted each charge once; no 5xx except 502/503 during the
+// fault; no reservation left open; a fresh request succeeds within RECOVERY_BOUND_S of the fault
+// ending. Exit status 1 when any invariant breaks, 2 when the harness itself fails.
+import { randomUUID } from 'node:crypto';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { Agent } from 'node:http';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { parseArgs, promisify } from 'node:util';
+import { Kafka, logLevel } from 'kafkajs';
+import { TOPICS } from '#libs/contracts';
+import { send } from '../bench/lib/http.mjs';
+import { openAccounts } from '../bench/lib/key-pool.mjs';
+import { freePorts, startNode, stopAll, tail } from '../bench/lib/procs.mjs';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
+const QUICK = args.quick;
+const env = process.env;
+const RUN_DIR = env.DRILL_RUN_DIR ?? '/tmp';
+const PID_FILE = join(RUN_DIR, 'pids');
+const TS = env.DRILL_TS ?? String(Date.now());
+const TASK_QUEUE = `drill-${TS}`;
+/** The stated bound: after a fault ends, a fresh request succeeds within this many seconds. */
+const RECOVERY_BOUND_S = 60;
+const PICKUP_MS = 5000;
+const PLAN = QUICK
+  ? { clients: 3, beforeMs: 2000, outageMs: 3000, afterMs: 3000, paceMs: 1100 }
+  : { clients: 6, beforeMs: 8000, outageMs: 8000, afterMs: 10000, paceMs: 1100 };
+const MAS_PLANS = JSON.stringify({ pro: { monthlyQuota: 1_000_000_000, capabilities: ['chat', 'research', 'documents', 'code', 'data', 'files'] }, starter: { monthlyQuota: 5, capabilities: ['chat'] } });
+
+const t0 = performance.now();
+const log = (s) => process.stderr.write(`[drill +${((performance.now() - t0) / 1000).toFixed(1)}s] ${s}\n`);
+const agent = new Agent({ keepAlive: true, maxSockets: 64 });
+const run = promisify(execFile);
+/** scripts/stack.sh on the local stack (run.sh says whether PostgreSQL is the stack's own). */
+const stackEnv = { ...env };
+if (env.DRILL_LOCAL_POSTGRES === '1') delete stackEnv.DATABASE_URL;
+const stack = (command, component) => run('bash', [join(ROOT, 'scripts/stack.sh'), command, component], { timeout: 180_000, env: stackEnv });
+
+// ---------------------------------------------------------------------------------------------
+// Apps as processes
+
+const cleanups = [];
+let cleaningUp;
+const cleanup = () =>
+  (cleaningUp ??= (async () => {
+    for (const fn of cleanups.reverse()) await fn().catch((e) => log(`cleanup: ${e.message}`));
+  })());
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => void cleanup().finally(() => process.exit(130)));
+
+/** One app process (one replica), restartable under the same name, port and log. */
+class App {
+  constructor(name, replica, port) {
+    Object.assign(this, { name, replica, port, proc: undefined, starts: 0 });
+  }
+  get label() {
+    return `${this.name}${this.replica}`;
+  }
+  get url() {
+    return `http://127.0.0.1:${this.port}`;
+  }
+  start() {
+    this.starts++;
+    const logFile = join(RUN_DIR, `${this.label}.log`);
+    this.logOffset = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0;
+    this.proc = startNode({
+      name: this.label,
+      args: ['--enable-source-maps', join(ROOT, `dist/apps/${this.name}/src/main.js`)],
+      env: { ...env, ...(this.port ? { PORT: String(this.port), PUBLIC_BASE_URL: this.url } : {}), TEMPORAL_TASK_QUEUE: TASK_QUEUE, MAS_PLANS, AGENT_PICKUP_TIMEOUT_MS: String(PICKUP_MS), RECONCILER_INTERVAL_SECONDS: '30', KAFKA_GROUP_PREFIX: `mas-drill-${TS}` },
+      logFile,
+      pidFile: PID_FILE,
+    });
+  }
+  async ready(timeoutMs = 180_000) {
+    const marker = { worker: 'polling task queue', relay: 'relaying', projector: 'running projections' }[this.name];
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (this.proc.exited) throw new Error(`${this.label} exited (${this.proc.exitCode}):\n${tail(this.proc.logFile)}`);
+      if (this.name === 'api') {
+        if ((await send({ agent, method: 'GET', url: `${this.url}/healthz`, timeoutMs: 2000 })).status === 200) return;
+      } else if (existsSync(this.proc.logFile) && readFileSync(this.proc.logFile, 'utf8').slice(this.logOffset).includes(marker)) return;
+      await sleep(200);
+    }
+    throw new Error(`${this.label} was not ready within ${timeoutMs / 1000} s:\n${tail(this.proc.logFile)}`);
+  }
+  kill9() {
+    this.proc.child.kill('SIGKILL');
+  }
+  async waitExited() {
+    while (!this.proc.exited) await sleep(20);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load: keyed requests, retried with their key until they have a final answer
+
+class Load {
+  constructor(apis, keys) {
+    Object.assign(this, { apis, keys, requests: [], running: false, loops: [], faultWindows: [] });
+  }
+  liveApis() {
+    return this.apis.filter((a) => !a.proc.exited);
+  }
+  /** A new keyed request of the project whose key is `auth`, driven to its end. */
+  one(auth, deadlineMs = 90_000) {
+    const r = { key: randomUUID(), auth, attempts: [], final: undefined, requestIds: new Set() };
+    this.requests.push(r);
+    return this.drive(r, deadlineMs);
+  }
+  /** Sends (again) until a final answer: retried with the same key (on another replica when there
+   * is one) on no answer, 502 or 503, as a careful client does. */
+  async drive(r, deadlineMs) {
+    const until = performance.now() + deadlineMs;
+    for (let i = 0; performance.now() < until; i++) {
+      const apis = this.liveApis();
+      const api = apis[(r.attempts.length + i) % Math.max(apis.length, 1)] ?? this.apis[0];
+      const res = await send({ agent, url: `${api.url}/v1/agent`, headers: { authorization: `Bearer ${r.auth}`, 'idempotency-key': r.key }, body: { message: 'drill', capabilities: ['chat'] }, timeoutMs: 60_000 });
+      let body;
+      try {
+        body = JSON.parse(res.body);
+      } catch {
+        body = undefined;
+      }
+      r.attempts.push({ at: performance.now(), status: res.status, code: body?.error?.code, error: res.error });
+      const id = res.headers?.['x-request-id'];
+      if (id) r.requestIds.add(String(id));
+      if (res.status === 200) {
+        r.final = { status: 200, id: body.id, credits: body.usage.credits_this_request };
+        return r;
+      }
+      if (res.status >= 400 && res.status < 500) {
+        r.final = { status: res.status, code: body?.error?.code };
+        return r;
+      }
+      await sleep(300);
+    }
+    return r;
+  }
+  start() {
+    this.running = true;
+    // Each client rotates over three projects, so that load and read-backs stay well under the
+    // rate limit of 60 requests a minute per project.
+    const clients = Array.from({ length: Math.ceil(this.keys.length / 3) }, (_, i) => this.keys.slice(i * 3, i * 3 + 3));
+    this.loops = clients.map(async (keys) => {
+      for (let n = 0; this.running; n++) {
+        const began = performance.now();
+        await this.one(keys[n % keys.length]);
+        await sleep(Math.max(0, PLAN.paceMs - (performance.now() - began)));
+      }
+    });
+  }
+  async stop() {
+    this.running = false;
+    await Promise.all(this.loops);
+  }
+}
+
+/** Recovery: the time from the end of the fault to the 200 of a fresh keyed request sent then
+ * (retried with its key like the load's, and checked with them). */
+async function recoveredWithin(load, auth, since, boundS) {
+  const r = await load.one(auth, boundS * 1000);
+  return r.final?.status === 200 ? (performance.now() - since) / 1000 : undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Invariants
+
+async function usageWatcher() {
+  const kafka = new Kafka({ clientId: 'mas-drill', brokers: env.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING, connectionTimeout: 3000 });
+  const consumer = kafka.consumer({ groupId: `mas-drill-watch-${TS}`, sessionTimeout: 10_000, heartbeatInterval: 3000, maxWaitTimeInMs: 500 });
+  const byId = new Map(); // CloudEvent id -> { project, request, credits, copies }
+  await consumer.connect();
+  await consumer.subscribe({ topic: TOPICS.usage, fromBeginning: false });
+  const joined = new Promise((resolve) => consumer.on(consumer.events.GROUP_JOIN, resolve));
+  await consumer.run({
+    eachMessage: async ({ message }) => {
+      try {
+        const e = JSON.parse(message.value.toString('utf8'));
+        const seen = byId.get(e.id);
+        if (seen) seen.copies++;
+        else byId.set(e.id, { project: e.data.project_id, request: e.data.request_id, credits: e.data.credits, copies: 1 });
+      } catch {
+        // not a CloudEvent: not ours to judge here
+      }
+    },
+  });
+  await Promise.race([joined, sleep(30_000)]);
+  return { byId, close: () => consumer.disconnect().catch(() => undefined) };
+}
+
+async function check(phase, { db, usage, load, projects, recoveryS, added }) {
+  const problems = [];
+  // Requests still without a final answer get their retries now (the fault is over).
+  for (const r of load.requests.filter((x) => !x.final)) await load.drive(r, 60_000);
+  const sent = load.requests.length;
+  const lost = load.requests.filter((r) => !r.final).length;
+  const splitKeys = load.requests.filter((r) => r.requestIds.size > 1).length;
+  // Every 200 reads back as completed (GET answers from a read model that may lag a projector
+  // that was down: wait for it, bounded).
+  let unread = load.requests.filter((x) => x.final?.status === 200);
+  for (let i = 0; i < 60 && unread.length > 0; i++) {
+    if (i > 0) await sleep(1000);
+    const still = [];
+    for (const r of unread) {
+      const api = load.liveApis()[0];
+      const res = await send({ agent, method: 'GET', url: `${api.url}/v1/agent/${r.final.id}`, headers: { authorization: `Bearer ${r.auth}` }, timeoutMs: 10_000 });
+      if (res.status === 429) await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
+      if (res.status !== 200 || JSON.parse(res.body).status !== 'completed') {
+        r.lastRead = `${res.status} ${res.error ?? res.body.slice(0, 200)}`;
+        still.push(r);
+      }
+    }
+    unread = still;
+  }
+  if (unread.length > 0) log(`${phase}: not read back, e.g. ${unread[0].final.id}: ${unread[0].lastRead}`);
+  const unreadable = unread.length;
+  const bad5xx = load.requests.flatMap((r) => r.attempts).filter((a) => a.status >= 500 && !((a.status === 502 || a.status === 503) && load.faultWindows.some(([from, to]) => a.at >= from && a.at <= to))).length;
+  const ids = projects.ids;
+  // Reservations: runs still finishing settle by themselves; wait for them (bounded).
+  let open = Infinity;
+  for (let i = 0; i < 240 && open > 0; i++) {
+    [{ n: open }] = await db.query(`select count(*)::int as n from credit_ledger r where r.kind = 'reserve' and r.project_id = any($1) and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')`, [ids]);
+    if (open > 0) await sleep(500);
+  }
+  const charges = await db.query(`select request_id::text as id, credits from credit_ledger where kind = 'settle' and credits > 0 and project_id = any($1)`, [ids]);
+  const charged = new Map(charges.map((c) => [c.id, c.credits]));
+  const answered = load.requests.filter((r) => r.final?.status === 200);
+  const doubleCharges = answered.filter((r) => charged.get(r.final.id) !== r.final.credits).length + charges.filter((c) => !answered.some((r) => r.final.id === c.id)).length;
+  const balances = await db.query(`select p.id::text, p.credit_balance as balance, coalesce((select sum(credits) from credit_ledger s where s.project_id = p.id and s.kind = 'settle'), 0)::int as settled from projects p where p.id = any($1)`, [ids]);
+  const balanceOff = balances.filter((b) => b.balance !== added - b.settled).length;
+  // Usage events: each charge once on the topic (the relay may be down a while: wait, bounded).
+  let lostEvents = Infinity;
+  let doubledEvents = 0;
+  let copies = 0;
+  for (let i = 0; i < 120; i++) {
+    const events = [...usage.byId.values()].filter((e) => ids.includes(e.project) && e.credits > 0);
+    const perRequest = new Map();
+    for (const e of events) perRequest.set(e.request, (perRequest.get(e.request) ?? 0) + e.credits);
+    lostEvents = [...charged.keys()].filter((id) => !perRequest.has(id)).length;
+    doubledEvents = [...perRequest].filter(([id, credits]) => charged.get(id) !== credits).length;
+    copies = events.reduce((n, e) => n + e.copies - 1, 0);
+    if (lostEvents === 0 && doubledEvents === 0) break;
+    await sleep(500);
+  }
+  // The projection: each charge counted once (the projector may be down a while: wait, bounded).
+  let projectionOff;
+  try {
+    for (let i = 0; i < 120; i++) {
+      const [{ credits }] = await db.query(`select coalesce(sum(credits), 0)::int as credits from usage_totals where project_id = any($1)`, [ids]);
+      projectionOff = credits - charges.reduce((n, c) => n + c.credits, 0);
+      if (projectionOff === 0) break;
+      await sleep(500);
+    }
+  } catch (e) {
+    projectionOff = `n/a (${e.message})`;
+  }
+  const row = {
+    phase,
+    sent,
+    ok: answered.length,
+    refused: load.requests.filter((r) => r.final && r.final.status !== 200).length,
+    retried: load.requests.filter((r) => r.attempts.length > 1).length,
+    lost: lost + splitKeys + unreadable,
+    doubleCharges: doubleCharges + balanceOff,
+    usageLost: lostEvents,
+    usageDoubled: doubledEvents,
+    usageCopies: copies,
+    projectionOff,
+    bad5xx,
+    openReservations: open,
+    recoveryS: recoveryS === undefined ? 'none' : recoveryS.toFixed(1),
+  };
+  if (row.lost) problems.push(`${lost} request(s) without a final answer, ${splitKeys} key(s) split across request ids, ${unreadable} answer(s) not read back by GET`);
+  if (row.doubleCharges) problems.push(`${row.doubleCharges} charge(s) not matching exactly one 200, or a balance off`);
+  if (row.usageLost || row.usageDoubled) problems.push(`usage events: ${row.usageLost} lost, ${row.usageDoubled} doubled`);
+  if (row.projectionOff !== 0) problems.push(`the usage projection is off by ${row.projectionOff} credits`);
+  if (row.bad5xx) problems.push(`${row.bad5xx} 5xx answer(s) outside the fault or other than 502/503`);
+  if (row.openReservations) problems.push(`${row.openReservations} reservation(s) still open`);
+  if (recoveryS === undefined || recoveryS > RECOVERY_BOUND_S) problems.push(`no recovery within ${RECOVERY_BOUND_S} s`);
+  if (row.ok === 0) problems.push('no request succeeded: the drill measured nothing');
+  row.verdict = problems.length ? 'FAIL' : 'ok';
+  return { row, problems };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Phases
+
+async function projectsFor(accounts, n, phase, plan = 'pro') {
+  const entries = [];
+  for (let i = 0; i < n; i++) {
+    const p = await accounts.createProject({ name: `drill-${TS}-${phase}-${i}`, plan, capabilities: ['chat'] });
+    await accounts.addCredits(p.id, 100_000);
+    await accounts.setModel(p.id, { provider: 'scripted', model: 'scripted-drill' });
+    const { key } = await accounts.createApiKey(p.id, 'npm run drill');
+    entries.push({ id: p.id, key });
+  }
+  return { keys: entries.map((e) => e.key), ids: entries.map((e) => e.id) };
+}
+
+/** Runs one fault under load and checks the invariants. `inject` returns when the fault is over
+ * (the component is back, or the app respawned), or `{ permanent: true }` for a replica left dead. */
+async function phase(name, { accounts, db, usage, apis, inject }) {
+  log(`phase ${name}`);
+  const projects = await projectsFor(accounts, PLAN.clients * 3, name.replace(/\W+/g, '-'));
+  const load = new Load(apis, projects.keys);
+  load.start();
+  await sleep(PLAN.beforeMs);
+  const from = performance.now();
+  await inject();
+  const ended = performance.now();
+  const recoveryS = await recoveredWithin(load, projects.keys[0], ended, RECOVERY_BOUND_S);
+  load.faultWindows.push([from, performance.now() + PICKUP_MS + 5000]);
+  await sleep(PLAN.afterMs);
+  await load.stop();
+  load.faultWindows.push([from, performance.now()]); // answers to requests sent during the fault may come late
+  return check(name, { db, usage, load, projects, recoveryS, added: 100_000 });
+}
+
+/** Rate limit and quota across two api replicas: exact, whichever replica answers. */
+async function sharedLimits(accounts, apis) {
+  const [rate] = (await projectsFor(accounts, 1, 'rate')).keys;
+  const statuses = await Promise.all(
+    Array.from({ length: 70 }, (_, i) => send({ agent, method: 'GET', url: `${apis[i % apis.length].url}/v1/agent/${randomUUID()}`, headers: { authorization: `Bearer ${rate}` }, timeoutMs: 20_000 }).then((r) => r.status)),
+  );
+  const limited = statuses.filter((s) => s === 429).length;
+  const [quota] = (await projectsFor(accounts, 1, 'quota', 'starter')).keys;
+  const answers = [];
+  for (let i = 0; i < 8; i++) {
+    const r = await send({ agent, url: `${apis[i % apis.length].url}/v1/agent`, headers: { authorization: `Bearer ${quota}` }, body: { message: 'quota', capabilities: ['chat'] }, timeoutMs: 30_000 });
+    answers.push(r.status === 429 ? JSON.parse(r.body).error.code : r.status);
+  }
+  const served = answers.filter((a) => a === 200).length;
+  const over = answers.filter((a) => a === 'quota_exceeded').length;
+  const ok = limited === 10 && served === 5 && over === 3;
+  return { ok, text: `rate limit: ${70 - limited} of 70 served, ${limited} refused (expected 60/10); quota 5: ${served} served, ${over} quota_exceeded (expected 5/3)` };
+}
+
+async function startAll(replicas) {
+  const ports = await freePorts(replicas);
+  const apps = [];
+  for (let r = 1; r <= replicas; r++) for (const name of ['api', 'worker', 'relay', 'projector']) apps.push(new App(name, r, name === 'api' ? ports[r - 1] : undefined));
+  for (const a of apps) a.start();
+  cleanups.push(() => stopAll(apps.map((a) => a.proc), 20_000));
+  await Promise.all(apps.map((a) => a.ready()));
+  return apps;
+}
+
+const killAndRespawn = (app) => async () => {
+  app.kill9();
+  await app.waitExited();
+  await sleep(1000); // npm start's first backoff
+  app.start();
+  await app.ready();
+};
+
+const component = (name, how) => async () => {
+  try {
+    if (how === 'restart') await stack('restart', name);
+    else {
+      await stack('stop', name);
+      await sleep(PLAN.outageMs);
+    }
+  } finally {
+    if (how !== 'restart') await stack('start', name);
+  }
+};
+
+async function main() {
+  const { accounts, db, close } = await openAccounts();
+  cleanups.push(close);
+  const usage = await usageWatcher();
+  cleanups.push(usage.close);
+  const rows = [];
+  const problems = [];
+  const record = ({ row, problems: p }) => {
+    rows.push(row);
+    problems.push(...p.map((x) => `${row.phase}: ${x}`));
+    log(`${row.phase}: ${row.verdict} ${p.join('; ')}`);
+  };
+  const only = args.only ? new RegExp(args.only) : undefined;
+  const want = (name) => !only || only.test(name);
+
+  log('starting one replica of each app');
+  let apps = await startAll(1);
+  const by = (name, r = 1) => apps.find((a) => a.name === name && a.replica === r);
+  const apis = () => apps.filter((a) => a.name === 'api');
+  const ctx = () => ({ accounts, db, usage, apis: apis() });
+  const single = [
+    ['kill -9 api', killAndRespawn(by('api'))],
+    ['kill -9 worker', killAndRespawn(by('worker'))],
+    ['kill -9 relay', killAndRespawn(by('relay'))],
+    ['kill -9 projector', killAndRespawn(by('projector'))],
+    ['kafka stop/start', component('kafka', 'stop')],
+    ['temporal restart', component('temporal', 'restart')],
+    ...(env.DRILL_LOCAL_POSTGRES === '1' ? [['postgres restart', component('postgres', 'restart')]] : []),
+  ];
+  for (const [name, inject] of single) if (want(name)) record(await phase(name, { ...ctx(), inject }));
+  await stopAll(apps.map((a) => a.proc), 20_000);
+
+  if (want('replicas')) {
+    log('starting two replicas of each app');
+    apps = await startAll(2);
+    const limits = await sharedLimits(accounts, apis());
+    log(limits.text);
+    if (!limits.ok) problems.push(`replicas: ${limits.text}`);
+    record(
+      await phase('2 replicas: kill -9 one of each', {
+        ...ctx(),
+        inject: async () => {
+          for (const name of ['api', 'worker', 'relay', 'projector']) by(name, 2).kill9();
+          await Promise.all(['api', 'worker', 'relay', 'projector'].map((n) => by(n, 2).waitExited()));
+        },
+      }),
+    );
+    rows.at(-1).limits = limits.ok ? 'exact' : 'OFF';
+    await stopAll(apps.map((a) => a.proc), 20_000);
+  }
+
+  printTable(rows);
+  writeFileSync(join(RUN_DIR, 'drill.json'), JSON.stringify({ quick: QUICK, recoveryBoundS: RECOVERY_BOUND_S, rows, problems }, null, 2));
+  if (problems.length) {
+    process.stderr.write(`\nINVARIANTS BROKEN:\n  - ${problems.join('\n  - ')}\n`);
+    return 1;
+  }
+  process.stderr.write('\nevery invariant held\n');
+  return 0;
+}
+
+function printTable(rows) {
+  const cols = [
+    ['phase', 'fault'],
+    ['sent', 'sent'],
+    ['ok', '200'],
+    ['refused', '4xx'],
+    ['retried', 'retried'],
+    ['lost', 'lost'],
+    ['doubleCharges', 'double charges'],
+    ['usageLost', 'usage lost'],
+    ['usageDoubled', 'usage doubled'],
+    ['usageCopies', 'redelivered copies'],
+    ['projectionOff', 'projection off'],
+    ['bad5xx', 'bad 5xx'],
+    ['openReservations', 'open reservations'],
+    ['recoveryS', 'recovery s'],
+    ['verdict', 'verdict'],
+  ];
+  const lines = [`| ${cols.map((c) => c[1]).join(' | ')} |`, `|${cols.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${cols.map(([k]) => String(r[k] ?? '')).join(' | ')} |`)];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+let code = 2;
+try {
+  code = await main();
+} catch (e) {
+  log(`the drill itself failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}`);
+} finally {
+  await cleanup();
+  agent.destroy();
+}
+process.exit(code);
