@@ -25,6 +25,10 @@ need() { # need COMMAND HOW-TO-INSTALL
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# Servers started in a session of their own: a caller that is stopped with its process group (a
+# test runner, a drill, a CI step with a timeout) must not take Kafka or Temporal down with it.
+if command -v setsid >/dev/null 2>&1; then DETACH="setsid nohup"; else DETACH="nohup"; fi
+
 pid_alive() { [ -f "$RUN/$1.pid" ] && kill -0 "$(cat "$RUN/$1.pid")" 2>/dev/null; }
 
 wait_for() { # wait_for NAME SECONDS COMMAND...
@@ -182,7 +186,7 @@ EOF
   if ! pid_alive kafka; then
     port_open "$MAS_KAFKA_PORT" && die "port $MAS_KAFKA_PORT is taken by another process; set MAS_KAFKA_PORT"
     say "kafka: starting on 127.0.0.1:$MAS_KAFKA_PORT"
-    nohup "${java[@]}" kafka.Kafka "$conf" >"$LOGS/kafka.log" 2>&1 &
+    $DETACH "${java[@]}" kafka.Kafka "$conf" >"$LOGS/kafka.log" 2>&1 &
     echo $! >"$RUN/kafka.pid"
   fi
   wait_for kafka 90 port_open "$MAS_KAFKA_PORT"
@@ -221,7 +225,7 @@ temporal_up() {
   if ! pid_alive temporal; then
     port_open "$MAS_TEMPORAL_PORT" && die "port $MAS_TEMPORAL_PORT is taken by another process; set MAS_TEMPORAL_PORT"
     say "temporal: starting on 127.0.0.1:$MAS_TEMPORAL_PORT (UI on $MAS_TEMPORAL_UI_PORT)"
-    nohup "$(temporal_bin)" server start-dev \
+    $DETACH "$(temporal_bin)" server start-dev \
       --ip 127.0.0.1 --port "$MAS_TEMPORAL_PORT" --ui-port "$MAS_TEMPORAL_UI_PORT" \
       --db-filename "$DATA/temporal.db" --namespace "$TEMPORAL_NAMESPACE" --log-level warn \
       --search-attribute ProjectId=Keyword \
