@@ -55,6 +55,9 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
     taskQueue: config.temporal.taskQueue,
     ...workflowBundleOptions(),
     activities: { ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app) },
+    // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
+    // they are cancelled and retried on another worker; workflow tasks always finish.
+    shutdownGraceTime: '30 seconds',
   });
   await ensureReconcilerSchedule(app.get(TemporalClientService).client!, config);
   return { worker, connection };

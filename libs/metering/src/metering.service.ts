@@ -35,6 +35,10 @@ export interface OpenReservation {
 /** Stops at which the run answered: the charge is 1 + the surcharges of what it used. */
 const CHARGEABLE: ReadonlySet<AgentStatus> = new Set(['completed', 'requires_tool_outputs']);
 
+/** Whether a first stop is charged: one at which the run answered, or a cancelled run whose model
+ * answered at least once (every model step counts `chat` as used); a failure never is. */
+const chargeable = (stop: StopRecord): boolean => CHARGEABLE.has(stop.status) || (stop.status === 'cancelled' && stop.capabilitiesUsed.includes('chat'));
+
 /**
  * The money path, in one place: admission (quota and credit reservation), settlement with the stop
  * event and the usage event in one transaction, releases, reconciliation and the rate limit. Every
@@ -103,7 +107,7 @@ export class MeteringService {
       let balance = project.credit_balance;
       let settlement: { charged: number; reserved: number } | undefined;
       if (ledger.reserve && !ledger.settle) {
-        charged = CHARGEABLE.has(input.status) ? Math.min(creditsFor(input.capabilitiesUsed, input.surcharges), ledger.reserve.credits) : 0;
+        charged = chargeable(input) ? Math.min(creditsFor(input.capabilitiesUsed, input.surcharges), ledger.reserve.credits) : 0;
         balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, charged, { stop: input.stop, reason: 'stop' });
         settlement = { charged, reserved: ledger.reserve.credits };
       } else if (ledger.settle?.stop === input.stop) {
@@ -177,6 +181,12 @@ export class MeteringService {
       [before, limit],
     );
     return rows.map((r) => ({ requestId: r.request_id, projectId: r.project_id, credits: r.credits, reservedAt: r.created_at }));
+  }
+
+  /** Whether the request was admitted: its reservation (or its settlement) is in the ledger. */
+  async isAdmitted(requestId: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(`select 1 from credit_ledger where request_id = $1 limit 1`, [requestId]);
+    return rows.length > 0;
   }
 
   /** Notes that the reconciler found this reservation's workflow still running. */

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Response } from 'express';
-import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { errorDocsUrl, isErrorCode, ServiceError, type AgentStop } from '#libs/contracts';
+import { MeteringService } from '#libs/metering';
 import { SseSession, StreamHubService } from '#libs/streaming';
 
 /** Serves a request's stream events as SSE (agent requests and session messages alike): replay
@@ -13,7 +13,7 @@ export class SseResponder {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly streams: StreamHubService,
-    private readonly db: DataSource,
+    private readonly metering: MeteringService,
   ) {}
 
   /**
@@ -31,21 +31,15 @@ export class SseResponder {
     );
     const deadline = Date.now() + boundMs;
     for (let pause = 10; ; pause = Math.min(pause * 2, 100)) {
-      if (await this.admitted(requestId)) return undefined;
+      if (await this.metering.isAdmitted(requestId)) return undefined;
       if (outcome) {
         // A run that failed after its admission streams its error event like any other.
         if ('stop' in outcome && outcome.stop.status !== 'failed') return undefined;
-        return (await this.admitted(requestId)) ? undefined : outcome;
+        return (await this.metering.isAdmitted(requestId)) ? undefined : outcome;
       }
       if (Date.now() >= deadline) return undefined;
       await Promise.race([sleep(pause), firstStop.catch(() => undefined)]);
     }
-  }
-
-  /** Whether the request has a row in the credit ledger: its reservation (or its settlement). */
-  private async admitted(requestId: string): Promise<boolean> {
-    const rows: unknown[] = await this.db.query(`select 1 from credit_ledger where request_id = $1 limit 1`, [requestId]);
-    return rows.length > 0;
   }
 
   /** Whether the project has stream events for this request (within retention). */
