@@ -77,6 +77,7 @@ describe('domain event schemas', () => {
     await fixtures.db.transaction((tx) => sessions.create(tx, { sessionId: orphan, projectId: project.id, createdAt: new Date(now), expiresAt: new Date(now + 1_800_000) }, 10));
     await fixtures.db.transaction((tx) => sessions.reconciled(tx, orphan, project.id));
     await metering.recordStop(stop(await admitted(), 1, 'failed'));
+    await metering.recordStop(stop(await admitted(), 1, 'cancelled'));
     const expiring = await admitted();
     await metering.recordStop(stop(expiring, 1, 'requires_tool_outputs'));
     await metering.recordStop(stop(expiring, 2, 'expired'));

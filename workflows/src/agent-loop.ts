@@ -173,6 +173,9 @@ export function endEvents(stop: AgentStop): Omit<StreamEvent, 'seq'>[] {
     const usage = { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed };
     return [{ type: 'done', data: { id: stop.requestId, status: stop.status, usage } }];
   }
+  if (stop.status === 'cancelled') {
+    return [{ type: 'error', data: { code: 'request_cancelled', message: 'The request was cancelled.' } }];
+  }
   if (stop.status === 'failed' || stop.status === 'expired') {
     const error = stop.error ?? { code: 'context_expired', message: 'The request expired.' };
     return [{ type: 'error', data: { code: error.code, message: error.message } }];

@@ -1,8 +1,9 @@
-import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, getExternalWorkflowHandle, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import { blobMarker, firstStopUpdate, SEARCH_ATTRIBUTES, sessionRequestStopSignal, sessionWorkflowId, stateQuery, submitToolOutputsUpdate } from '#libs/contracts';
+import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { blobMarker, FINAL_STATUSES, firstStopUpdate, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate } from '#libs/contracts';
 import type { AgentRequestInput, AgentStatus, AgentStop, Capability, ChatMessage, StreamEvent, ToolCallRef } from '#libs/contracts';
 import * as acts from './proxies.js';
 import { StoredConversation } from './stored-conversation.js';
+import { notifySession } from './session-notify.js';
 import { completedMessage, endEvents, initialStop, nextStep, offerTools, outputMessages, Tally, toAgentError, toolOutputsRefusal, type LegEnd } from './agent-loop.js';
 
 /** How long the caller has to submit tool outputs (contract section 3.1). */
@@ -26,8 +27,9 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     if (input.stream && events.length > 0) ({ nextSeq: streamSeq } = await acts.emitStreamEvents({ ...ids, events }));
   };
   // A stop is recorded before anyone can see it: its event, the settlement of the reservation at
-  // the first stop and its usage event, in one transaction (libs/metering prices it).
-  const setStatus = async (status: Exclude<AgentStatus, 'in_progress'>, patch: Partial<AgentStop>): Promise<void> => {
+  // the first stop and its usage event, in one transaction (libs/metering prices it); never cut
+  // short by a cancellation, which comes at the next wait.
+  const setStatus = (status: Exclude<AgentStatus, 'in_progress'>, patch: Partial<AgentStop>): Promise<void> => CancellationScope.nonCancellable(async () => {
     // The stop's content goes with it to PostgreSQL (request_views), so reads outlive this workflow.
     const shown = { ...state, ...patch };
     const view = { message: shown.message, toolCalls: shown.toolCalls, error: shown.error, requestsUsed: shown.requestsUsed };
@@ -36,13 +38,12 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     await emit(endEvents(next));
     state = next;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: status }]);
-  };
+  });
+  // The handlers' waits outlive a cancellation: their callers get the cancelled stop.
+  const stopAfter = (stop: number): Promise<void> => CancellationScope.nonCancellable(() => condition(() => state.stop > stop && state.status !== 'in_progress'));
 
   setHandler(stateQuery, () => state);
-  setHandler(firstStopUpdate, async () => {
-    await condition(() => state.status !== 'in_progress');
-    return state;
-  });
+  setHandler(firstStopUpdate, () => stopAfter(0).then(() => state));
   setHandler(
     submitToolOutputsUpdate,
     async ({ outputs }) => {
@@ -50,7 +51,7 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
       pendingOutputs = new Map(outputs.map((o) => [o.toolCallId, o.blobId ? blobMarker(o.blobId) : (o.output ?? '')]));
       state = { ...state, status: 'in_progress', toolCalls: undefined };
       upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: 'in_progress' }]);
-      await condition(() => state.stop > stopBefore && state.status !== 'in_progress');
+      await stopAfter(stopBefore);
       return state;
     },
     {
@@ -91,7 +92,10 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     };
 
     for (let answers: ChatMessage[] = []; ; ) {
-      const next = await runLeg(answers).catch((e: unknown): LegEnd => ({ kind: 'fail', error: toAgentError(e) }));
+      const next = await runLeg(answers).catch((e: unknown): LegEnd => {
+        if (isCancellation(e)) throw e;
+        return { kind: 'fail', error: toAgentError(e) };
+      });
       if (next.kind === 'fail') {
         log.warn('agent run failed', { requestId: input.requestId, code: next.error.code });
         return setStatus('failed', { error: next.error });
@@ -110,40 +114,33 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     }
   };
 
-  const finish = async (): Promise<AgentStop> => {
-    await condition(allHandlersFinished);
-    return state;
-  };
-  // The api gave up waiting for a worker and told its caller so: nothing runs, nothing is reserved.
-  if (input.acceptBy !== undefined && Date.now() > input.acceptBy) {
-    await setStatus('failed', { error: { code: 'compute_unavailable', message: 'No agent worker took the request up in time. Nothing was run or charged.' } });
-    return finish();
-  }
-  // Admission: the quota counter and the credit reservation move together, or not at all.
-  const admission = await acts.admitRequest({ ...ids, credits: input.maxCredits, monthlyQuota: input.monthlyQuota });
-  if (!admission.ok) {
-    await setStatus('failed', { error: admission.error, requestsUsed: admission.requestsUsed });
-    return finish();
-  }
-  state = { ...state, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed };
+  const finish = (): Promise<AgentStop> => CancellationScope.nonCancellable(() => condition(allHandlersFinished).then(() => state));
   try {
+    // The api gave up waiting for a worker and told its caller so: nothing runs, nothing is reserved.
+    if (input.acceptBy !== undefined && Date.now() > input.acceptBy) {
+      await setStatus('failed', { error: { code: 'compute_unavailable', message: 'No agent worker took the request up in time. Nothing was run or charged.' } });
+      return await finish();
+    }
+    // Admission: the quota counter and the credit reservation move together, or not at all (and
+    // whole: a cancellation waits for it, so the cancelled stop settles what it reserved).
+    const admission = await CancellationScope.nonCancellable(() => acts.admitRequest({ ...ids, credits: input.maxCredits, monthlyQuota: input.monthlyQuota }));
+    if (!admission.ok) {
+      await setStatus('failed', { error: admission.error, requestsUsed: admission.requestsUsed });
+      return await finish();
+    }
+    state = { ...state, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed };
     await run();
   } catch (e) {
+    // Cancelled (POST /v1/agent/{id}/cancel) while running or paused: the model call is aborted, and
+    // the cancelled stop settles the reservation by what ran. A request that had finished stays so.
+    if (isCancellation(e)) {
+      if (!FINAL_STATUSES.has(state.status)) await setStatus('cancelled', { toolCalls: undefined, message: state.message ?? '' });
+      return finish();
+    }
     // Whatever ended the run before its first stop was recorded, the reservation goes back; a
     // release that cannot be made now is made by the reconciler.
     if (state.stop === 0) await CancellationScope.nonCancellable(() => acts.releaseReservation(ids));
     throw e;
   }
   return finish();
-}
-
-/** Sessions: a session's request tells its session that it paused (the session answers its caller
- * with the pause and keeps its idle timer still; the request's end reaches it as the child's result).
- * A session that is gone does not stop the request. */
-async function notifySession(sessionId: string, stop: AgentStop): Promise<void> {
-  try {
-    await getExternalWorkflowHandle(sessionWorkflowId(sessionId)).signal(sessionRequestStopSignal, stop);
-  } catch (e) {
-    log.warn('could not tell the session about a pause', { sessionId, requestId: stop.requestId, error: e instanceof Error ? e.message : String(e) });
-  }
 }

@@ -12,6 +12,7 @@ import {
   type AgentRequestInput,
   type AgentStop,
 } from '#libs/contracts';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { scriptedTurn } from '#libs/llm';
 import { creditsFor } from '#libs/metering';
@@ -24,7 +25,30 @@ import { memoryConversations } from './memory-conversations.js';
 const workflowsPath = fileURLToPath(new URL('../src/index.ts', import.meta.url));
 
 // One store for every worker of the file: like PostgreSQL, it outlives a worker's restart.
-const conversations = memoryConversations({ model: ({ messages, tools }) => scriptedTurn({ model: 'scripted', messages, tools }) });
+const conversations = memoryConversations({
+  model: async ({ requestId, messages, tools }) => {
+    const last = messages.at(-1);
+    // "hang": the model never answers; "hang after a step": it answers once (an unknown tool's
+    // call), then never again. Both hold their call until the activity is cancelled.
+    if (last?.role === 'user' && last.content === 'hang after a step') {
+      return { content: '', toolCalls: [{ id: 'call_x', name: 'nowhere', arguments: {} }], usage: { inputTokens: 10, outputTokens: 2 }, model: 'test' };
+    }
+    if (last?.content === 'hang' || (last?.role === 'tool' && last.name === 'nowhere')) {
+      hanging.add(requestId);
+      const ctx = Context.current();
+      for (;;) {
+        ctx.heartbeat();
+        await ctx.sleep(50);
+      }
+    }
+    return scriptedTurn({ model: 'scripted', messages, tools });
+  },
+});
+/** Requests whose model call is holding (and waits for a cancellation). */
+const hanging = new Set<string>();
+const modelHolding = async (requestId: string): Promise<void> => {
+  while (!hanging.has(requestId)) await new Promise((resolve) => setTimeout(resolve, 20));
+};
 
 function fakeActivities(ledger: Ledger): AgentActivities {
   return {
@@ -35,8 +59,10 @@ function fakeActivities(ledger: Ledger): AgentActivities {
     recordStop: async ({ status, stop, capabilitiesUsed, surcharges }) => {
       if (ledger.failStops) throw ApplicationFailure.create({ message: 'the database is gone', nonRetryable: true });
       ledger.stops.push(`${stop}:${status}`);
-      // Like libs/metering: the first stop settles; a failed run costs nothing.
-      const charged = stop === 1 && (status === 'completed' || status === 'requires_tool_outputs') ? creditsFor(capabilitiesUsed, surcharges) : 0;
+      // Like libs/metering: the first stop settles; a failed run, or a cancelled one whose model
+      // never answered, costs nothing.
+      const answered = status === 'completed' || status === 'requires_tool_outputs' || (status === 'cancelled' && capabilitiesUsed.includes('chat'));
+      const charged = stop === 1 && answered ? creditsFor(capabilitiesUsed, surcharges) : 0;
       if (stop === 1) ledger.settled.push(charged);
       return { creditsThisRequest: charged, creditsRemaining: 100 - charged };
     },
@@ -205,6 +231,57 @@ describe('agentRequestWorkflow', () => {
     expect(admitted).toBe(0);
     // Local activities run at least once: what counts is that only a failed first stop was recorded.
     expect(new Set(ledger.stops)).toEqual(new Set(['1:failed']));
+  });
+
+  it('is cancelled while paused: the pending Update gets the cancelled stop, nothing more is charged', async () => {
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, first } = await start('please lookup {"q":"a"}');
+      expect(first.status).toBe('requires_tool_outputs');
+      await handle.cancel();
+      const final: AgentStop = await handle.result();
+      expect(final).toMatchObject({ status: 'cancelled', stop: 2, creditsThisRequest: 0, message: '' });
+      expect(final.toolCalls).toBeUndefined();
+      await expect(
+        handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'late' }] }] }),
+      ).rejects.toThrow();
+    });
+    expect(ledger.settled).toEqual([1]);
+    expect(ledger.stops).toEqual(['1:requires_tool_outputs', '2:cancelled']);
+  });
+
+  it('is cancelled while the model runs: charged nothing before the model answered, 1 + surcharges after', async () => {
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      for (const message of ['hang', 'hang after a step']) {
+        const args = { ...input(message), tools: [] };
+        const handle = await env.client.workflow.start('agentRequestWorkflow', { taskQueue, workflowId: `agent-request-${args.requestId}`, args: [args] });
+        // The caller waiting for the first stop gets the cancelled one.
+        const waiting = handle.executeUpdate(firstStopUpdate);
+        await modelHolding(args.requestId);
+        await handle.cancel();
+        const final: AgentStop = await handle.result();
+        expect(final.status).toBe('cancelled');
+        expect(await waiting).toMatchObject({ status: 'cancelled', stop: 1 });
+      }
+    });
+    expect(ledger.stops).toEqual(['1:cancelled', '1:cancelled']);
+    expect(ledger.settled).toEqual([0, 1]);
+    expect(ledger.released).toBe(0);
+  });
+
+  it('stays completed when the cancellation comes after it finished', async () => {
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, first } = await start('hello');
+      expect(first.status).toBe('completed');
+      await handle.cancel().catch(() => undefined);
+      expect((await handle.result()).status).toBe('completed');
+    });
+    expect(ledger.stops).toEqual(['1:completed']);
   });
 
   it('releases the reservation when the run fails before its first stop is recorded', async () => {

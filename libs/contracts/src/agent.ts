@@ -54,7 +54,10 @@ export interface FileRef {
   readonly name: string;
 }
 
-export type AgentStatus = 'in_progress' | 'requires_tool_outputs' | 'completed' | 'expired' | 'failed';
+export type AgentStatus = 'in_progress' | 'requires_tool_outputs' | 'completed' | 'expired' | 'failed' | 'cancelled';
+
+/** The statuses after which a request never changes again. */
+export const FINAL_STATUSES: ReadonlySet<AgentStatus> = new Set(['completed', 'expired', 'failed', 'cancelled']);
 
 /** An input file after the api stored it: the workflow carries only the reference (claim check). */
 export interface InputFileRef {

@@ -9,6 +9,8 @@ export const EVENT_TYPES = {
   agentRequestCompleted: 'agent-request.completed.v1',
   agentRequestFailed: 'agent-request.failed.v1',
   agentRequestExpired: 'agent-request.expired.v1',
+  /** Cancelled with POST /v1/agent/{id}/cancel while running or paused. */
+  agentRequestCancelled: 'agent-request.cancelled.v1',
   /** The api created the session and took one of the project's active-session slots. */
   sessionCreated: 'session.created.v1',
   /** The session accepted a message (its request id); the idle timer restarts. */

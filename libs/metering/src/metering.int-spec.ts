@@ -59,6 +59,19 @@ describe('MeteringService', () => {
     expect((await usageRows(requestId)).map((u) => u.payload.data.credits)).toEqual([0]);
   });
 
+  it('charges a cancelled run by what ran: 1 + the surcharges used once the model answered, else nothing', async () => {
+    const { project } = await fixtures.project({ credits: 20 });
+    const answered = randomUUID();
+    await metering.admit({ requestId: answered, projectId: project.id, credits: 6, monthlyQuota: 100 });
+    expect(await metering.recordStop(stop(answered, project.id, { status: 'cancelled' }))).toEqual({ creditsThisRequest: 3, creditsRemaining: 17 });
+    const unanswered = randomUUID();
+    await metering.admit({ requestId: unanswered, projectId: project.id, credits: 6, monthlyQuota: 100 });
+    expect(await metering.recordStop(stop(unanswered, project.id, { status: 'cancelled', capabilitiesUsed: [], inputTokens: 0, outputTokens: 0 }))).toEqual({ creditsThisRequest: 0, creditsRemaining: 17 });
+    expect((await usageRows(answered)).map((u) => u.payload.data.credits)).toEqual([3]);
+    // Nothing ran and nothing was charged: no usage event.
+    expect(await usageRows(unanswered)).toEqual([]);
+  });
+
   it('releases an unsettled reservation once, and records a reconciliation', async () => {
     const { project } = await fixtures.project({ credits: 20 });
     const requestId = randomUUID();

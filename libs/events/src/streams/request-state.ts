@@ -29,6 +29,7 @@ const STOPS = new Set<string>([
   EVENT_TYPES.agentRequestCompleted,
   EVENT_TYPES.agentRequestFailed,
   EVENT_TYPES.agentRequestExpired,
+  EVENT_TYPES.agentRequestCancelled,
 ]);
 
 /** Whether the event belongs to an agent request's stream. */

@@ -11,6 +11,7 @@ const STOP_EVENT: Record<StopRecord['status'], EventType> = {
   completed: EVENT_TYPES.agentRequestCompleted,
   failed: EVENT_TYPES.agentRequestFailed,
   expired: EVENT_TYPES.agentRequestExpired,
+  cancelled: EVENT_TYPES.agentRequestCancelled,
 };
 
 /**
