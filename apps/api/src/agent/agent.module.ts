@@ -5,6 +5,8 @@ import { EventsModule } from '#libs/events';
 import { PersistenceModule } from '#libs/persistence';
 import { TemporalClientModule } from '#libs/temporal';
 import { AgentController } from './agent.controller.js';
+import { CancelController } from './cancel.controller.js';
+import { CancelAgentRequestHandler } from './commands/cancel-agent-request.handler.js';
 import { AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandler } from './commands/start-agent-request.handler.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { SubmitToolOutputsHandler } from './commands/submit-tool-outputs.handler.js';
@@ -14,9 +16,9 @@ import { SseModule } from '../streaming/sse.module.js';
 
 @Module({
   imports: [CqrsModule, PersistenceModule, EventsModule, TemporalClientModule, SseModule],
-  controllers: [AgentController],
+  controllers: [AgentController, CancelController],
   providers: [
     { provide: IdempotencyKeys, inject: [DataSource], useFactory: (db: DataSource) => new IdempotencyKeys(db) },
-    AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandler, SubmitToolOutputsHandler, GetAgentRequestHandler, RequestReadModel],
+    AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandler, SubmitToolOutputsHandler, CancelAgentRequestHandler, GetAgentRequestHandler, RequestReadModel],
 })
 export class AgentModule {}

@@ -60,7 +60,7 @@ export const SCHEMAS = {
       id: { type: 'string', format: 'uuid' },
       object: { type: 'string', enum: ['agent.response', 'session.message'] },
       session_id: { type: 'string', format: 'uuid', description: 'Session message responses only.' },
-      status: { type: 'string', enum: ['completed', 'requires_tool_outputs', 'in_progress', 'expired', 'failed'], description: 'POST answers are `completed` or `requires_tool_outputs`; GET may show the others.' },
+      status: { type: 'string', enum: ['completed', 'requires_tool_outputs', 'in_progress', 'expired', 'failed', 'cancelled'], description: 'POST answers are `completed` or `requires_tool_outputs` (`cancelled` from POST /v1/agent/{id}/cancel); GET may show the others.' },
       message: { type: 'string', description: 'Present when `status` is `completed`.' },
       tool_calls: { type: 'array', items: { $ref: '#/components/schemas/ToolCall' }, description: 'Present when `status` is `requires_tool_outputs`.' },
       capabilities_used: { type: 'array', items: { type: 'string', enum: [...CAPABILITIES] } },
