@@ -19,7 +19,8 @@ type Step =
   | { kind: 'pause'; answer: boolean }
   | { kind: 'expire' }
   | { kind: 'retry'; code: boolean }
-  | { kind: 'duplicates'; copies: number };
+  | { kind: 'duplicates'; copies: number }
+  | { kind: 'cancel'; paused: boolean; answered: boolean };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('run' as const), code: fc.boolean(), key: fc.boolean() }),
@@ -28,6 +29,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   fc.record({ kind: fc.constant('expire' as const) }),
   fc.record({ kind: fc.constant('retry' as const), code: fc.boolean() }),
   fc.record({ kind: fc.constant('duplicates' as const), copies: fc.integer({ min: 2, max: 6 }) }),
+  fc.record({ kind: fc.constant('cancel' as const), paused: fc.boolean(), answered: fc.boolean() }),
 );
 
 interface Seen {
@@ -56,7 +58,7 @@ describe('the money invariant', () => {
   });
 
   /** Runs one step; the replies the model server gives are queued just before the call. */
-  async function run(s: Step, auth: Record<string, string>, seen: Seen): Promise<void> {
+  async function run(s: Step, auth: Record<string, string>, projectId: string, seen: Seen): Promise<void> {
     // A request refused before it ran (402) leaves its replies queued: each step starts afresh.
     stack.models.clearReplies();
     const record = (body: { id?: string; usage?: { credits_this_request: number } }, continuation = false): void => {
@@ -118,6 +120,42 @@ describe('the money invariant', () => {
         record(again.body);
         return;
       }
+      case 'cancel': {
+        if (s.paused) {
+          stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+          const paused = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
+          record(paused.body);
+          if (paused.body.status !== 'requires_tool_outputs') return;
+          const cancelled = await request(stack.api.url, 'POST', `/v1/agent/${paused.body.id}/cancel`, { headers: auth });
+          expect(cancelled.body.status).toBe('cancelled');
+          record(cancelled.body, true);
+          return;
+        }
+        // A slow model reply (after a code step when `answered`), cancelled mid-run.
+        const calls = stack.models.requests.length + (s.answered ? 2 : 1);
+        if (s.answered) stack.models.reply(codeTurn[0]!, { content: 'slow', delayMs: 15_000 });
+        else stack.models.reply({ content: 'slow', delayMs: 15_000 });
+        let answered = false;
+        const original = request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', capabilities: ['chat', 'code'] } }).finally(() => (answered = true));
+        let id: string | undefined;
+        // The request runs once its reservation is open and the model has been called (a request
+        // refused for credits never gets there: it answers first).
+        while (!id && !answered) {
+          const open: { request_id: string }[] = await stack.fixtures.db.query(
+            `select r.request_id from credit_ledger r where r.project_id = $1 and r.kind = 'reserve' and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')`,
+            [projectId],
+          );
+          if (open[0] && stack.models.requests.length >= calls) id = open[0].request_id;
+          else await new Promise((r) => setTimeout(r, 50));
+        }
+        if (id) {
+          const cancelled = await request(stack.api.url, 'POST', `/v1/agent/${id}/cancel`, { headers: auth });
+          expect(cancelled.body.status).toBe('cancelled');
+          record(cancelled.body);
+        }
+        record((await original).body);
+        return;
+      }
       case 'duplicates': {
         const h = headers(true);
         stack.models.reply({ content: 'once' });
@@ -130,12 +168,12 @@ describe('the money invariant', () => {
     }
   }
 
-  it('holds after any sequence of requests, failures, pauses, retries and duplicates', async () => {
+  it('holds after any sequence of requests, failures, pauses, retries, duplicates and cancellations', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), fc.integer({ min: 3, max: 25 }), async (steps, credits) => {
         const { project, auth } = await stack.fixtures.project({ credits, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
         const seen: Seen = { firstCharge: new Map(), answers: [] };
-        for (const s of steps) await run(s, auth, seen);
+        for (const s of steps) await run(s, auth, project.id, seen);
 
         // Nothing runs now (paused requests settled at their pause, expired ones charge nothing
         // more): no reservation is open.
