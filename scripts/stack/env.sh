@@ -29,15 +29,33 @@ export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-http://127.0.0.1:$MAS_TEMPORAL_UI_POR
 export PORT="${PORT:-3000}"
 
 # Local secrets: generated once per machine, kept outside the repository, readable by the owner only.
-if [ -z "${MAS_MASTER_KEY:-}" ] || [ -z "${MAS_API_KEY_PEPPER:-}" ]; then
-  if [ ! -f "$MAS_HOME/secrets.env" ]; then
-    mkdir -p "$MAS_HOME"
-    (umask 077 && {
-      echo "MAS_MASTER_KEY=$(head -c 32 /dev/urandom | base64)"
-      echo "MAS_API_KEY_PEPPER=$(head -c 32 /dev/urandom | base64)"
-    } > "$MAS_HOME/secrets.env")
+# A variable set in the environment wins; one missing from an older secrets.env is added to it.
+mas_secret() {
+  local name=$1 generate=$2 value
+  value="${!name:-}"
+  if [ -z "$value" ]; then
+    if [ ! -f "$MAS_HOME/secrets.env" ]; then
+      mkdir -p "$MAS_HOME"
+      (umask 077 && : >"$MAS_HOME/secrets.env")
+    fi
+    value="$(sed -n "s/^$name=//p" "$MAS_HOME/secrets.env" | tail -n 1)"
+    if [ -z "$value" ] && [ -n "$generate" ]; then
+      value="$($generate)"
+      echo "$name=$value" >>"$MAS_HOME/secrets.env"
+    fi
+    [ -z "$value" ] && return 0
+    printf -v "$name" '%s' "$value"
   fi
-  # shellcheck disable=SC1091
-  . "$MAS_HOME/secrets.env"
-fi
-export MAS_MASTER_KEY MAS_API_KEY_PEPPER
+  export "${name?}"
+}
+mas_random_key() { head -c 32 /dev/urandom | base64; }
+# Temporal payload keys: id:key pairs; the id travels with every payload, so a new key can be
+# added (and made current with MAS_PAYLOAD_KEY_CURRENT) without losing older histories.
+mas_payload_keys() { echo "k$(date -u +%Y%m%d):$(mas_random_key)"; }
+# The codec endpoint's operator token, URL-safe (the Temporal UI carries it in the endpoint's path).
+mas_codec_token() { head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '='; }
+mas_secret MAS_MASTER_KEY mas_random_key
+mas_secret MAS_API_KEY_PEPPER mas_random_key
+mas_secret MAS_PAYLOAD_KEYS mas_payload_keys
+mas_secret MAS_PAYLOAD_KEY_CURRENT ''   # set by hand when a second key is added (docs/operations.md)
+mas_secret MAS_CODEC_TOKEN mas_codec_token

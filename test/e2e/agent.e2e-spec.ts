@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { requireTemporalAddress } from '#libs/config';
+import { AesGcmPayloadCodec } from '#libs/temporal';
 import { agentRequestWorkflowId } from '#libs/contracts';
 import { startApi, type RunningApi } from '../support/api.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { testConfig } from '../support/config.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
+import { connectTemporal, historyText } from '../support/temporal.js';
 import { startWorker, type RunningWorker } from '../support/worker.js';
 
 const config = testConfig();
@@ -145,17 +145,11 @@ describe('POST /v1/agent', () => {
     models.reply({ content: 'done' });
     const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello' } });
     expect(res.body.status).toBe('completed');
-    const connection = await Connection.connect({ address: requireTemporalAddress(config) });
+    const { client, connection } = await connectTemporal(config);
     try {
-      const client = new Client({ connection, namespace: config.temporal.namespace });
       const history = await client.workflow.getHandle(agentRequestWorkflowId(res.body.id)).fetchHistory();
-      // Payloads are base64 in the JSON form of the history: decode every one before searching.
-      const decoded: string[] = [];
-      const json = JSON.stringify(history, (k, v: unknown) => {
-        if (k === 'data' && typeof v === 'string') decoded.push(Buffer.from(v, 'base64').toString('utf8'));
-        return v;
-      });
-      const text = json + decoded.join('\n');
+      // Payloads are encrypted in the history: search them as the codec decrypts them.
+      const text = JSON.stringify(history) + (await historyText(history, AesGcmPayloadCodec.fromConfig(config)));
       expect(text).toContain('hello');
       expect(text).not.toContain('sk-model-key-never-logged');
       expect(text).not.toContain(key);

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { requireTemporalAddress } from '#libs/config';
+import type { Client, Connection } from '@temporalio/client';
 import { agentRequestWorkflowId } from '#libs/contracts';
 import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request, type JsonResponse } from '../support/http.js';
 import { readSse } from '../support/sse.js';
+import { connectTemporal } from '../support/temporal.js';
 import { startWorker, type RunningWorker } from '../support/worker.js';
 
 // Idempotency-Key on every POST (DESIGN.md section 9): a real api and worker on their own task
@@ -30,8 +30,7 @@ describe('Idempotency-Key', () => {
     fixtures = await Fixtures.open(config);
     worker = await startWorker(env);
     api = await startApi(env);
-    connection = await Connection.connect({ address: requireTemporalAddress(config) });
-    temporal = new Client({ connection, namespace: config.temporal.namespace });
+    ({ connection, client: temporal } = await connectTemporal(config));
   });
   afterAll(async () => {
     await connection?.close();

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
-import { requireTemporalAddress } from '#libs/config';
+import type { Client, Connection } from '@temporalio/client';
 import { agentRequestWorkflowId, EVENT_TYPES, ledgerReconcilerScheduleId, sessionWorkflowId, type ReconcilerReport } from '#libs/contracts';
 import { eventually } from '../support/eventually.js';
 import { request } from '../support/http.js';
 import { e2eStack } from '../support/e2e-stack.js';
+import { connectTemporal } from '../support/temporal.js';
 
 
 /** Money and session slots held by a workflow that closed without giving them back (terminated by
@@ -17,8 +17,7 @@ describe('the ledger reconciler', () => {
   let temporal: Client;
 
   beforeAll(async () => {
-    connection = await Connection.connect({ address: requireTemporalAddress(stack.config) });
-    temporal = new Client({ connection, namespace: stack.config.temporal.namespace });
+    ({ connection, client: temporal } = await connectTemporal(stack.config));
   });
   afterAll(async () => {
     await temporal.schedule.getHandle(ledgerReconcilerScheduleId(taskQueue)).delete().catch(() => undefined);

@@ -2,7 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
 import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities } from '#libs/contracts';
-import { TemporalClientService } from '#libs/temporal';
+import { payloadDataConverter, TemporalClientService } from '#libs/temporal';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { ConversationActivityHandlers } from './activities/conversation.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
@@ -58,6 +58,8 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
     // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
     // they are cancelled and retried on another worker; workflow tasks always finish.
     shutdownGraceTime: '30 seconds',
+    // Payloads (inputs, results, updates, signals) encrypted outside the workflow sandbox.
+    dataConverter: payloadDataConverter(config),
   });
   await ensureReconcilerSchedule(app.get(TemporalClientService).client!, config);
   return { worker, connection };

@@ -7,6 +7,7 @@ const valid = {
   TEMPORAL_ADDRESS: '127.0.0.1:7233',
   MAS_MASTER_KEY: key,
   MAS_API_KEY_PEPPER: key,
+  MAS_PAYLOAD_KEYS: `k1:${key}`,
 };
 
 function problemsOf(env: Record<string, string | undefined>): readonly string[] {
@@ -40,6 +41,7 @@ describe('loadConfig', () => {
       'KAFKA_BROKERS is required but not set',
       'MAS_MASTER_KEY is required but not set',
       'MAS_API_KEY_PEPPER is required but not set',
+      'MAS_PAYLOAD_KEYS is required but not set',
     ]);
   });
 
@@ -67,6 +69,27 @@ describe('loadConfig', () => {
     expect(config.capabilitySurcharges).toEqual({ chat: 0, research: 2, documents: 0, code: 3, data: 1, files: 0 });
     expect(problemsOf({ ...valid, MAS_PLANS: '{"gold":{}}' })).toEqual(['MAS_PLANS: unknown plan "gold" (plans: free, starter, pro)']);
     expect(problemsOf({ ...valid, MAS_CAPABILITY_SURCHARGES: '{' })).toEqual(['MAS_CAPABILITY_SURCHARGES must be JSON']);
+  });
+
+  it('reads the payload keys and the current one, and names a bad one without echoing it', () => {
+    const other = Buffer.alloc(32, 9).toString('base64');
+    expect(loadConfig(valid).payloadKeys).toEqual({ current: 'k1', keys: new Map([['k1', Buffer.alloc(32, 7)]]) });
+    const rotated = loadConfig({ ...valid, MAS_PAYLOAD_KEYS: `k1:${key}, k2:${other}`, MAS_PAYLOAD_KEY_CURRENT: 'k2' }).payloadKeys;
+    expect(rotated.current).toBe('k2');
+    expect([...rotated.keys.keys()]).toEqual(['k1', 'k2']);
+    expect(problemsOf({ ...valid, MAS_PAYLOAD_KEYS: `k1:${key},k2:${other}` })).toEqual(['MAS_PAYLOAD_KEY_CURRENT is required when MAS_PAYLOAD_KEYS holds more than one key']);
+    expect(problemsOf({ ...valid, MAS_PAYLOAD_KEY_CURRENT: 'k9' })).toEqual(['MAS_PAYLOAD_KEY_CURRENT names "k9", which is not a key id of MAS_PAYLOAD_KEYS']);
+    expect(problemsOf({ ...valid, MAS_PAYLOAD_KEYS: `k1:${key},k1:${other}`, MAS_PAYLOAD_KEY_CURRENT: 'k1' })).toEqual(['MAS_PAYLOAD_KEYS names the key id "k1" twice']);
+    const bad = problemsOf({ ...valid, MAS_PAYLOAD_KEYS: 'k1:c2hvcnQ=' });
+    expect(bad).toEqual([expect.stringMatching(/^MAS_PAYLOAD_KEYS must be a comma-separated list of id:key.*"k1" is not$/)]);
+    expect(bad.join('\n')).not.toContain('c2hvcnQ=');
+    expect(problemsOf({ ...valid, MAS_PAYLOAD_KEYS: key })).toEqual([expect.stringMatching(/^MAS_PAYLOAD_KEYS must be .* an entry is not$/)]);
+  });
+
+  it('takes an optional codec token of at least 32 characters', () => {
+    expect(loadConfig(valid).codecToken).toBeUndefined();
+    expect(loadConfig({ ...valid, MAS_CODEC_TOKEN: 'x'.repeat(32) }).codecToken).toBe('x'.repeat(32));
+    expect(problemsOf({ ...valid, MAS_CODEC_TOKEN: 'short' })).toEqual(['MAS_CODEC_TOKEN must be at least 32 printable characters without spaces']);
   });
 
   it('strips a trailing slash from PUBLIC_BASE_URL', () => {

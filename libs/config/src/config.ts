@@ -41,6 +41,11 @@ export interface AppConfig {
   readonly masterKey: Buffer;
   /** Secret pepper of the HMAC-SHA-256 under which API keys are stored. */
   readonly apiKeyPepper: Buffer;
+  /** AES-256-GCM keys of Temporal payloads (MAS_PAYLOAD_KEYS, `id:base64,...`) and the id new
+   * payloads are encrypted under (MAS_PAYLOAD_KEY_CURRENT; may be left out when there is one key). */
+  readonly payloadKeys: { readonly current: string; readonly keys: ReadonlyMap<string, Buffer> };
+  /** Bearer token of the api's codec endpoints (MAS_CODEC_TOKEN); unset: they refuse every call. */
+  readonly codecToken: string | undefined;
   /** Hosts, IP addresses or CIDRs that fetch_url may reach although they are not public (FETCH_URL_ALLOW_HOSTS, comma-separated). */
   readonly fetchUrlAllowHosts: readonly string[];
   /** Plans by name: monthly quota and allowed capabilities (MAS_PLANS overrides the defaults). */
@@ -188,6 +193,37 @@ class Reader {
     return surcharges;
   }
 
+  payloadKeys(name: string, currentName: string): AppConfig['payloadKeys'] {
+    const keys = new Map<string, Buffer>();
+    const raw = this.string(name);
+    for (const item of raw ? raw.split(',').map((s) => s.trim()) : []) {
+      const colon = item.indexOf(':');
+      const id = item.slice(0, Math.max(colon, 0));
+      const key = Buffer.from(item.slice(colon + 1), 'base64');
+      // The key itself must never reach a log line: name the id only.
+      if (!/^[A-Za-z0-9._-]{1,64}$/.test(id) || key.length !== 32 || key.toString('base64') !== item.slice(colon + 1)) {
+        this.problems.push(`${name} must be a comma-separated list of id:key, each id [A-Za-z0-9._-] and each key 32 random bytes in base64 (e.g. \`k1:$(head -c 32 /dev/urandom | base64)\`); ${id ? `"${id}"` : 'an entry'} is not`);
+      } else if (keys.has(id)) {
+        this.problems.push(`${name} names the key id "${id}" twice`);
+      } else {
+        keys.set(id, key);
+      }
+    }
+    let current = this.optional(currentName) ?? '';
+    if (!current && keys.size === 1) current = [...keys.keys()][0]!;
+    else if (!current && keys.size > 1) this.problems.push(`${currentName} is required when ${name} holds more than one key`);
+    else if (current && raw && !keys.has(current)) this.problems.push(`${currentName} names "${current}", which is not a key id of ${name}`);
+    return { current, keys };
+  }
+
+  token(name: string, minLength: number): string | undefined {
+    const raw = this.optional(name);
+    if (raw !== undefined && (raw.length < minLength || !/^[\x21-\x7e]+$/.test(raw))) {
+      this.problems.push(`${name} must be at least ${minLength} printable characters without spaces`);
+    }
+    return raw;
+  }
+
   secret(name: string, bytes: number): Buffer {
     const raw = this.string(name);
     if (!raw) return Buffer.alloc(0);
@@ -220,6 +256,8 @@ export function loadConfig(env: Env): AppConfig {
     },
     masterKey: r.secret('MAS_MASTER_KEY', 32),
     apiKeyPepper: r.secret('MAS_API_KEY_PEPPER', 32),
+    payloadKeys: r.payloadKeys('MAS_PAYLOAD_KEYS', 'MAS_PAYLOAD_KEY_CURRENT'),
+    codecToken: r.token('MAS_CODEC_TOKEN', 32),
     fetchUrlAllowHosts: (r.optional('FETCH_URL_ALLOW_HOSTS') ?? '').split(',').map((h) => h.trim()).filter(Boolean),
     plans: r.plans('MAS_PLANS'),
     capabilitySurcharges: r.surcharges('MAS_CAPABILITY_SURCHARGES'),

@@ -1,1 +1,10 @@
 export { TemporalClientModule, TemporalClientService, TemporalProbe } from './temporal-client.module.js';
+export {
+  AesGcmPayloadCodec,
+  ENCRYPTED_ENCODING,
+  METADATA_ENCRYPTION_KEY_ID,
+  payloadDataConverter,
+  payloadFromJson,
+  payloadToJson,
+  type JsonPayload,
+} from './payload-codec.js';

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import type { ReadinessProbe } from '#libs/health';
+import { payloadDataConverter } from './payload-codec.js';
 
 /**
  * gRPC's reconnect backoff, capped. grpc-js backs off from 1 s by 1.6x up to 120 s between
@@ -13,7 +14,8 @@ import type { ReadinessProbe } from '#libs/health';
  */
 export const RECONNECT_CHANNEL_ARGS = { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000 } as const;
 
-/** The api's Temporal client. The connection is lazy, so the api starts (and /readyz answers
+/** The api's Temporal client (also the worker's, for the reconciler's schedule), its payloads
+ * encrypted (payload-codec.ts). The connection is lazy, so the api starts (and /readyz answers
  * 503) while Temporal is down, and connects once it is up. */
 @Injectable()
 export class TemporalClientService implements OnApplicationShutdown {
@@ -37,7 +39,7 @@ export class TemporalClientService implements OnApplicationShutdown {
       },
     });
     this.connection = address ? Connection.lazy({ address, connectTimeout: '3 seconds', interceptors: [interceptor], channelArgs: RECONNECT_CHANNEL_ARGS }) : undefined;
-    this.client = this.connection && new Client({ connection: this.connection, namespace });
+    this.client = this.connection && new Client({ connection: this.connection, namespace, dataConverter: payloadDataConverter(config) });
   }
 
   async onApplicationShutdown(): Promise<void> {
