@@ -221,6 +221,8 @@ temporal_up() {
   # WAL lets SQLite write history without blocking readers (a history write took 29-34 ms in the
   # default journal mode, 6 ms in WAL); eager dispatch hands a workflow's activity straight to
   # the worker that completed the workflow task. Measured in docs/performance.md.
+  # The UI decrypts payloads through the api's codec endpoint; its settings cannot add a header,
+  # so the operator token is the endpoint's last path segment (docs/operations.md).
   temporal_install
   if ! pid_alive temporal; then
     port_open "$MAS_TEMPORAL_PORT" && die "port $MAS_TEMPORAL_PORT is taken by another process; set MAS_TEMPORAL_PORT"
@@ -228,6 +230,7 @@ temporal_up() {
     $DETACH "$(temporal_bin)" server start-dev \
       --ip 127.0.0.1 --port "$MAS_TEMPORAL_PORT" --ui-port "$MAS_TEMPORAL_UI_PORT" \
       --db-filename "$DATA/temporal.db" --namespace "$TEMPORAL_NAMESPACE" --log-level warn \
+      --ui-codec-endpoint "http://127.0.0.1:$PORT/codec/$MAS_CODEC_TOKEN" \
       --search-attribute ProjectId=Keyword \
       --search-attribute AgentStatus=Keyword \
       --search-attribute Capabilities=KeywordList \

@@ -7,6 +7,7 @@ import { PersistenceModule } from '#libs/persistence';
 import { AgentModule } from './agent/agent.module.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
+import { CodecController } from './codec/codec.controller.js';
 import { ContractExceptionFilter } from './errors/contract-exception.filter.js';
 import { ErrorDocsController } from './errors/error-docs.controller.js';
 import { FilesController } from './files/files.controller.js';
@@ -15,7 +16,7 @@ import { SessionsModule } from './sessions/sessions.module.js';
 
 @Module({
   imports: [ConfigModule, PersistenceModule, AccountsModule, MeteringModule, HealthModule, AgentModule, SessionsModule],
-  controllers: [ErrorDocsController, FilesController],
+  controllers: [ErrorDocsController, FilesController, CodecController],
   providers: [
     { provide: APP_FILTER, useClass: ContractExceptionFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
