@@ -45,7 +45,8 @@ describe('POST /v1/agent/{id}/cancel', () => {
     expect(res.headers.get('x-request-id')).toBe(id);
     expect((await original).body).toMatchObject({ id, status: 'cancelled' });
     expect(await balance(p.id)).toBe(20);
-    expect((await request(stack.api.url, 'GET', `/v1/agent/${id}`, { headers: auth })).body.status).toBe('cancelled');
+    // The read shows what the cancel answered: the status and the (here empty) partial message.
+    expect((await request(stack.api.url, 'GET', `/v1/agent/${id}`, { headers: auth })).body).toMatchObject({ status: 'cancelled', message: '' });
     // Finished now: a second cancellation is refused.
     const again = await cancel(id, auth);
     expect(again.status).toBe(409);

@@ -42,14 +42,15 @@ export async function responseFiles(stop: AgentStop, store: FileStore, config: P
   return files;
 }
 
-/** The contract's view of a stop. `message` when completed, `tool_calls` when paused. */
+/** The contract's view of a stop. `message` when completed (and, partial, when cancelled),
+ * `tool_calls` when paused. */
 export function renderStop(stop: AgentStop, ctx: RenderContext, files: readonly ResponseFile[]): AgentResponse {
   return {
     id: stop.requestId,
     object: ctx.object,
     ...(ctx.sessionId ? { session_id: ctx.sessionId } : {}),
     status: stop.status,
-    ...(stop.status === 'completed' ? { message: stop.message ?? '' } : {}),
+    ...(stop.status === 'completed' || stop.status === 'cancelled' ? { message: stop.message ?? '' } : {}),
     ...(stop.status === 'requires_tool_outputs' ? { tool_calls: stop.toolCalls ?? [] } : {}),
     capabilities_used: stop.capabilitiesUsed,
     files,

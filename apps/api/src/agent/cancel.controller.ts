@@ -69,8 +69,7 @@ export class CancelController {
   private async answer(stop: AgentStop, principal: Principal, startedAt: number): Promise<StoredAnswer> {
     const files = await responseFiles(stop, this.files, this.config);
     const object = stop.sessionId ? 'session.message' : 'agent.response';
-    const { id, object: o, session_id, status, ...rest } = renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan }, files);
-    const body = { id, object: o, ...(session_id ? { session_id } : {}), status, message: stop.message ?? '', ...rest };
+    const body = renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan }, files);
     // Cancelling is not a new request: the quota counter has not moved.
     return { status: 200, headers: responseHeaders(stop.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed), body };
   }
