@@ -7,7 +7,7 @@ import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { FileStore } from '#libs/persistence';
 import { parseAgentRequest } from '../agent/agent-request.validation.js';
-import { responseHeaders, sendAnswer, setResponseHeaders, stopAnswer } from '../agent/agent-response.js';
+import { responseHeaders, sendAnswer, setResponseHeaders, stopAnswer, withRequestId } from '../agent/agent-response.js';
 import { IdempotencyKeys, parseIdempotencyKey } from '../agent/idempotency.js';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
@@ -117,11 +117,17 @@ export class SessionsController {
     const outcome = await this.commands.execute(new SendSessionMessageCommand(principal, id, request, key === undefined ? undefined : { key, body }));
     if (outcome.kind === 'replay') return sendAnswer(res, outcome.answer);
     if (request.stream) {
+      const firstStop = outcome.firstStop();
+      // A stream refused for quota or credits is answered as JSON, as on the agent endpoint: SSE
+      // headers are written only once the message's run was admitted.
+      const unadmitted = await this.sse.unadmittedStop(outcome.requestId, firstStop, this.config.temporal.pickupTimeoutMs);
+      if (unadmitted && 'error' in unadmitted) throw withRequestId(unadmitted.error, outcome.requestId);
+      if (unadmitted) return sendAnswer(res, await stopAnswer(unadmitted.stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: unadmitted.stop.requestsUsed }));
       // SSE identical to the agent endpoint (contract 4.4); the quota counter moves when the run
       // is admitted, so until then the headers count this message. A duplicate gets the whole
       // stream again, from the first stored event.
       this.headers(res, principal, outcome.requestId, principal.project.requestsUsed + (outcome.duplicate ? 0 : 1));
-      await this.sse.respond(res, outcome.requestId, principal.project.id, 0, outcome.firstStop());
+      await this.sse.respond(res, outcome.requestId, principal.project.id, 0, firstStop);
       return;
     }
     const stop = await outcome.firstStop();

@@ -77,17 +77,20 @@ export class SessionsRepository {
    * is returned as it is, and nothing is started. 'limit' when the limit is reached.
    */
   async createWithinLimit(session: Omit<SessionRecord, 'status' | 'messageCount'>, limit: number, start: () => Promise<void>): Promise<SessionRecord | 'limit'> {
-    return this.db.transaction(async (tx) => {
-      const outcome = await this.sessions.create(tx, { sessionId: session.id, projectId: session.projectId, createdAt: session.createdAt, expiresAt: session.expiresAt }, limit);
-      if (outcome === 'limit') return 'limit';
-      if (outcome === 'exists') {
-        const existing = await this.sessions.state(tx, session.id);
-        if (existing?.projectId === session.projectId) return toRecord(existing);
-        return { ...session, status: 'active', messageCount: 0 };
-      }
-      await start();
-      return { ...session, status: 'active', messageCount: 0 };
+    // The slot and `session.created` commit first, in a short transaction: no transaction or pool
+    // connection is held while Temporal answers. A workflow that then fails to start leaves a slot
+    // whose workflow does not exist, and the reconciler gives it back; a retry with the same
+    // Idempotency-Key starts it (the start joins a workflow that did start).
+    const outcome = await this.db.transaction(async (tx) => {
+      const created = await this.sessions.create(tx, { sessionId: session.id, projectId: session.projectId, createdAt: session.createdAt, expiresAt: session.expiresAt }, limit);
+      if (created !== 'exists') return created;
+      const existing = await this.sessions.state(tx, session.id);
+      return existing?.projectId === session.projectId ? toRecord(existing) : ('created' as const);
     });
+    if (outcome === 'limit') return 'limit';
+    if (outcome !== 'created' && outcome.status !== 'active') return outcome;
+    await start();
+    return outcome === 'created' ? { ...session, status: 'active', messageCount: 0 } : outcome;
   }
 
   /** A session of `projectId`; another project's session is not found. */

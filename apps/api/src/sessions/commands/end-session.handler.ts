@@ -4,6 +4,7 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { endSessionUpdate, ServiceError, sessionWorkflowId, type SessionView } from '#libs/contracts';
 import { TemporalClientService } from '#libs/temporal';
 import { closedSessionError, sessionNotFound, UUID } from '../session-resource.js';
+import { awaitAnswer } from '../../agent/temporal-errors.js';
 import { sessionCallError, withinPickup } from '../session-temporal.js';
 import { SessionsRepository } from '../sessions.repository.js';
 import { EndSessionCommand } from './end-session.command.js';
@@ -27,11 +28,11 @@ export class EndSessionHandler implements ICommandHandler<EndSessionCommand> {
     if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
     try {
       const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
-      const update = await withinPickup(connection, this.config.temporal.pickupTimeoutMs, () =>
-        handle.startUpdate(endSessionUpdate, { args: [{ projectId }], waitForStage: 'ACCEPTED' }),
-      );
-      // The reply comes once the read model says `ended`: the session no longer counts towards the limit.
-      return await update.result();
+      const pickupMs = this.config.temporal.pickupTimeoutMs;
+      const update = await withinPickup(connection, pickupMs, () => handle.startUpdate(endSessionUpdate, { args: [{ projectId }], waitForStage: 'ACCEPTED' }));
+      // The reply comes once the session's end is recorded (its slot is free); bounded like every
+      // wait of the api, while a worker makes progress on it.
+      return await awaitAnswer({ connection, describe: async () => (await handle.describe()).raw }, pickupMs, () => update.result());
     } catch (e) {
       throw await sessionCallError(e, this.sessions, projectId, sessionId);
     }

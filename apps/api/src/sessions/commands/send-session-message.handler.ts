@@ -12,7 +12,7 @@ import { resolveCapabilities } from '../../agent/agent-request.validation.js';
 import { withRequestId } from '../../agent/agent-response.js';
 import { IdempotencyKeys } from '../../agent/idempotency.js';
 import { requestInput } from '../../agent/request-input.js';
-import { fromTemporalError } from '../../agent/temporal-errors.js';
+import { awaitAnswer, fromTemporalError } from '../../agent/temporal-errors.js';
 import { closedSessionError, sessionNotFound, UUID } from '../session-resource.js';
 import { sessionCallError, withinPickup } from '../session-temporal.js';
 import { SessionsRepository } from '../sessions.repository.js';
@@ -85,7 +85,8 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
         duplicate,
         firstStop: async () => {
           try {
-            return await accepted.result();
+            // Bounded like a request's first stop: as long as workers make progress on the message.
+            return await awaitAnswer({ connection, describe: () => this.progress(sessionId, requestId) }, pickupMs, () => accepted.result());
           } catch (e) {
             throw withRequestId(await sessionCallError(e, this.sessions, project.id, sessionId), requestId);
           }
@@ -93,6 +94,18 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       };
     } catch (e) {
       throw withRequestId(e, requestId);
+    }
+  }
+
+  /** What a worker must do next for the message: its request's pending steps once it started,
+   * before that the session's own (the message waits in the session until its turn). */
+  private async progress(sessionId: string, requestId: string): Promise<Awaited<ReturnType<Parameters<typeof awaitAnswer>[0]['describe']>>> {
+    const client = this.temporal.client!;
+    try {
+      return (await client.workflow.getHandle(agentRequestWorkflowId(requestId)).describe()).raw;
+    } catch (e) {
+      if (!(e instanceof WorkflowNotFoundError)) throw e;
+      return (await client.workflow.getHandle(sessionWorkflowId(sessionId)).describe()).raw;
     }
   }
 
