@@ -51,6 +51,15 @@ describe('streams refused at admission', () => {
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
   });
 
+  it('is 402 insufficient_credits as JSON for a streamed session message too', async () => {
+    const { auth } = await fixtures.project({ credits: 1 });
+    const session = await fetch(`${api.url}/v1/sessions`, { method: 'POST', headers: auth });
+    const { id } = (await session.json()) as { id: string };
+    // 1 credit left, and this message may cost 3 (code's surcharge): refused before it runs.
+    const res = await readSse(`${api.url}/v1/sessions/${id}/messages`, { method: 'POST', headers: auth, body: { message: 'costly', stream: true, capabilities: ['chat', 'code'] } });
+    expectJsonError(res, 402, 'insufficient_credits');
+  });
+
   it('still streams a run that fails after its admission, with its error event', async () => {
     const { auth } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-test' } });
     const res = await stream(auth, 'the model is unreachable');
