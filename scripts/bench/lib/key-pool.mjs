@@ -10,6 +10,7 @@ import 'reflect-metadata';
 import { DataSource } from 'typeorm';
 import { AccountsService } from '#libs/accounts';
 import { loadConfig } from '#libs/config';
+import { EventStore } from '#libs/events';
 import { dataSourceOptions } from '#libs/persistence';
 
 const LIMIT = 50;
@@ -21,7 +22,7 @@ export async function openAccounts(env = process.env) {
   const config = loadConfig(env);
   const db = new DataSource({ ...dataSourceOptions(config), logging: ['error'], extra: { max: 4 } });
   await db.initialize();
-  return { accounts: new AccountsService(db, config), db, close: () => db.destroy() };
+  return { accounts: new AccountsService(db, config, new EventStore()), db, close: () => db.destroy() };
 }
 
 /** Keys of projects whose model is one model server (one latency). */
