@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { sessionStreamId, type SessionStatus } from '#libs/contracts';
-import { pastRetention, SessionStream, type SessionState } from '#libs/events';
+import { pastRetention, SessionStream, sessionStateFromRow, type SessionRow, type SessionState } from '#libs/events';
 
 /** A session as the api reads it. */
 export interface SessionRecord {
@@ -14,31 +14,8 @@ export interface SessionRecord {
   readonly expiresAt: Date;
 }
 
-interface SessionRow {
-  id: string;
-  project_id: string;
-  status: SessionStatus;
-  message_count: number;
-  created_at: Date;
-  last_activity_at: Date;
-  expires_at: Date;
-  revision: number;
-  version: number;
-}
-
 const COLUMNS = 's.id, s.project_id, s.status, s.message_count, s.created_at, s.last_activity_at, s.expires_at, s.revision, s.version';
 
-const fromRow = (r: SessionRow): SessionState => ({
-  sessionId: r.id,
-  projectId: r.project_id,
-  status: r.status,
-  createdAt: r.created_at.toISOString(),
-  lastActivityAt: r.last_activity_at.toISOString(),
-  expiresAt: r.expires_at.toISOString(),
-  messageCount: r.message_count,
-  revision: r.revision,
-  version: r.version,
-});
 
 const toRecord = (s: SessionState): SessionRecord => ({
   id: s.sessionId,
@@ -112,7 +89,7 @@ export class SessionsRepository {
     const fresh = new Map<string, SessionRecord>();
     for (const r of behind) {
       const id = r.stream_id.slice('session-'.length);
-      const state = await this.sessions.state(tx, id, r.id ? fromRow(r) : undefined);
+      const state = await this.sessions.state(tx, id, r.id ? sessionStateFromRow(r) : undefined);
       if (state?.projectId === projectId && shown(state)) fresh.set(id, toRecord(state));
     }
     const cursor = options.after ? await this.find(projectId, options.after) : undefined;
@@ -127,7 +104,7 @@ export class SessionsRepository {
     );
     const after = (r: SessionRecord): boolean => !cursor || newestFirst(cursor, r) < 0;
     const records = [
-      ...rows.map((r) => toRecord(fromRow(r))).filter((r) => !fresh.has(r.id)),
+      ...rows.map((r) => toRecord(sessionStateFromRow(r))).filter((r) => !fresh.has(r.id)),
       ...[...fresh.values()].filter((r) => (!options.status || r.status === options.status) && after(r)),
     ].sort(newestFirst);
     return { records: records.slice(0, options.limit), hasMore: records.length > options.limit };
@@ -141,7 +118,7 @@ export class SessionsRepository {
       [id, sessionStreamId(id)],
     );
     const row = rows[0];
-    const projected = row?.id ? fromRow(row as SessionRow) : undefined;
+    const projected = row?.id ? sessionStateFromRow(row as SessionRow) : undefined;
     if (!row?.stream_version || (projected && projected.version >= row.stream_version)) return projected;
     return this.sessions.state(tx, id, projected);
   }

@@ -1,45 +1,7 @@
 import type { EntityManager } from 'typeorm';
-import { TOPICS, type AgentStatus, type Capability } from '#libs/contracts';
-import { evolveRequest, fromCloudEvent, type CloudEvent, type RequestState } from '#libs/events';
+import { TOPICS } from '#libs/contracts';
+import { evolveRequest, fromCloudEvent, requestStateFromRow, type CloudEvent, type RequestRow } from '#libs/events';
 import { tableName, type Projection, type TableNames } from './projection.js';
-
-interface Row {
-  request_id: string;
-  project_id: string;
-  session_id: string | null;
-  status: AgentStatus;
-  stop: number;
-  capabilities: Capability[];
-  credits: number;
-  leg_credits: number;
-  tokens: string;
-  leg_tokens: string;
-  credits_remaining: number;
-  requests_used: number;
-  error_code: string | null;
-  created_at: Date;
-  updated_at: Date;
-  version: number;
-}
-
-const fromRow = (r: Row): RequestState => ({
-  requestId: r.request_id,
-  projectId: r.project_id,
-  sessionId: r.session_id,
-  status: r.status,
-  stop: r.stop,
-  capabilitiesUsed: r.capabilities,
-  credits: r.credits,
-  legCredits: r.leg_credits,
-  tokens: Number(r.tokens),
-  legTokens: Number(r.leg_tokens),
-  creditsRemaining: r.credits_remaining,
-  requestsUsed: r.requests_used,
-  errorCode: r.error_code,
-  createdAt: r.created_at.toISOString(),
-  updatedAt: r.updated_at.toISOString(),
-  version: r.version,
-});
 
 /** One row per agent request: the fold of its stream (evolveRequest in libs/events), with the
  * stream version it reflects. The content of its stops is not here: it never travels on Kafka. */
@@ -52,8 +14,8 @@ export const requestLogProjection: Projection = {
     const domain = fromCloudEvent(event);
     if (!domain || !domain.streamId.startsWith('agent-request-')) return;
     const table = tableName(tables, 'request_log');
-    const rows: Row[] = await tx.query(`select * from ${table} where request_id = $1 for update`, [String(domain.data.requestId)]);
-    const before = rows[0] && fromRow(rows[0]);
+    const rows: RequestRow[] = await tx.query(`select * from ${table} where request_id = $1 for update`, [String(domain.data.requestId)]);
+    const before = rows[0] && requestStateFromRow(rows[0]);
     const s = evolveRequest(before, domain);
     if (!s || s === before) return;
     await tx.query(

@@ -1,31 +1,7 @@
 import type { EntityManager } from 'typeorm';
-import { TOPICS, type SessionStatus } from '#libs/contracts';
-import { evolveSession, fromCloudEvent, type CloudEvent, type SessionState } from '#libs/events';
+import { TOPICS } from '#libs/contracts';
+import { evolveSession, fromCloudEvent, sessionStateFromRow, type CloudEvent, type SessionRow } from '#libs/events';
 import { tableName, type Projection, type TableNames } from './projection.js';
-
-interface Row {
-  id: string;
-  project_id: string;
-  status: SessionStatus;
-  message_count: number;
-  created_at: Date;
-  last_activity_at: Date;
-  expires_at: Date;
-  revision: number;
-  version: number;
-}
-
-const fromRow = (r: Row): SessionState => ({
-  sessionId: r.id,
-  projectId: r.project_id,
-  status: r.status,
-  createdAt: r.created_at.toISOString(),
-  lastActivityAt: r.last_activity_at.toISOString(),
-  expiresAt: r.expires_at.toISOString(),
-  messageCount: r.message_count,
-  revision: r.revision,
-  version: r.version,
-});
 
 /** The sessions read model (GET /v1/sessions[/{id}]): one row per session, the fold of its stream
  * (evolveSession in libs/events) with the stream version it reflects. */
@@ -38,8 +14,8 @@ export const sessionsProjection: Projection = {
     const domain = fromCloudEvent(event);
     if (!domain || !domain.streamId.startsWith('session-')) return;
     const table = tableName(tables, 'sessions');
-    const rows: Row[] = await tx.query(`select * from ${table} where id = $1 for update`, [domain.streamId.slice('session-'.length)]);
-    const before = rows[0] && fromRow(rows[0]);
+    const rows: SessionRow[] = await tx.query(`select * from ${table} where id = $1 for update`, [domain.streamId.slice('session-'.length)]);
+    const before = rows[0] && sessionStateFromRow(rows[0]);
     const s = evolveSession(before, domain);
     if (!s || s === before) return;
     await tx.query(

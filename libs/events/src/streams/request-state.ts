@@ -86,3 +86,43 @@ export function evolveRequest(state: RequestState | undefined, event: DomainEven
     errorCode: d.errorCode ?? null,
   };
 }
+
+/** A row of the request-log read model (apps/projector), as PostgreSQL returns it. */
+export interface RequestRow {
+  request_id: string;
+  project_id: string;
+  session_id: string | null;
+  status: AgentStatus;
+  stop: number;
+  capabilities: Capability[];
+  credits: number;
+  leg_credits: number;
+  tokens: string;
+  leg_tokens: string;
+  credits_remaining: number;
+  requests_used: number;
+  error_code: string | null;
+  created_at: Date;
+  updated_at: Date;
+  version: number;
+}
+
+/** The request state a read-model row holds (the projector writes it, the api reads it). */
+export const requestStateFromRow = (r: RequestRow): RequestState => ({
+  requestId: r.request_id,
+  projectId: r.project_id,
+  sessionId: r.session_id,
+  status: r.status,
+  stop: r.stop,
+  capabilitiesUsed: r.capabilities,
+  credits: r.credits,
+  legCredits: r.leg_credits,
+  tokens: Number(r.tokens),
+  legTokens: Number(r.leg_tokens),
+  creditsRemaining: r.credits_remaining,
+  requestsUsed: r.requests_used,
+  errorCode: r.error_code,
+  createdAt: r.created_at.toISOString(),
+  updatedAt: r.updated_at.toISOString(),
+  version: r.version,
+});

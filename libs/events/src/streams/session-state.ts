@@ -54,3 +54,29 @@ export function evolveSession(state: SessionState | undefined, event: DomainEven
   if (!state) return undefined;
   return { ...state, version: event.version };
 }
+
+/** A row of the sessions read model (apps/projector), as PostgreSQL returns it. */
+export interface SessionRow {
+  id: string;
+  project_id: string;
+  status: SessionStatus;
+  message_count: number;
+  created_at: Date;
+  last_activity_at: Date;
+  expires_at: Date;
+  revision: number;
+  version: number;
+}
+
+/** The session state a read-model row holds (the projector writes it, the api reads it). */
+export const sessionStateFromRow = (r: SessionRow): SessionState => ({
+  sessionId: r.id,
+  projectId: r.project_id,
+  status: r.status,
+  createdAt: r.created_at.toISOString(),
+  lastActivityAt: r.last_activity_at.toISOString(),
+  expiresAt: r.expires_at.toISOString(),
+  messageCount: r.message_count,
+  revision: r.revision,
+  version: r.version,
+});

@@ -1,45 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { agentRequestStreamId, type AgentRequestStopView, type AgentStop, type AgentStatus, type Capability, type FileRef } from '#libs/contracts';
-import { pastRetention, RequestStream, type RequestState } from '#libs/events';
-
-interface RequestRow {
-  request_id: string;
-  project_id: string;
-  session_id: string | null;
-  status: AgentStatus;
-  stop: number;
-  capabilities: Capability[];
-  credits: number;
-  leg_credits: number;
-  tokens: string;
-  leg_tokens: string;
-  credits_remaining: number;
-  requests_used: number;
-  error_code: string | null;
-  created_at: Date;
-  updated_at: Date;
-  version: number;
-}
-
-const fromRow = (r: RequestRow): RequestState => ({
-  requestId: r.request_id,
-  projectId: r.project_id,
-  sessionId: r.session_id,
-  status: r.status,
-  stop: r.stop,
-  capabilitiesUsed: r.capabilities,
-  credits: r.credits,
-  legCredits: r.leg_credits,
-  tokens: Number(r.tokens),
-  legTokens: Number(r.leg_tokens),
-  creditsRemaining: r.credits_remaining,
-  requestsUsed: r.requests_used,
-  errorCode: r.error_code,
-  createdAt: r.created_at.toISOString(),
-  updatedAt: r.updated_at.toISOString(),
-  version: r.version,
-});
+import { agentRequestStreamId, type AgentRequestStopView, type AgentStop, type FileRef } from '#libs/contracts';
+import { pastRetention, requestStateFromRow, RequestStream, type RequestRow } from '#libs/events';
 
 /**
  * Agent requests as GET /v1/agent/{id} shows them: the figures from the request-log read model
@@ -63,7 +25,7 @@ export class RequestReadModel {
       [requestId, agentRequestStreamId(requestId)],
     );
     const row = rows[0];
-    const projected = row?.request_id ? fromRow(row as RequestRow) : undefined;
+    const projected = row?.request_id ? requestStateFromRow(row as RequestRow) : undefined;
     const state = !row?.stream_version || (projected && projected.version >= row.stream_version) ? projected : await this.requests.state(this.db.manager, requestId, projected);
     if (!state || pastRetention(state.updatedAt)) return undefined;
     const views: { view: AgentRequestStopView }[] = state.stop > 0 ? await this.db.query(`select view from request_views where request_id = $1 and stop = $2`, [requestId, state.stop]) : [];
