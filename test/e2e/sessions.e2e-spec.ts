@@ -287,6 +287,80 @@ describe('/v1/sessions', () => {
     expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body.message_count).toBe(4);
   });
 
+  it('answers 409 session_busy while the previous message runs or waits for tool outputs, records nothing for it, and takes the next once the pause is answered', async () => {
+    const { auth, project } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-session-busy' } });
+    const session = (await create(auth)).body;
+    const path = `/v1/sessions/${session.id}/messages`;
+    const lookup = { name: 'lookup', description: 'Look something up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+    const account = async () => {
+      const p = await fixtures.accounts.findProject(project.id);
+      return { credits: p.creditBalance, requestsUsed: p.requestsUsed };
+    };
+    /** Rows anywhere that name the request: events, credit ledger, request views, conversations. */
+    const traces = async (requestId: string): Promise<number> => {
+      const [row] = (await fixtures.db.query(
+        `select (select count(*) from events where data::text like '%' || $1 || '%' or metadata::text like '%' || $1 || '%')
+              + (select count(*) from credit_ledger where request_id = $1::uuid)
+              + (select count(*) from request_views where request_id = $1::uuid)
+              + (select count(*) from conversations where id = $1::uuid) as n`,
+        [requestId],
+      )) as { n: string }[];
+      return Number(row!.n);
+    };
+    const refusedIds: string[] = [];
+    const expectBusy = (res: JsonResponse): void => {
+      expectError(res, 409, 'session_busy');
+      refusedIds.push(res.headers.get('x-request-id')!);
+    };
+
+    // Running: the model takes 2 seconds to answer.
+    models.reply({ content: 'Slowly, yes.', delayMs: 2000 });
+    const calls = models.requests.length;
+    const running = send(auth, session.id, { message: 'Take your time.' });
+    while (models.requests.length === calls) await new Promise((r) => setTimeout(r, 20));
+    const whileRunning = await account();
+    expectBusy(await send(auth, session.id, { message: 'Are you there?' }));
+    // With an Idempotency-Key: refused, and the key keeps no answer.
+    const key = randomUUID();
+    const keyed = await call('POST', path, { ...auth, 'idempotency-key': key }, { message: 'Still there?' });
+    expectError(keyed, 409, 'session_busy');
+    expect(await account()).toEqual(whileRunning);
+    const first = await running;
+    expect(first.body).toMatchObject({ status: 'completed', message: 'Slowly, yes.', usage: { credits_this_request: 1, credits_remaining: 9 } });
+
+    // Paused for tool outputs.
+    models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+    const paused = await send(auth, session.id, { message: 'lookup {"q":"x"}', tools: [lookup] });
+    expect(paused.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+    const whilePaused = await account();
+    const busy = await send(auth, session.id, { message: 'And now?' });
+    expectBusy(busy);
+    expect(busy.body.error.message).toContain(paused.body.id);
+    expectError(await call('POST', path, { ...auth, 'idempotency-key': key }, { message: 'Still there?' }), 409, 'session_busy');
+    expect(await account()).toEqual(whilePaused);
+
+    const resumed = await call('POST', `/v1/agent/${paused.body.id}/tool-outputs`, auth, {
+      tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }],
+      _compute_instance: paused.body._compute_instance,
+    });
+    expect(resumed.body).toMatchObject({ id: paused.body.id, status: 'completed' });
+    // The moment the pause is answered, the session takes the next message: the refused key's
+    // retry runs it, once.
+    models.reply({ content: 'Here now.' });
+    const next = await call('POST', path, { ...auth, 'idempotency-key': key }, { message: 'Still there?' });
+    expect(next.status).toBe(200);
+    expect(next.body).toMatchObject({ object: 'session.message', status: 'completed', message: 'Here now.', usage: { credits_this_request: 1, credits_remaining: 7 } });
+    expect(next.headers.get('x-request-id')).toBe(keyed.headers.get('x-request-id'));
+    expect(await account()).toEqual({ credits: whilePaused.credits - 1, requestsUsed: whilePaused.requestsUsed + 1 });
+    expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body.message_count).toBe(6);
+    // The refused messages left nothing behind: no event, no reservation, no view, no conversation.
+    expect(refusedIds).toHaveLength(2);
+    for (const id of refusedIds) expect({ id, traces: await traces(id) }).toEqual({ id, traces: 0 });
+
+    const doc = (await call('GET', '/v1/openapi.json', auth)).body;
+    expect(doc.paths['/v1/sessions/{id}/messages'].post.responses['409'].description).toContain('`session_busy`');
+  });
+
   it('expires after the idle timeout: 410 session_expired, and it stops counting at once', async () => {
     const { auth } = await fixtures.project({ credits: 10 });
     const session = (await create(auth, shortApi)).body;

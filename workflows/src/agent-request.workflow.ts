@@ -32,6 +32,10 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
   const setStatus = (status: Exclude<AgentStatus, 'in_progress'>, patch: Partial<AgentStop>): Promise<void> => CancellationScope.nonCancellable(async () => {
     // The stop's content goes with it to PostgreSQL (request_views), so reads outlive this workflow.
     const shown = { ...state, ...patch };
+    // A session's request tells its session that it ended before the end shows anywhere (a read, a
+    // stream's last event, a tool-outputs or cancel answer): a caller who saw it may send the next
+    // message at once without finding the session busy.
+    if (input.sessionId && FINAL_STATUSES.has(status)) await notifySession(input.sessionId, { ...shown, status });
     const view = { message: shown.message, toolCalls: shown.toolCalls, error: shown.error, requestsUsed: shown.requestsUsed };
     const recorded = await acts.recordStop({ ...tally.stopRecord(input, state.stop + 1, status, patch.error), view });
     const next = tally.nextStop(state, status, patch, recorded);

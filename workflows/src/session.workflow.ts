@@ -13,6 +13,7 @@ import {
 import {
   agentRequestWorkflowId,
   endSessionUpdate,
+  FINAL_STATUSES,
   SEARCH_ATTRIBUTES,
   sendSessionMessageUpdate,
   SESSION_LIMITS,
@@ -48,12 +49,17 @@ const { recordSession } = proxyLocalActivities<SessionActivities>({
 interface Pending {
   readonly message: SessionMessage;
   reply?: { readonly stop: AgentStop } | { readonly error: { readonly type: ErrorCode; readonly message: string } };
+  /** Its request told the session it reached its last stop (completed, failed, expired or
+   * cancelled): the session takes the next message, which waits only for this exchange to be
+   * folded into the conversation. */
+  requestEnded?: boolean;
 }
 
 /**
  * A session: a long-lived conversation. Each message runs as a child agentRequestWorkflow with the
  * last messages of the conversation as history (so credits, quota and tool pauses work as for
- * `/v1/agent`); messages are answered one at a time in arrival order. A durable idle timer, reset
+ * `/v1/agent`); one message at a time: a message sent while the previous one runs or is paused for
+ * tool outputs is refused (`session_busy`) and leaves no trace. A durable idle timer, reset
  * by every message and paused while one is being answered, expires the session. The conversation
  * lives in the conversation store under the session's id: the workflow carries only its length,
  * passes the child a slice of it, and continues as new when idle and its history is long.
@@ -67,6 +73,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   let lastActivityAt = carried?.lastActivityAt ?? Date.now();
   let revision = carried?.revision ?? 0;
   let endedAt = 0;
+  // A message accepted and not started yet: at most one, taken while the previous exchange is
+  // being folded into the conversation once its request has ended.
   const queue: Pending[] = [];
   let current: Pending | undefined;
 
@@ -107,6 +115,10 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
     }
   };
 
+  /** The message that keeps the session busy, if any: one accepted and not started yet, or the one
+   * being answered until its request ends (running, or paused for tool outputs). */
+  const busyWith = (): Pending | undefined => queue.at(-1) ?? (current && !current.requestEnded ? current : undefined);
+
   setHandler(sessionStateQuery, view);
 
   setHandler(
@@ -122,11 +134,21 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
       return reply.stop;
     },
     {
+      // Refusals here record nothing (a validator leaves no trace in history): no quota, no
+      // credits, no event; the api saves no answer under the message's Idempotency-Key.
       validator: (message: SessionMessage) => {
         refuse(message.projectId);
         if (Date.now() > message.acceptBy) {
           // The api stopped waiting and told its caller so: the message must not run behind its back.
           throw ApplicationFailure.create({ type: 'compute_unavailable', message: 'The session did not take the message up in time.', nonRetryable: true });
+        }
+        const busy = busyWith();
+        if (busy) {
+          throw ApplicationFailure.create({
+            type: 'session_busy',
+            message: `The session's previous message (request ${busy.message.requestId}) is still running or waiting for tool outputs: submit its tool outputs, cancel it or wait for its answer, then send this message again. Nothing was recorded.`,
+            nonRetryable: true,
+          });
         }
       },
     },
@@ -149,7 +171,14 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   setHandler(sessionRequestStopSignal, (stop) => {
     if (current?.message.requestId !== stop.requestId) return;
     lastActivityAt = Date.now();
-    // The first stop answers the message; the caller resumes the paused request directly.
+    // The request told its last stop before anyone could see it (a tool-outputs or cancel answer,
+    // a stream's end): the session is free for the next message from here. Its own caller still
+    // hears a stop that did not pause from answer(), once the exchange is in the conversation.
+    if (FINAL_STATUSES.has(stop.status)) {
+      current.requestEnded = true;
+      return;
+    }
+    // A pause answers the message; the caller resumes the paused request directly.
     current.reply ??= { stop };
   });
 

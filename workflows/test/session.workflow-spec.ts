@@ -35,15 +35,39 @@ interface Ledger {
   readonly modelInput: Map<string, readonly ChatMessage[]>;
   /** Every write to the sessions read model, in order. */
   readonly records: SessionView[];
+  /** The request ids admitted (quota and credits), in order. */
+  readonly admitted: string[];
+  /** A model call whose user message starts with "slow" enters this gate and waits until it opens. */
+  readonly slow: Gate;
+}
+
+interface Gate {
+  readonly entered: Promise<void>;
+  enter(): void;
+  readonly opened: Promise<void>;
+  open(): void;
+}
+
+function gate(): Gate {
+  let enter!: () => void;
+  let open!: () => void;
+  const entered = new Promise<void>((resolve) => (enter = resolve));
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return { entered, enter, opened, open };
 }
 
 function fakeActivities(ledger: Ledger): AgentActivities & SessionActivities {
   return {
-    admitRequest: async () => ({ ok: true, balance: 99, requestsUsed: 1 }),
+    admitRequest: async ({ requestId }) => (ledger.admitted.push(requestId), { ok: true, balance: 99, requestsUsed: 1 }),
     releaseReservation: async () => undefined,
     ...memoryConversations({
-      model: ({ requestId, messages, tools }) => {
+      model: async ({ requestId, messages, tools }) => {
         ledger.modelInput.set(requestId, messages);
+        const last = messages.at(-1);
+        if (last?.role === 'user' && last.content.startsWith('slow')) {
+          ledger.slow.enter();
+          await ledger.slow.opened;
+        }
         return scriptedTurn({ model: 'scripted', messages, tools });
       },
     }).activities,
@@ -75,7 +99,7 @@ describe('sessionWorkflow', () => {
     await env?.teardown();
   });
 
-  const newLedger = (): Ledger => ({ modelInput: new Map(), records: [] });
+  const newLedger = (): Ledger => ({ modelInput: new Map(), records: [], admitted: [], slow: gate() });
 
   const newWorker = (ledger: Ledger) =>
     Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath, bundlerOptions: sourceBundlerOptions(), activities: fakeActivities(ledger) });
@@ -116,6 +140,16 @@ describe('sessionWorkflow', () => {
   }
 
   const state = (handle: WorkflowHandle): Promise<SessionView> => handle.query(sessionStateQuery);
+
+  /** The failure of an Update the session refused (its contract code is the type). */
+  const busyCause = async (update: Promise<unknown>): Promise<unknown> => {
+    const e = await update.then(
+      () => new Error('the session accepted the message'),
+      (e: unknown) => e,
+    );
+    expect(e).toBeInstanceOf(WorkflowUpdateFailedError);
+    return (e as WorkflowUpdateFailedError).cause;
+  };
 
   it('expires after 30 minutes of silence, records it, and refuses an end afterwards', async () => {
     const ledger = newLedger();
@@ -158,7 +192,7 @@ describe('sessionWorkflow', () => {
     const ledger = newLedger();
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
-      const { handle, send } = await startSession();
+      const { handle, send, projectId } = await startSession();
       let last: Awaited<ReturnType<typeof send>> | undefined;
       for (let i = 1; i <= 25; i++) last = await send(`m${i}`);
       // The 25th message was the 49th in the conversation: everything before it reached the model.
@@ -176,67 +210,101 @@ describe('sessionWorkflow', () => {
       expect(seen.at(-2)).toEqual({ role: 'assistant', content: 'You said: "m25"' });
       expect(seen.at(-1)).toEqual({ role: 'user', content: 'm26' });
       expect((await state(handle)).messageCount).toBe(52);
+      // Ended, so no session is left running behind the next tests (a running session whose
+      // worker has stopped can hold up the time-skipping clock of a later test).
+      await handle.executeUpdate(endSessionUpdate, { args: [{ projectId }] });
     });
   });
 
-  it('continues as new when its history grows, with messages arriving around it: none lost, none duplicated', async () => {
+  it('continues as new when its history grows, with messages arriving around it: every accepted one answered once, the rest refused busy', async () => {
     const ledger = newLedger();
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
-      const { handle, firstRunId, send, sessionId } = await startSession({ continueAsNewAfterEvents: 30 });
-      const texts: string[] = [];
-      /** Sends `n` messages at once; `onReply` runs as each answer arrives. */
-      const wave = async (prefix: string, n: number, onReply: () => void = () => undefined) => {
+      const { handle, firstRunId, send, sessionId, projectId } = await startSession({ continueAsNewAfterEvents: 30 });
+      const accepted: string[] = [];
+      let refused = 0;
+      /** Sends `n` messages at once: the session takes one and refuses the others as busy;
+       * `onAnswer` runs when the accepted one is answered. */
+      const wave = async (prefix: string, n: number, onAnswer: () => void = () => undefined) => {
         const batch = Array.from({ length: n }, (_, i) => `${prefix}${i + 1}`);
-        texts.push(...batch);
-        const replies = await Promise.all(batch.map((t) => send(t).then((r) => (onReply(), r))));
-        for (const [i, r] of replies.entries()) expect(r).toMatchObject({ status: 'completed', message: `You said: "${batch[i]}"` });
+        const replies = await Promise.all(
+          batch.map((t) =>
+            send(t).then(
+              (r) => (onAnswer(), r),
+              (e: unknown) => e,
+            ),
+          ),
+        );
+        let taken = 0;
+        for (const [i, r] of replies.entries()) {
+          if (r instanceof WorkflowUpdateFailedError) {
+            expect(r.cause).toMatchObject({ type: 'session_busy' });
+            refused++;
+            continue;
+          }
+          expect(r).toMatchObject({ status: 'completed', message: `You said: "${batch[i]}"` });
+          accepted.push(batch[i]!);
+          taken++;
+        }
+        // Each wave reaches a session with nothing running (or one closing its run: its Updates
+        // move to the next run), so it takes at least one.
+        expect(taken).toBeGreaterThanOrEqual(1);
       };
-      texts.push('first');
+      accepted.push('first');
       await send('first');
-      // The hand-over is due from here on. Wave b arrives while wave a is being answered (the
-      // hand-over waits for a quiet moment); wave c the moment both are answered, as it happens.
+      // The hand-over is due from here on. Wave b arrives the moment wave a's message is answered,
+      // as the run hands over; the others one after another.
       let waveB: Promise<void> | undefined;
       await wave('a', 6, () => {
         waveB ??= wave('b', 6);
       });
       await waveB;
-      await wave('c', 5);
-      await wave('d', 2);
+      let waveD: Promise<void> | undefined;
+      await wave('c', 5, () => {
+        waveD ??= wave('d', 3);
+      });
+      await waveD;
+      await wave('e', 2);
+      await wave('f', 4);
+      expect(refused).toBeGreaterThan(0);
 
       const probe = await send('probe');
       const seen = ledger.modelInput.get(probe.sent.requestId)!;
       const users = seen.filter((m) => m.role === 'user').map((m) => m.content);
       expect(users.at(-1)).toBe('probe');
-      expect([...users.slice(0, -1)].sort()).toEqual([...texts].sort());
+      // Exactly the accepted messages, each once.
+      expect([...users.slice(0, -1)].sort()).toEqual([...accepted].sort());
       // Each user message is followed by its own answer.
       for (let i = 0; i < seen.length - 1; i += 2) {
         expect(seen[i + 1]).toEqual({ role: 'assistant', content: `You said: "${seen[i]!.content}"` });
       }
-      expect(seen).toHaveLength(2 * texts.length + 1);
-      expect((await state(handle)).messageCount).toBe(2 * texts.length + 2);
+      expect(seen).toHaveLength(2 * accepted.length + 1);
+      expect((await state(handle)).messageCount).toBe(2 * accepted.length + 2);
+      // A refused message never ran: only the accepted ones (and the probe) were admitted.
+      expect(ledger.admitted).toHaveLength(accepted.length + 1);
 
       const first = await env.client.workflow.getHandle(sessionWorkflowId(sessionId), firstRunId).describe();
       expect(first.status.name).toBe('CONTINUED_AS_NEW');
       const current = await env.client.workflow.getHandle(sessionWorkflowId(sessionId)).describe();
       expect(current.runId).not.toBe(firstRunId);
       expect(current.status.name).toBe('RUNNING');
-      // Across the chain of runs every message was accepted exactly once.
+      // Across the chain of runs every answered message was accepted exactly once, and no refused one.
       let runs = 0;
-      let accepted = 0;
+      let acceptedUpdates = 0;
       for (let runId: string | undefined = firstRunId; runId; runs++) {
         const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await env.client.workflow.getHandle(sessionWorkflowId(sessionId), runId).fetchHistory();
         const events = history.events ?? [];
-        accepted += events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
+        acceptedUpdates += events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
         const next: string | null | undefined = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
         runId = next ?? undefined;
       }
       expect(runs).toBeGreaterThanOrEqual(3);
-      expect(accepted).toBe(texts.length + 1);
+      expect(acceptedUpdates).toBe(accepted.length + 1);
+      await handle.executeUpdate(endSessionUpdate, { args: [{ projectId }] });
     });
   });
 
-  it('does not expire while a message waits for tool outputs within its 5 minutes, and answers later messages after it', async () => {
+  it('does not expire while a message waits for tool outputs within its 5 minutes; refuses messages meanwhile and takes the next once it is answered', async () => {
     const ledger = newLedger();
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
@@ -244,28 +312,87 @@ describe('sessionWorkflow', () => {
       const { handle, send, projectId } = await startSession({ idleTimeoutMs: MINUTE });
       const paused = await send('please lookup {"q":"x"}', { tools: [lookupTool] });
       expect(paused).toMatchObject({ status: 'requires_tool_outputs', sessionId: expect.any(String), toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
-      // A message sent meanwhile waits its turn.
-      let laterReply: AgentStop | undefined;
-      const later = send('and then?').then((r) => (laterReply = r));
+      // A message sent meanwhile is refused: the session is busy.
+      expect(await busyCause(send('and then?'))).toMatchObject({ type: 'session_busy', message: expect.stringContaining(paused.requestId) });
       await env.sleep('4 minutes');
-      expect(await state(handle)).toMatchObject({ status: 'active', activeRequestId: paused.requestId, queuedMessages: 1 });
-      expect(laterReply).toBeUndefined();
+      expect(await state(handle)).toMatchObject({ status: 'active', activeRequestId: paused.requestId, queuedMessages: 0 });
+      expect(await busyCause(send('still there?'))).toMatchObject({ type: 'session_busy' });
 
       const child = env.client.workflow.getHandle(agentRequestWorkflowId(paused.requestId));
       const resumed = await child.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId, outputs: [{ toolCallId: paused.toolCalls![0]!.id, output: 'found it' }] }] });
       expect(resumed).toMatchObject({ status: 'completed', sessionId: paused.sessionId, message: expect.stringContaining('found it'), creditsThisRequest: 0 });
-      await later;
-      expect(laterReply).toMatchObject({ status: 'completed', message: 'You said: "and then?"' });
+      // The moment the caller has the answer, the session takes the next message.
+      const later = await send('and then?');
+      expect(later).toMatchObject({ status: 'completed', message: 'You said: "and then?"' });
       // The later message saw the finished exchange, tool calls and results left out.
-      const seen = ledger.modelInput.get(laterReply!.requestId)!;
+      const seen = ledger.modelInput.get(later.requestId)!;
       expect(seen).toEqual([
         { role: 'user', content: 'please lookup {"q":"x"}' },
         { role: 'assistant', content: resumed.message },
         { role: 'user', content: 'and then?' },
       ]);
       expect(await state(handle)).toMatchObject({ status: 'active', messageCount: 4 });
+      expect(ledger.admitted).toEqual([paused.requestId, later.requestId]);
       await env.sleep('61 seconds');
       expect(await handle.result()).toMatchObject({ status: 'expired', messageCount: 4 });
+    });
+  });
+
+  it('is busy while a message runs or is paused, and free again once the request completes, expires or is cancelled; a refusal records nothing', async () => {
+    const ledger = newLedger();
+    const worker = await newWorker(ledger);
+    await worker.runUntil(async () => {
+      const { handle, send, message, projectId } = await startSession();
+      const refusedIds: string[] = [];
+      /** A message the session must refuse as busy (sent with its own Update id, as the api does). */
+      const expectBusy = async (text: string, blocking: string): Promise<void> => {
+        const sent = message(text);
+        refusedIds.push(sent.requestId);
+        const cause = await busyCause(handle.executeUpdate(sendSessionMessageUpdate, { args: [sent], updateId: sent.requestId }));
+        expect(cause).toMatchObject({ type: 'session_busy', message: expect.stringContaining(blocking) });
+      };
+
+      // Running: the model is still thinking.
+      const running = send('slow answer');
+      await ledger.slow.entered;
+      const runningId = [...ledger.modelInput.keys()].at(-1)!;
+      await expectBusy('while running', runningId);
+      expect(await state(handle)).toMatchObject({ activeRequestId: runningId, queuedMessages: 0 });
+      ledger.slow.open();
+      expect(await running).toMatchObject({ status: 'completed', message: 'You said: "slow answer"' });
+
+      // Paused, then cancelled: free as soon as the cancellation has its answer.
+      const paused = await send('lookup {"q":"x"}', { tools: [lookupTool] });
+      expect(paused.status).toBe('requires_tool_outputs');
+      await expectBusy('while paused', paused.requestId);
+      const cancelled = env.client.workflow.getHandle(agentRequestWorkflowId(paused.requestId));
+      await cancelled.cancel();
+      expect(await cancelled.result()).toMatchObject({ status: 'cancelled' });
+      expect(await send('after the cancel')).toMatchObject({ status: 'completed' });
+
+      // Paused, then expired (5 minutes without tool outputs): free again.
+      const expiring = await send('lookup {"q":"y"}', { tools: [lookupTool] });
+      expect(expiring.status).toBe('requires_tool_outputs');
+      await expectBusy('while paused again', expiring.requestId);
+      await env.sleep('4 minutes');
+      await expectBusy('still paused', expiring.requestId);
+      expect(await env.client.workflow.getHandle(agentRequestWorkflowId(expiring.requestId)).result()).toMatchObject({ status: 'expired' });
+      const afterExpiry = await send('after the expiry');
+      expect(afterExpiry).toMatchObject({ status: 'completed' });
+
+      // Only the finished exchanges are in the conversation; the refused messages left no trace:
+      // never admitted, never accepted, nothing written for them.
+      const seen = ledger.modelInput.get(afterExpiry.sent.requestId)!.filter((m) => m.role === 'user').map((m) => m.content);
+      expect(seen).toEqual(['slow answer', 'after the cancel', 'after the expiry']);
+      expect(await state(handle)).toMatchObject({ status: 'active', messageCount: 6, queuedMessages: 0 });
+      expect(ledger.admitted.filter((id) => refusedIds.includes(id))).toEqual([]);
+      expect(ledger.admitted).toHaveLength(5);
+      const events = (await handle.fetchHistory()).events ?? [];
+      const acceptedIds = events.map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId).filter(Boolean);
+      expect(acceptedIds).toHaveLength(5);
+      expect(acceptedIds.filter((id) => refusedIds.includes(id!))).toEqual([]);
+      expect(ledger.records.filter((r) => r.activeRequestId && refusedIds.includes(r.activeRequestId))).toEqual([]);
+      await handle.executeUpdate(endSessionUpdate, { args: [{ projectId }] });
     });
   });
 

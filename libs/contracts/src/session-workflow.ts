@@ -60,19 +60,22 @@ export interface SessionView {
   /** User and assistant messages in the conversation so far (each counts one). */
   readonly messageCount: number;
   readonly revision: number;
-  /** The request being answered now, if any, and how many messages wait behind it. */
+  /** The request being answered now, if any, and the messages accepted and not started yet (0 or 1:
+   * the one accepted while the previous exchange is being folded into the conversation). */
   readonly activeRequestId?: string;
   readonly queuedMessages: number;
 }
 
-/** Sends a message; the validator refuses an ended, expired or foreign session (contract codes as
- * the failure type); the reply is the first stop of the message's request. */
+/** Sends a message; the validator refuses an ended, expired or foreign session, and a session busy
+ * with its previous message (`session_busy`) (contract codes as the failure type); the reply is the
+ * first stop of the message's request. */
 export const sendSessionMessageUpdate = defineUpdate<AgentStop, [SessionMessage]>('sendMessage');
 /** Ends the session (DELETE /v1/sessions/{id}); the reply is the ended session. */
 export const endSessionUpdate = defineUpdate<SessionView, [{ readonly projectId: string }]>('endSession');
 /** The session's current state, for operators in the Temporal UI. */
 export const sessionStateQuery = defineQuery<SessionView>('state');
-/** A session's request tells its session that it paused for tool outputs (its end arrives as the child's result). */
+/** A session's request tells its session that it paused for tool outputs, and that it ended (before
+ * its end shows anywhere, so the session is not busy for a caller who saw it). */
 export const sessionRequestStopSignal = defineSignal<[AgentStop]>('sessionRequestStop');
 
 /** Activities of sessionWorkflow; the workflow imports only this interface. */

@@ -1,4 +1,5 @@
 export { TemporalClientModule, TemporalClientService, TemporalProbe } from './temporal-client.module.js';
+export { updateStartInterceptor, withUpdateStart, UPDATE_START, type UpdateStart } from './update-start.js';
 export {
   AesGcmPayloadCodec,
   ENCRYPTED_ENCODING,

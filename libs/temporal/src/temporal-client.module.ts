@@ -4,6 +4,7 @@ import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor }
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import type { ReadinessProbe } from '#libs/health';
 import { payloadDataConverter } from './payload-codec.js';
+import { updateStartInterceptor } from './update-start.js';
 
 /**
  * gRPC's reconnect backoff, capped. grpc-js backs off from 1 s by 1.6x up to 120 s between
@@ -39,7 +40,7 @@ export class TemporalClientService implements OnApplicationShutdown {
       },
     });
     this.connection = address ? Connection.lazy({ address, connectTimeout: '3 seconds', interceptors: [interceptor], channelArgs: RECONNECT_CHANNEL_ARGS }) : undefined;
-    this.client = this.connection && new Client({ connection: this.connection, namespace, dataConverter: payloadDataConverter(config) });
+    this.client = this.connection && new Client({ connection: this.connection, namespace, dataConverter: payloadDataConverter(config), interceptors: { workflow: [updateStartInterceptor] } });
   }
 
   async onApplicationShutdown(): Promise<void> {

@@ -6,8 +6,7 @@ import type { IdempotencyClaim, StoredAnswer } from '../../agent/idempotency.js'
 import type { IdempotencyRequest } from './create-session.command.js';
 
 /** A session message the session has accepted (or, for a retry, the one an earlier attempt sent):
- * its request id, the key's claim if any, and its first stop when it comes (it waits behind
- * earlier messages of the session). */
+ * its request id, the key's claim if any, and its first stop when it comes. */
 export interface AcceptedSessionMessage {
   readonly kind: 'accepted';
   readonly requestId: string;

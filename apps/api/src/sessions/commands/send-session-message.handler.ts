@@ -7,7 +7,7 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { agentRequestWorkflowId, sendSessionMessageUpdate, ServiceError, sessionWorkflowId, type AgentStop, type SessionMessage } from '#libs/contracts';
 import { SessionStream } from '#libs/events';
 import { BlobStore } from '#libs/persistence';
-import { TemporalClientService } from '#libs/temporal';
+import { TemporalClientService, withUpdateStart, type UpdateStart } from '#libs/temporal';
 import { resolveCapabilities } from '../../agent/agent-request.validation.js';
 import { withRequestId } from '../../agent/agent-response.js';
 import { IdempotencyKeys } from '../../agent/idempotency.js';
@@ -70,9 +70,14 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
       let update;
       try {
+        const start: UpdateStart = {};
         update = await withinPickup(connection, pickupMs, () =>
-          handle.startUpdate(sendSessionMessageUpdate, { args: [message], updateId: requestId, waitForStage: 'ACCEPTED' }),
+          handle.startUpdate(sendSessionMessageUpdate, withUpdateStart({ args: [message], updateId: requestId, waitForStage: 'ACCEPTED' as const }, start)),
         );
+        // Refused by the session (session_busy while the previous message runs or is paused, and
+        // the others): its failure, at once. Nothing was recorded, so neither is an acceptance,
+        // and the key stays unanswered, free for a retry.
+        if (start.refused) await update.result();
       } catch (e) {
         throw await sessionCallError(e, this.sessions, project.id, sessionId);
       }
@@ -98,7 +103,8 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
   }
 
   /** What a worker must do next for the message: its request's pending steps once it started,
-   * before that the session's own (the message waits in the session until its turn). */
+   * before that the session's own (a message accepted just as the previous request ended waits in
+   * the session while that exchange enters the conversation). */
   private async progress(sessionId: string, requestId: string): Promise<Awaited<ReturnType<Parameters<typeof awaitAnswer>[0]['describe']>>> {
     const client = this.temporal.client!;
     try {
