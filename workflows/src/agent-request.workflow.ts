@@ -1,6 +1,5 @@
 import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import { blobMarker, FINAL_STATUSES, firstStopUpdate, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate } from '#libs/contracts';
-import type { AgentRequestInput, AgentStatus, AgentStop, Capability, ChatMessage, StreamEvent, ToolCallRef } from '#libs/contracts';
+import { blobMarker, FINAL_STATUSES, firstStopUpdate, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
 import * as acts from './proxies.js';
 import { StoredConversation } from './stored-conversation.js';
 import { notifySession } from './session-notify.js';
