@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
 import { CAPABILITIES, ERROR_STATUS, errorDocsUrl, isErrorCode } from '#libs/contracts';
-import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
+import { e2eStack } from '../support/e2e-stack.js';
 
 // Property-based HTTP fuzzing (issue 14): generated bodies, headers, ids and query strings against
 // every endpoint. Whatever arrives, the api answers within a bound, never with a 5xx, every error
@@ -196,25 +194,12 @@ function expectContractAnswer(answer: Answer): void {
 }
 
 describe('HTTP fuzzing', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
-
-  beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    worker = await startWorker(env);
-    api = await startApi(env);
-  });
-  afterAll(async () => {
-    await api.close();
-    await worker.close();
-    await fixtures.close();
-  });
+  const stack = e2eStack({ name: 'fuzz', env });
 
   /** What a request can leave behind in the project: money, quota, stored inputs and outputs. */
   const recorded = async (projectId: string): Promise<{ credit_balance: number; requests_used: number; ledger: number; blobs: number; files: number }> =>
     (
-      await fixtures.db.query(
+      await stack.fixtures.db.query(
         `select p.credit_balance, p.requests_used,
                 (select count(*)::int from credit_ledger where project_id = p.id) as ledger,
                 (select count(*)::int from blobs where project_id = p.id) as blobs,
@@ -229,8 +214,8 @@ describe('HTTP fuzzing', () => {
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
     const res =
       setup === 'session'
-        ? await fetch(`${api.url}/v1/sessions`, { method: 'POST', headers })
-        : await fetch(`${api.url}/v1/agent`, { method: 'POST', headers, body: JSON.stringify({ message: 'lookup {"q":"x"}', tools: [{ name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } }] }) });
+        ? await fetch(`${stack.api.url}/v1/sessions`, { method: 'POST', headers })
+        : await fetch(`${stack.api.url}/v1/agent`, { method: 'POST', headers, body: JSON.stringify({ message: 'lookup {"q":"x"}', tools: [{ name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } }] }) });
     const json = (await res.json()) as { id: string; status: string };
     expect({ status: res.status, state: json.status }).toEqual({ status: 200, state: setup === 'session' ? 'active' : 'requires_tool_outputs' });
     return json.id;
@@ -242,10 +227,10 @@ describe('HTTP fuzzing', () => {
       fc.asyncProperty(endpoints, auth, headers, async (c, a, extra) => {
         // A project of its own per case: the rate limit never interferes, and "nothing recorded"
         // is exact.
-        const { project, key } = await fixtures.project({ credits });
+        const { project, key } = await stack.fixtures.project({ credits });
         const own = c.setup ? await setUp(c.setup, key) : '';
         const before = await recorded(project.id);
-        const answer = await send(api.url, c, own, key, a, extra);
+        const answer = await send(stack.api.url, c, own, key, a, extra);
         expectContractAnswer(answer);
         if (answer.status >= 400) {
           const after = await recorded(project.id);

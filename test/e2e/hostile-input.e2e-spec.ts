@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import type { ErrorCode } from '#libs/contracts';
-import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
+import { e2eStack } from '../support/e2e-stack.js';
 import { request, type JsonResponse } from '../support/http.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
 
 // Hostile input (issue 14): authentication before the body, NUL and lone surrogates, file names
 // outside Latin-1, and customer schemas that must not leak from one request into another.
@@ -53,26 +51,13 @@ function answerBeforeBody(url: string, headers: Record<string, string>, announce
 }
 
 describe('hostile input', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
+  const stack = e2eStack({ name: 'hostile', env });
 
-  beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    worker = await startWorker(env);
-    api = await startApi(env);
-  });
-  afterAll(async () => {
-    await api.close();
-    await worker.close();
-    await fixtures.close();
-  });
-
-  const post = (path: string, body: unknown, headers: Record<string, string>) => request(api.url, 'POST', path, { headers, body });
+  const post = (path: string, body: unknown, headers: Record<string, string>) => request(stack.api.url, 'POST', path, { headers, body });
   const ledgerRows = async (projectId: string): Promise<number> =>
-    Number((await fixtures.db.query(`select count(*)::int as n from credit_ledger where project_id = $1`, [projectId]))[0].n);
+    Number((await stack.fixtures.db.query(`select count(*)::int as n from credit_ledger where project_id = $1`, [projectId]))[0].n);
   const blobRows = async (projectId: string): Promise<number> =>
-    Number((await fixtures.db.query(`select count(*)::int as n from blobs where project_id = $1`, [projectId]))[0].n);
+    Number((await stack.fixtures.db.query(`select count(*)::int as n from blobs where project_id = $1`, [projectId]))[0].n);
 
   describe('authentication and the rate limit come before the body', () => {
     it.each([
@@ -92,12 +77,12 @@ describe('hostile input', () => {
     });
 
     it('answers an unknown key with 401 before the body has arrived', async () => {
-      const status = await answerBeforeBody(api.url, { authorization: `Bearer sk-mas_${'C'.repeat(43)}` }, 10 * 1024 * 1024, 5000);
+      const status = await answerBeforeBody(stack.api.url, { authorization: `Bearer sk-mas_${'C'.repeat(43)}` }, 10 * 1024 * 1024, 5000);
       expect(status).toBe(401);
     });
 
     it('counts invalid-JSON requests toward the rate limit: the 61st is 429', async () => {
-      const { auth } = await fixtures.project();
+      const { auth } = await stack.fixtures.project();
       for (let i = 0; i < 60; i++) expectError(await post('/v1/agent', '{"message": ', auth), 400, 'invalid_body');
       const res = await post('/v1/agent', '{"message": ', auth);
       expectError(res, 429, 'rate_limited');
@@ -112,7 +97,7 @@ describe('hostile input', () => {
       ['a lone high surrogate in a file\'s content', [{ name: 'a.txt', content: `a${LONE_HIGH}b` }]],
       ['a lone low surrogate in a file\'s name', [{ name: `a${LONE_LOW}.txt`, content: 'x' }]],
     ])('invalid_files for %s', async (_, files) => {
-      const { auth, project } = await fixtures.project();
+      const { auth, project } = await stack.fixtures.project();
       for (const path of ['/v1/agent']) expectError(await post(path, { message: 'read_file {"name":"a.txt"}', files }, auth), 400, 'invalid_files', /NUL|surrogate/);
       expect(await ledgerRows(project.id)).toBe(0);
       expect(await blobRows(project.id)).toBe(0);
@@ -124,7 +109,7 @@ describe('hostile input', () => {
       ['a lone surrogate', `hello ${LONE_HIGH}`],
       ['a reversed surrogate pair', `${LONE_LOW}${LONE_HIGH}`],
     ])('invalid_body for %s in the message', async (_, message) => {
-      const { auth, project } = await fixtures.project();
+      const { auth, project } = await stack.fixtures.project();
       expectError(await post('/v1/agent', { message }, auth), 400, 'invalid_body', /message/);
       expectError(await post('/v1/agent', { message, stream: true }, auth), 400, 'invalid_body', /message/);
       expect(await ledgerRows(project.id)).toBe(0);
@@ -136,27 +121,27 @@ describe('hostile input', () => {
       ['a NUL in a schema string', tool({ parameters: { type: 'object', properties: { q: { type: 'string', description: `q${NUL}` } } } })],
       ['a NUL in a schema key', tool({ parameters: { type: 'object', properties: { [`q${NUL}`]: { type: 'string' } } } })],
     ])('invalid_tools for %s', async (_, t) => {
-      const { auth, project } = await fixtures.project();
+      const { auth, project } = await stack.fixtures.project();
       expectError(await post('/v1/agent', { message: 'hi', tools: [t] }, auth), 400, 'invalid_tools', /NUL|surrogate/);
       expect(await ledgerRows(project.id)).toBe(0);
     });
 
     it('keeps a well-formed astral character (a surrogate pair) as it is', async () => {
-      const { auth } = await fixtures.project();
+      const { auth } = await stack.fixtures.project();
       const res = await post('/v1/agent', { message: 'rocket \u{1F680} 报告', files: [{ name: '报告\u{1F680}.txt', content: 'ok \u{1F680}' }] }, auth);
       expect(res.status).toBe(200);
       expect(res.body.message).toContain('rocket \u{1F680} 报告');
     });
 
     it('refuses a session message the same way', async () => {
-      const { auth, project } = await fixtures.project();
+      const { auth, project } = await stack.fixtures.project();
       const session = await post('/v1/sessions', undefined, auth);
       expect(session.status).toBe(200);
       const path = `/v1/sessions/${session.body.id}/messages`;
       expectError(await post(path, { message: `hi${NUL}` }, auth), 400, 'invalid_body', /message/);
       expectError(await post(path, { message: 'hi', files: [{ name: 'a.txt', content: NUL }] }, auth), 400, 'invalid_files');
       expect(await ledgerRows(project.id)).toBe(0);
-      expect((await request(api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(0);
+      expect((await request(stack.api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(0);
     });
   });
 
@@ -167,16 +152,16 @@ describe('hostile input', () => {
       ['an unknown content encoding', { 'content-encoding': 'x-unknown' }],
       ['a gzip body that is not gzip', { 'content-encoding': 'gzip' }],
     ])('invalid_body for %s, after authentication', async (_, headers) => {
-      const { auth, project } = await fixtures.project();
+      const { auth, project } = await stack.fixtures.project();
       expectError(await post('/v1/agent', '{"message":"hi"}', { ...auth, ...headers }), 400, 'invalid_body');
       expectError(await post('/v1/agent', '{"message":"hi"}', headers), 401, 'invalid_api_key');
       expect(await ledgerRows(project.id)).toBe(0);
     });
 
     it('not_found for a path that is not percent-encoded UTF-8', async () => {
-      const { auth } = await fixtures.project();
+      const { auth } = await stack.fixtures.project();
       for (const path of ['/v1/agent/%ED%A0%80', '/v1/sessions/%C0%AF', '/v1/files/%E6%8A']) {
-        expectError(await request(api.url, 'GET', path, { headers: auth }), 404, 'not_found', /percent-encoded/);
+        expectError(await request(stack.api.url, 'GET', path, { headers: auth }), 404, 'not_found', /percent-encoded/);
       }
     });
   });
@@ -188,7 +173,7 @@ describe('hostile input', () => {
       ['an ignored field', (depth: number) => ({ message: 'hi', extra: nested(depth) })],
       ['a tool schema', (depth: number) => ({ message: 'hi', tools: [tool({ parameters: { type: 'object', default: nested(depth) } })] })],
     ])('invalid_body for %s nested 100,000 levels deep, with or without an Idempotency-Key', async (_, body) => {
-      const { auth, project } = await fixtures.project();
+      const { auth, project } = await stack.fixtures.project();
       const text = JSON.stringify(body(1)).replace('[]', `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
       expectError(await post('/v1/agent', text, auth), 400, 'invalid_body', /levels deep/);
       expectError(await post('/v1/agent', text, { ...auth, 'idempotency-key': randomUUID() }), 400, 'invalid_body', /levels deep/);
@@ -196,7 +181,7 @@ describe('hostile input', () => {
     });
 
     it('accepts a tool schema nested 50 levels deep', async () => {
-      const { auth } = await fixtures.project();
+      const { auth } = await stack.fixtures.project();
       let schema: Record<string, unknown> = { type: 'string' };
       for (let i = 0; i < 50; i++) schema = { type: 'object', properties: { next: schema } };
       expect((await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: schema })] }, auth)).status).toBe(200);
@@ -208,7 +193,7 @@ describe('hostile input', () => {
     let projectId: string;
     let paused: { id: string; instance: string; callId: string };
     beforeAll(async () => {
-      const p = await fixtures.project();
+      const p = await stack.fixtures.project();
       auth = p.auth;
       projectId = p.project.id;
       const res = await post('/v1/agent', { message: 'please lookup {"q":"x"}', tools: [tool()] }, auth);
@@ -226,7 +211,7 @@ describe('hostile input', () => {
       const before = await blobRows(projectId);
       expectError(await submit(outputs()), 400, 'invalid_tool_outputs', /NUL|surrogate/);
       expect(await blobRows(projectId)).toBe(before);
-      expect((await request(api.url, 'GET', `/v1/agent/${paused.id}`, { headers: auth })).body.status).toBe('requires_tool_outputs');
+      expect((await request(stack.api.url, 'GET', `/v1/agent/${paused.id}`, { headers: auth })).body.status).toBe('requires_tool_outputs');
     });
 
     it('a well-formed output over 64 KB still completes the request', async () => {
@@ -243,11 +228,11 @@ describe('hostile input', () => {
       ['a percent sign, quotes and a semicolon', "50% 'off'; (final).txt", "50_ 'off'; (final).txt"],
       ['Latin-1 accents', 'résumé.txt', 'r_sum_.txt'],
     ])('%s is served with an RFC 6266 Content-Disposition', async (_, name, fallback) => {
-      const { auth } = await fixtures.project();
+      const { auth } = await stack.fixtures.project();
       const res = await post('/v1/agent', { message: `write_file ${JSON.stringify({ name, content: 'hello' })}`, capabilities: ['files'] }, auth);
       expect(res.status).toBe(200);
       expect(res.body.files).toEqual([expect.objectContaining({ name, content: 'hello' })]);
-      const download = await fetch(`${api.url}${new URL(res.body.files[0].url).pathname}`, { headers: auth });
+      const download = await fetch(`${stack.api.url}${new URL(res.body.files[0].url).pathname}`, { headers: auth });
       expect(download.status).toBe(200);
       expect(await download.text()).toBe('hello');
       const disposition = download.headers.get('content-disposition') ?? '';
@@ -257,12 +242,12 @@ describe('hostile input', () => {
     });
 
     it('a text file whose content holds a NUL is stored and served byte for byte', async () => {
-      const { auth } = await fixtures.project();
+      const { auth } = await stack.fixtures.project();
       const res = await post('/v1/agent', { message: 'write_file {"name":"nul.txt","content":"a\\u0000b"}', capabilities: ['files'] }, auth);
       expect(res.status).toBe(200);
       expect(res.body.capabilities_used).toEqual(['chat', 'files']);
       expect(res.body.files).toHaveLength(1);
-      const download = await fetch(`${api.url}${new URL(res.body.files[0].url).pathname}`, { headers: auth });
+      const download = await fetch(`${stack.api.url}${new URL(res.body.files[0].url).pathname}`, { headers: auth });
       expect(download.status).toBe(200);
       expect(Buffer.from(await download.arrayBuffer())).toEqual(Buffer.from('a\u0000b', 'utf8'));
     });
@@ -272,8 +257,8 @@ describe('hostile input', () => {
     const withId = (id: string, property: string) => tool({ parameters: { $id: id, type: 'object', properties: { [property]: { type: 'string' } } } });
 
     it('the same $id in two requests of one project, and in another project, is accepted each time', async () => {
-      const a = await fixtures.project();
-      const b = await fixtures.project();
+      const a = await stack.fixtures.project();
+      const b = await stack.fixtures.project();
       const id = `https://example.com/schemas/${randomUUID()}`;
       expect((await post('/v1/agent', { message: 'hi', tools: [withId(id, 'q')] }, a.auth)).status).toBe(200);
       expect((await post('/v1/agent', { message: 'hi', tools: [withId(id, 'q')] }, a.auth)).status).toBe(200);
@@ -281,14 +266,14 @@ describe('hostile input', () => {
     });
 
     it('two tools of one request may share an $id', async () => {
-      const { auth } = await fixtures.project();
+      const { auth } = await stack.fixtures.project();
       const id = `urn:test:${randomUUID()}`;
       const res = await post('/v1/agent', { message: 'hi', tools: [withId(id, 'q'), { ...withId(id, 'r'), name: 'second' }] }, auth);
       expect(res.status).toBe(200);
     });
 
     it('a schema whose $ref cannot be resolved is still invalid_tools', async () => {
-      const { auth } = await fixtures.project();
+      const { auth } = await stack.fixtures.project();
       const res = await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: { type: 'object', properties: { q: { $ref: '#/definitions/missing' } } } })] }, auth);
       expectError(res, 400, 'invalid_tools', /not a valid JSON Schema/);
     });
