@@ -39,6 +39,7 @@ import { closedLoop, difference, fmt, ok, summary } from './lib/stats.mjs';
 import { findMetricsUrl, perRequest as temporalPerRequest, scrape, temporalPid } from './lib/temporal-metrics.mjs';
 import { openTemporal, waitForTemporal } from './lib/temporal-phases.mjs';
 import { projectionPoller, projectionTable, watchUsageTopic } from './lib/usage-pipeline.mjs';
+import { openFloorClient } from './floor/client.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({
@@ -543,6 +544,60 @@ async function floorsScenario(pools) {
   };
 }
 
+/**
+ * The Temporal floor (issue 16): the smallest request a Temporal-per-request service can make, an
+ * Update-with-Start answered by a workflow that runs one local activity and returns, on its own
+ * worker process and task queue of the same Temporal server. Every service row is also shown as a
+ * ratio to it.
+ */
+async function startFloor() {
+  const taskQueue = `bench-floor-${TS}`;
+  const proc = startNode({
+    name: 'floor-worker',
+    args: [join(ROOT, 'scripts/bench/floor/worker.mjs')],
+    env: { ...env, FLOOR_TASK_QUEUE: taskQueue },
+    logFile: join(RUN_DIR, 'floor-worker.log'),
+    pidFile: PID_FILE,
+  });
+  cleanups.push(() => stopAll([proc]));
+  await waitFor('the floor worker to poll', 60_000, () => existsSync(proc.logFile) && readFileSync(proc.logFile, 'utf8').includes('polling'), proc);
+  const client = await openFloorClient({ address: need('TEMPORAL_ADDRESS'), namespace: env.TEMPORAL_NAMESPACE || 'default', taskQueue });
+  cleanups.push(() => client.close());
+  return { proc, client };
+}
+
+/** The floor at 1 and 8 clients: latency, and at 8 the rate and CPU per request over the same components. */
+async function floorScenario(floor, components, idleCpu) {
+  const spec = PLAN.overhead.find((o) => o.latency === 0 && o.clients === 1);
+  await closedLoop({ clients: 4, maxRequests: 40, maxMs: 3_000, fn: () => floor.client.call() });
+  const c1 = await closedLoop({ clients: 1, maxRequests: spec.n, maxMs: spec.maxMs, fn: () => floor.client.call() });
+  const ms = PLAN.levelMs;
+  const warmMs = Math.min(3000, ms / 4);
+  let cpuStart;
+  let cpuEnd;
+  const startTimer = setTimeout(() => (cpuStart = cpuSnapshot(components)), warmMs);
+  const endTimer = setTimeout(() => (cpuEnd = cpuSnapshot(components)), ms);
+  const windowStart = now() + warmMs;
+  const windowEnd = now() + ms;
+  const c8 = await closedLoop({ clients: 8, maxRequests: 200_000, maxMs: ms, fn: () => floor.client.call() });
+  clearTimeout(startTimer);
+  clearTimeout(endTimer);
+  const completed = c8.results.filter((r) => ok(r.status) && r.endedAt >= windowStart && r.endedAt <= windowEnd);
+  const seconds = (windowEnd - windowStart) / 1000;
+  const cpuDelta = cpuStart && cpuEnd ? delta(cpuStart, cpuEnd) : undefined;
+  const keep = new Set(['temporal', 'floorWorker', 'harness', 'postgres', 'kafka']);
+  const cpu =
+    cpuDelta && completed.length
+      ? Object.fromEntries(Object.entries(cpuDelta).filter(([k]) => keep.has(k)).map(([k, v]) => [k, Math.max(0, v - (idleCpu?.[k] ?? 0) * seconds) / completed.length]))
+      : undefined;
+  const result = {
+    c1: { latency: summary(c1.results.filter((r) => ok(r.status)).map((r) => r.ms)), errors: tally(c1.results) },
+    c8: { latency: summary(completed.map((r) => r.ms)), rps: completed.length / seconds, errors: tally(c8.results), cpuMsPerRequest: cpu },
+  };
+  log(`floor: x1 p50 ${fmt(result.c1.latency.p50)} ms p99 ${fmt(result.c1.latency.p99)} ms; x8 ${fmt(result.c8.rps)} req/s p50 ${fmt(result.c8.latency.p50)} ms`);
+  return result;
+}
+
 /** pg_stat_database counters and the WAL position, to count database work per request. */
 async function pgCounters(db) {
   const { rows } = await db.query(
@@ -849,7 +904,7 @@ async function main() {
 
   const watcherPromise = watchUsageTopic({ brokers: need('KAFKA_BROKERS').split(','), groupId: `mas-bench-${TS}` });
   cleanups.push(async () => (await watcherPromise).close());
-  const [{ apps, startupS }] = await Promise.all([startApps(), pools[0].grow(PLAN.pool[0] - 1), pools[200].grow(PLAN.pool[200])]);
+  const [{ apps, startupS }, floor] = await Promise.all([startApps(), startFloor(), pools[0].grow(PLAN.pool[0] - 1), pools[200].grow(PLAN.pool[200])]);
   const stackTemporal = temporalPid();
   temporalMetricsUrl = stackTemporal ? await findMetricsUrl(stackTemporal) : undefined;
   log(temporalMetricsUrl ? `Temporal metrics at ${temporalMetricsUrl}` : 'Temporal metrics: not found (no per-request Temporal counts)');
@@ -866,10 +921,12 @@ async function main() {
   const components = componentsOf({
     api: [apps.api.pid],
     worker: [apps.worker.pid],
+    relay: [apps.relay.pid],
     projector: [apps.projector.pid],
     model: [models[0].pid, models[200].pid],
+    floorWorker: [floor.proc.pid],
   });
-  ownPids = new Set([apps.api.pid, apps.worker.pid, apps.projector.pid, models[0].pid, models[200].pid]);
+  ownPids = new Set([apps.api.pid, apps.worker.pid, apps.relay.pid, apps.projector.pid, models[0].pid, models[200].pid, floor.proc.pid]);
 
   await warmUp(pools);
   await sleep(PLAN.settleMs);
@@ -880,6 +937,7 @@ async function main() {
   log(`idle RSS: api ${fmt(idle.api)} MB, worker ${fmt(idle.worker)} MB, projector ${fmt(idle.projector)} MB`);
 
   const results = { overhead: [] };
+  results.floor = await watched(() => floorScenario(floor, components, idleCpu));
   for (const spec of PLAN.overhead) results.overhead.push(await watched(() => overheadScenario(pools, spec)));
   results.toolRound = await watched(() => toolRoundScenario(pools));
   results.streaming = await watched(() => streamingScenario(pools));

@@ -57,7 +57,7 @@ cleanup() {
   local ours=()
   while read -r pid; do
     [ -n "$pid" ] && tr '\0' ' ' 2>/dev/null <"/proc/$pid/cmdline" \
-      | grep -qE 'scripts/bench/model-server\.mjs|dist/apps/(api|worker|relay|projector)/src/main\.js|start-dev .*mas-bench-' && ours+=("$pid")
+      | grep -qE 'scripts/bench/(model-server|floor/worker)\.mjs|dist/apps/(api|worker|relay|projector)/src/main\.js|start-dev .*mas-bench-' && ours+=("$pid")
   done <"$BENCH_RUN_DIR/pids"
   if [ "${#ours[@]}" -gt 0 ]; then
     log "stopping leftover processes: ${ours[*]}"

@@ -11,31 +11,50 @@ export function buildRows(r) {
   const rows = [];
   // `others`: the share of the machine's CPU that processes outside the benchmark used meanwhile.
   let others = '';
+  let vsFloor = '';
   const row = (scenario, clients, n, measured, baseline = '', vs = '', errors = '') =>
-    rows.push({ scenario, clients: String(clients ?? ''), n: String(n ?? ''), measured, baseline, vs, errors: String(errors), others });
+    rows.push({ scenario, clients: String(clients ?? ''), n: String(n ?? ''), measured, baseline, vs, vsFloor, errors: String(errors), others });
   const na = (scenario, reason) => row(scenario, '', '', `not available: ${reason}`);
   const othersOf = (x) => (x ? pct(x.otherShare) : '');
+  // Each service row as a ratio to the Temporal floor at the same number of clients (8 above 8).
+  const floor = r.floor;
+  const floorAt = (clients) => (clients <= 1 ? floor?.c1.latency : floor?.c8.latency);
+  const ratio = (a, b) => (a !== undefined && b ? `x${(a / b).toFixed(2)}` : '-');
+  const latencyVsFloor = (overhead, clients) => (floor ? `${ratio(overhead.p50, floorAt(clients).p50)} p50, ${ratio(overhead.p99, floorAt(clients).p99)} p99` : '');
+
+  if (floor) {
+    others = othersOf(floor.others);
+    row('floor: Temporal Update-with-Start + 1 local activity', 1, floor.c1.latency.n, triple(floor.c1.latency), '', '', count(floor.c1.errors));
+    row('floor: Temporal Update-with-Start + 1 local activity', 8, floor.c8.latency.n, `${fmt(floor.c8.rps)} req/s (p50 ${fmt(floor.c8.latency.p50)}, p99 ${fmt(floor.c8.latency.p99)} ms)`, '', '', count(floor.c8.errors));
+    const c = floor.c8.cpuMsPerRequest;
+    if (c) row('floor: CPU per request', 8, '', `${fmt(sum(c, FLOOR_PROCESSES))} ms (${FLOOR_PROCESSES.filter((k) => c[k] >= 0.05).map((k) => `${k} ${fmt(c[k])}`).join(', ')})`);
+  }
 
   for (const o of r.overhead) {
     others = othersOf(o.others);
+    vsFloor = latencyVsFloor(o.overhead, o.clients);
     row(`overhead, POST /v1/agent, ${o.latency} ms model`, o.clients, o.api.n, triple(o.api), triple(o.baseline), triple(o.overhead, 'ms', true), count(o.errors));
   }
 
   const t = r.toolRound;
   others = othersOf(t.others);
+  vsFloor = latencyVsFloor(t.leg1.overhead, 1);
   row('tool round, leg 1: POST /v1/agent', 1, t.leg1.api.n, triple(t.leg1.api), triple(t.leg1.baseline), triple(t.leg1.overhead, 'ms', true), count(t.errors));
+  vsFloor = latencyVsFloor(t.leg2.overhead, 1);
   row('tool round, leg 2: POST .../tool-outputs', 1, t.leg2.api.n, triple(t.leg2.api), triple(t.leg2.baseline), triple(t.leg2.overhead, 'ms', true));
 
   others = othersOf(r.streaming.others);
   if (!r.streaming.available) na('streaming, time to first token', r.streaming.reason);
   else {
     for (const s of r.streaming.rows) {
+      vsFloor = floor ? `floor p50 ${signed(s.overhead.p50 - floor.c1.latency.p50, 'ms')}` : '';
       row(`streaming, first token, ${s.latency} ms model`, s.clients, s.api.n, triple(s.api), triple(s.baseline), triple(s.overhead, 'ms', true), count(s.errors));
     }
   }
 
   for (const l of r.throughput.levels) {
     others = othersOf(l.machine);
+    vsFloor = floor ? ratio(l.rps, floor.c8.rps) : '';
     row(
       'throughput, POST /v1/agent, 0 ms model',
       l.clients,
@@ -43,9 +62,10 @@ export function buildRows(r) {
       `${fmt(l.rps)} req/s (p50 ${fmt(l.latency.p50)}, p99 ${fmt(l.latency.p99)} ms)`,
       `${fmt(l.baselineRps)} req/s`,
       `x${(l.rps / l.baselineRps).toPrecision(2)}`,
-      `${count(l.errors)} (${(l.errorRate * 100).toFixed(1)}%)`,
+      `${count(l.errors)} (${(l.errorRate * 100).toFixed(1)}%)${count(l.errors) ? `: ${Object.entries(l.errors).map(([k, v]) => `${k} ${v}`).join(', ')}` : ''}`,
     );
   }
+  vsFloor = '';
   others = '';
   if (r.throughput.turned) row('throughput: stopped raising the load', r.throughput.turned.clients, '', r.throughput.turned.why);
 
@@ -113,10 +133,10 @@ export function buildRows(r) {
   others = othersOf(top?.machine);
   if (top?.cpuMsPerRequest) {
     const c = top.cpuMsPerRequest;
-    const total = Object.values(c).reduce((a, b) => a + (b ?? 0), 0);
-    row('profile: CPU per request, all processes', top.clients, '', `${fmt(total)} ms (net of idle)`, '', `ceiling ~${fmt((r.cpus * 1000) / total)} req/s on ${r.cpus} cores`);
+    const total = sum(c, SERVICE_PROCESSES);
+    row('profile: CPU per request, all service processes', top.clients, '', `${fmt(total)} ms (net of idle)`, '', `ceiling ~${fmt((r.cpus * 1000) / total)} req/s on ${r.cpus} cores`);
     for (const [k, v] of Object.entries(c).sort((a, b) => b[1] - a[1])) {
-      if (v >= 0.05) row(`profile: CPU per request, ${k}`, top.clients, '', `${fmt(v)} ms`, '', pct(v / total));
+      if (v >= 0.05) row(`profile: CPU per request, ${k}`, top.clients, '', `${fmt(v)} ms`, '', SERVICE_PROCESSES.includes(k) ? pct(v / total) : 'not the service');
     }
   }
   if (top?.databasePerRequest) {
@@ -164,7 +184,49 @@ export function buildRows(r) {
     const dispatch = e.phases?.length ? summary(e.phases.map((x) => x.parts.activity_dispatch?.ms ?? 0)) : undefined;
     if (dispatch) row(`experiment: ${e.name}, activity dispatch phase`, 1, dispatch.n, triple(dispatch));
   }
+  rows.push(...targetRows(r).map((t) => ({ ...t, clients: String(t.clients), n: '', vsFloor: '', errors: '', others: '' })));
   return rows;
+}
+
+/** The processes a request's CPU is counted over: the service's apps and the stack they need. */
+const SERVICE_PROCESSES = ['api', 'worker', 'relay', 'projector', 'temporal', 'kafka', 'postgres'];
+/** The floor's: its worker and the same stack (its client is the harness, as the service's is). */
+const FLOOR_PROCESSES = ['floorWorker', 'temporal', 'kafka', 'postgres'];
+const sum = (c, keys) => keys.reduce((a, k) => a + (c?.[k] ?? 0), 0);
+
+/** Issue 16's targets against this run: measured, the target, and whether it is met. */
+function targetRows(r) {
+  const floor = r.floor;
+  if (!floor) return [];
+  const out = [];
+  const target = (scenario, clients, value, limit, text, unit = '') =>
+    out.push({ scenario: `target: ${scenario}`, clients, measured: text, baseline: `<= ${fmt(limit)}${unit}`, vs: value === undefined ? 'not measured' : value <= limit ? 'met' : 'NOT met' });
+  const atLeast = (scenario, clients, value, limit, text, unit = '') =>
+    out.push({ scenario: `target: ${scenario}`, clients, measured: text, baseline: `>= ${fmt(limit)}${unit}`, vs: value === undefined ? 'not measured' : value >= limit ? 'met' : 'NOT met' });
+  const o1 = r.overhead.find((o) => o.latency === 0 && o.clients === 1);
+  if (o1) {
+    const p50 = o1.overhead.p50 / floor.c1.latency.p50;
+    const p99 = o1.overhead.p99 / floor.c1.latency.p99;
+    target('overhead p50 / floor p50, 1 client, 0 ms model', 1, p50, 1.5, `x${p50.toFixed(2)} (${fmt(o1.overhead.p50)} / ${fmt(floor.c1.latency.p50)} ms)`);
+    target('overhead p99 / floor p99, 1 client, 0 ms model', 1, p99, 2, `x${p99.toFixed(2)} (${fmt(o1.overhead.p99)} / ${fmt(floor.c1.latency.p99)} ms)`);
+  }
+  const l8 = r.throughput.levels.find((l) => l.clients === 8);
+  if (l8) atLeast('completed req/s at 8 clients / floor', 8, l8.rps / floor.c8.rps, 0.7, `x${(l8.rps / floor.c8.rps).toFixed(2)} (${fmt(l8.rps)} / ${fmt(floor.c8.rps)} req/s)`);
+  const top = r.throughput.levels.reduce((a, b) => (b.rps > (a?.rps ?? 0) ? b : a), undefined);
+  if (top?.cpuMsPerRequest) {
+    const total = sum(top.cpuMsPerRequest, SERVICE_PROCESSES);
+    target('CPU per request, all service processes', top.clients, total, 50, `${fmt(total)} ms`, ' ms');
+  }
+  const s0 = r.streaming.available ? r.streaming.rows.find((s) => s.latency === 0) : undefined;
+  if (s0) {
+    const behind = s0.overhead.p50 - floor.c1.latency.p50;
+    target('first token p50 behind the model, minus the floor p50', 1, behind, 10, `${signed(behind, 'ms')} (${fmt(s0.overhead.p50)} - ${fmt(floor.c1.latency.p50)} ms)`, ' ms');
+  }
+  const leg2 = r.toolRound.leg2.overhead.p50 / floor.c1.latency.p50;
+  target('tool round leg 2 p50 / floor p50', 1, leg2, 1.2, `x${leg2.toFixed(2)} (${fmt(r.toolRound.leg2.overhead.p50)} / ${fmt(floor.c1.latency.p50)} ms)`);
+  const rss = r.memory.idle.worker;
+  target('worker RSS at idle', '', rss, 250, `${fmt(rss)} MB`, ' MB');
+  return out;
 }
 
 /** Frontend calls, and the history writes on a request's path with their mean time. */
@@ -184,6 +246,7 @@ export function printTable(rows, meta, write = (s) => process.stdout.write(s)) {
     ['measured', 'measured p50 / p95 / p99'],
     ['baseline', 'baseline p50 / p95 / p99'],
     ['vs', 'vs baseline'],
+    ['vsFloor', 'vs Temporal floor'],
     ['errors', 'errors'],
     ['others', 'others'],
   ];
