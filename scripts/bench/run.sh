@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run bench [-- --quick] [-- --no-profile] [-- --no-experiments]
+# npm run bench [-- --quick [--profile]] [-- --no-profile] [-- --no-experiments]
 #
 # Builds, brings the local stack up (idempotent), applies migrations, creates this run's first
 # project with the operator CLI, then runs scripts/bench/bench.mjs: two scripted model servers,
@@ -14,13 +14,13 @@ cd "$ROOT"
 
 for arg in "$@"; do
   case "$arg" in
-    --quick | --no-profile | --no-experiments) ;;
+    --quick | --profile | --no-profile | --no-experiments) ;;
     -h | --help)
       sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "[bench] unknown option: $arg (options: --quick, --no-profile, --no-experiments)" >&2
+      echo "[bench] unknown option: $arg (options: --quick, --profile, --no-profile, --no-experiments)" >&2
       exit 2
       ;;
   esac

@@ -1,9 +1,11 @@
 import { ActivityFailure, ApplicationFailure } from '@temporalio/common';
+import { offeredTools } from '#libs/contracts';
 import type {
   AgentError,
   AgentRequestInput,
   AgentStatus,
   AgentStop,
+  BuiltinTool,
   Capability,
   ChatMessage,
   FileRef,
@@ -15,7 +17,6 @@ import type {
   ToolCallRef,
   ToolDefinition,
   ToolOutputsSubmission,
-  ToolSpec,
 } from '#libs/contracts';
 
 // The decisions of the agent loop, pure: which step comes after a model call, what a stop looks
@@ -34,10 +35,9 @@ export interface LoopTools {
 }
 
 /** The tools offered to the model (the caller's first), and the loop's view of them. */
-export function offerTools(custom: readonly ToolDefinition[], builtin: readonly (ToolSpec & { capability: Capability })[]): { offered: OfferedTool[]; loop: LoopTools } {
-  const spec = ({ name, description, parameters }: ToolSpec, isCustom: boolean): OfferedTool => ({ name, description, parameters, custom: isCustom });
+export function offerTools(custom: readonly ToolDefinition[], builtin: readonly BuiltinTool[]): { offered: OfferedTool[]; loop: LoopTools } {
   return {
-    offered: [...custom.map((t) => spec(t, true)), ...builtin.map((t) => spec(t, false))],
+    offered: offeredTools(custom, builtin),
     loop: { custom: new Set(custom.map((t) => t.name)), capabilityOf: new Map(builtin.map((t) => [t.name, t.capability] as const)) },
   };
 }

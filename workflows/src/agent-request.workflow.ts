@@ -1,5 +1,5 @@
 import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import { blobMarker, FINAL_STATUSES, firstStopUpdate, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
+import { blobMarker, FINAL_STATUSES, firstStopUpdate, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type BeginRequestResult, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
 import * as acts from './proxies.js';
 import { StoredConversation } from './stored-conversation.js';
 import { notifySession } from './session-notify.js';
@@ -66,10 +66,9 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
   );
 
   /** The agent loop after admission, until the request completes, fails or expires. */
-  const run = async (): Promise<void> => {
-    const builtin = await acts.builtinTools({ capabilities: input.capabilities });
-    const tools = offerTools(input.tools, builtin.tools);
-    const conversation = new StoredConversation(input.requestId, input.projectId);
+  const run = async (begun: Extract<BeginRequestResult, { ok: true }>): Promise<void> => {
+    const tools = offerTools(input.tools, begun.builtin);
+    const conversation = new StoredConversation(input.requestId, input.projectId).opened(begun.length);
     const runTool = async (callSeq: number, call: ToolCallRef, capability: Capability): Promise<void> => {
       const startedAt = Date.now();
       await emit([{ type: 'tool_start', data: { tool: call.name, call_id: call.id } }]);
@@ -79,7 +78,6 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     };
     /** One leg: store what the caller answered, then model calls and built-in tools until a reply or a pause. */
     const runLeg = async (answers: readonly ChatMessage[]): Promise<LegEnd> => {
-      if (!conversation.opened) await conversation.open(tools.offered, input.history, input.message);
       await conversation.append(answers);
       for (let modelCalls = 1; ; modelCalls++) {
         const { step, seq } = await conversation.callModel({ files: input.files, stream: input.stream, streamSeq });
@@ -104,7 +102,7 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
         return setStatus('failed', { error: next.error });
       }
       if (next.kind === 'reply') {
-        const message = completedMessage(next.text, builtin.notes, { firstStop: state.stop === 0, capabilitiesRequested: input.capabilitiesRequested });
+        const message = completedMessage(next.text, begun.notes, { firstStop: state.stop === 0, capabilitiesRequested: input.capabilitiesRequested });
         return setStatus('completed', { message, toolCalls: undefined });
       }
       await setStatus('requires_tool_outputs', { message: undefined, toolCalls: next.toolCalls });
@@ -124,15 +122,16 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
       await setStatus('failed', { error: { code: 'compute_unavailable', message: 'No agent worker took the request up in time. Nothing was run or charged.' } });
       return await finish();
     }
-    // Admission: the quota counter and the credit reservation move together, or not at all (and
-    // whole: a cancellation waits for it, so the cancelled stop settles what it reserved).
-    const admission = await CancellationScope.nonCancellable(() => acts.admitRequest({ ...ids, credits: input.maxCredits, monthlyQuota: input.monthlyQuota }));
-    if (!admission.ok) {
-      await setStatus('failed', { error: admission.error, requestsUsed: admission.requestsUsed });
+    // Admission (the quota counter and the credit reservation move together, or not at all) and the
+    // conversation, whole: a cancellation waits for it, so the cancelled stop settles what it reserved.
+    const { maxCredits: credits, monthlyQuota, capabilities, tools: customTools, history, message } = input;
+    const begun = await CancellationScope.nonCancellable(() => acts.beginRequest({ ...ids, credits, monthlyQuota, capabilities, customTools, history, message }));
+    if (!begun.ok) {
+      await setStatus('failed', { error: begun.error, requestsUsed: begun.requestsUsed });
       return await finish();
     }
-    state = { ...state, creditsRemaining: admission.balance, requestsUsed: admission.requestsUsed };
-    await run();
+    state = { ...state, creditsRemaining: begun.balance, requestsUsed: begun.requestsUsed };
+    await run(begun);
   } catch (e) {
     // Cancelled (POST /v1/agent/{id}/cancel) while running or paused: the model call is aborted, and
     // the cancelled stop settles the reservation by what ran. A request that had finished stays so.

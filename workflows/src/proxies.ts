@@ -7,7 +7,7 @@ import type { AgentActivities, ConversationActivities } from '#libs/contracts';
 // The money and event steps: short PostgreSQL transactions, each idempotent by request id. A
 // database that blinks must not fail a run that is paid for, so they retry with backoff for up to
 // 15 minutes; should that run out, the clean-up releases the reservation (or the reconciler does).
-export const { admitRequest, recordStop, releaseReservation, recordToolOutputs } = proxyLocalActivities<AgentActivities>({
+export const { beginRequest, recordStop, releaseReservation, recordToolOutputs } = proxyLocalActivities<AgentActivities>({
   startToCloseTimeout: '10 seconds',
   scheduleToCloseTimeout: '15 minutes',
   retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '15 seconds' },
@@ -18,11 +18,9 @@ export const { emitStreamEvents } = proxyLocalActivities<AgentActivities>({
   retry: { initialInterval: '200 ms', maximumAttempts: 5 },
 });
 
-export const { builtinTools } = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: '5 seconds' });
-
 // Conversation writes: idempotent (a seq is written once per attempt, a copy never twice), so a
 // database that blinks is retried; one that stays away fails the run (and releases its credits).
-export const { openConversation, appendMessages } = proxyLocalActivities<ConversationActivities>({
+export const { appendMessages } = proxyLocalActivities<ConversationActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 10 },
 });
@@ -34,9 +32,12 @@ export const { appendExchange } = proxyLocalActivities<ConversationActivities>({
   retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
-export const { callModel } = proxyActivities<AgentActivities>({
+// The model call is a local activity: a request then runs in one workflow task from admission to
+// its stop, with no activity task, no second workflow task and no history write between them
+// (docs/performance.md). A call longer than the workflow task timeout keeps its task alive with
+// workflow task heartbeats; a cancellation reaches it at the next one (WORKFLOW_TASK_TIMEOUT).
+export const { callModel } = proxyLocalActivities<AgentActivities>({
   startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '30 seconds',
   // 429 and 5xx from the provider retry with backoff; a rejected request (4xx) is non-retryable.
   retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 4, nonRetryableErrorTypes: ['compute_error', 'service_unavailable'] },
 });

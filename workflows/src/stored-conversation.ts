@@ -1,4 +1,4 @@
-import type { ChatMessage, ConversationRef, ConversationSlice, FileRef, InputFileRef, ModelStep, OfferedTool, TextRef } from '#libs/contracts';
+import type { ChatMessage, ConversationRef, FileRef, InputFileRef, ModelStep } from '#libs/contracts';
 import * as acts from './proxies.js';
 
 /**
@@ -16,14 +16,10 @@ export class StoredConversation {
     this.ref = { id: requestId, length: 0 };
   }
 
-  get opened(): boolean {
-    return this.ref.length > 0;
-  }
-
-  /** Stores the tools offered, the session's history (copied from its conversation) and the user message. */
-  async open(tools: readonly OfferedTool[], history: ConversationSlice | undefined, message: TextRef): Promise<void> {
-    const { length } = await acts.openConversation({ projectId: this.projectId, conversationId: this.ref.id, tools, history, message });
+  /** The conversation as beginRequest opened it (tools, the session's history, the user message). */
+  opened(length: number): this {
     this.ref = { ...this.ref, length };
+    return this;
   }
 
   async append(messages: readonly ChatMessage[]): Promise<void> {

@@ -52,10 +52,9 @@ const modelHolding = async (requestId: string): Promise<void> => {
 
 function fakeActivities(ledger: Ledger): AgentActivities {
   return {
-    admitRequest: async () => ({ ok: true, balance: 94, requestsUsed: 1 }),
+    beginRequest: conversations.beginRequest(async () => ({ ok: true, balance: 94, requestsUsed: 1 })),
     releaseReservation: async () => void (ledger.released += 1),
     ...conversations.activities,
-    builtinTools: async () => ({ tools: [], notes: [] }),
     recordStop: async ({ status, stop, capabilitiesUsed, surcharges }) => {
       if (ledger.failStops) throw ApplicationFailure.create({ message: 'the database is gone', nonRetryable: true });
       ledger.stops.push(`${stop}:${status}`);
@@ -222,7 +221,7 @@ describe('agentRequestWorkflow', () => {
       taskQueue,
       workflowsPath,
       bundlerOptions: sourceBundlerOptions(),
-      activities: { ...fakeActivities(ledger), admitRequest: async () => ((admitted += 1), { ok: true as const, balance: 94, requestsUsed: 1 }) },
+      activities: { ...fakeActivities(ledger), beginRequest: conversations.beginRequest(async () => ((admitted += 1), { ok: true as const, balance: 94, requestsUsed: 1 })) },
     });
     await worker.runUntil(async () => {
       const { first } = await start('hello', { acceptBy: Date.now() - 1 });
@@ -281,7 +280,9 @@ describe('agentRequestWorkflow', () => {
       await handle.cancel().catch(() => undefined);
       expect((await handle.result()).status).toBe('completed');
     });
-    expect(ledger.stops).toEqual(['1:completed']);
+    // Local activities run at least once (a workflow task that is retried runs them again; the real
+    // recordStop answers a retry as it answered the first): only the completed stop was recorded.
+    expect(new Set(ledger.stops)).toEqual(new Set(['1:completed']));
   });
 
   it('releases the reservation when the run fails before its first stop is recorded', async () => {

@@ -1,4 +1,7 @@
-import { BLOB_MARKER, type AgentActivities, type ChatMessage, type ModelTurn, type OfferedTool, type ToolCall, type ToolSpec } from '#libs/contracts';
+import { BLOB_MARKER, offeredTools, type AgentActivities, type AgentError, type ChatMessage, type ModelTurn, type OfferedTool, type ToolCall, type ToolSpec } from '#libs/contracts';
+
+/** What admission answers (libs/metering's, in memory). */
+type Admission = { ok: true; balance: number; requestsUsed: number } | { ok: false; error: AgentError; balance: number; requestsUsed: number };
 
 /** The model of a workflow test: a pure function of the conversation and the tools. */
 export type TestModel = (input: { requestId: string; messages: readonly ChatMessage[]; tools: readonly ToolSpec[] }) => ModelTurn | Promise<ModelTurn>;
@@ -8,7 +11,9 @@ export type TestModel = (input: { requestId: string; messages: readonly ChatMess
  * given. `conversations` lets a test read what was stored. */
 export function memoryConversations(options: { model: TestModel; runTool?: (call: ToolCall) => { ok: boolean; output: string } }): {
   conversations: Map<string, { tools: readonly OfferedTool[]; messages: (ChatMessage | undefined)[] }>;
-  activities: Pick<AgentActivities, 'openConversation' | 'appendMessages' | 'appendExchange' | 'callModel' | 'runBuiltinTool'>;
+  activities: Pick<AgentActivities, 'appendMessages' | 'appendExchange' | 'callModel' | 'runBuiltinTool'>;
+  /** beginRequest over these conversations, admitting as `admit` answers (no built-in tools). */
+  beginRequest: (admit: (input: Parameters<AgentActivities['beginRequest']>[0]) => Promise<Admission>) => AgentActivities['beginRequest'];
 } {
   const conversations = new Map<string, { tools: readonly OfferedTool[]; messages: (ChatMessage | undefined)[] }>();
   const blobs = new Map<string, string>();
@@ -26,14 +31,17 @@ export function memoryConversations(options: { model: TestModel; runTool?: (call
   const open = (id: string, tools: readonly OfferedTool[] = []) => void (conversations.has(id) || conversations.set(id, { tools, messages: [] }));
   return {
     conversations,
+    beginRequest: (admit) => async (input) => {
+      const admission = await admit(input);
+      if (!admission.ok) return admission;
+      const { requestId, customTools, history, message } = input;
+      open(requestId, offeredTools(customTools, []));
+      const copied = history && history.to > history.from ? get(history.id).messages.slice(history.from, history.to) : [];
+      put(requestId, 0, copied as ChatMessage[]);
+      put(requestId, copied.length, [{ role: 'user', content: 'text' in message ? message.text : (blobs.get(message.blobId) ?? '') }]);
+      return { ...admission, builtin: [], notes: [], length: copied.length + 1 };
+    },
     activities: {
-      openConversation: async ({ conversationId, tools, history, message }) => {
-        open(conversationId, tools);
-        const copied = history && history.to > history.from ? get(history.id).messages.slice(history.from, history.to) : [];
-        put(conversationId, 0, copied as ChatMessage[]);
-        put(conversationId, copied.length, [{ role: 'user', content: 'text' in message ? message.text : (blobs.get(message.blobId) ?? '') }]);
-        return { length: copied.length + 1 };
-      },
       appendMessages: async ({ conversationId, at, messages }) => put(conversationId, at, messages.map((m) => (m.role === 'tool' && BLOB_MARKER.test(m.content) ? { ...m, content: `[blob ${m.content}]` } : m))),
       appendExchange: async ({ sessionId, at, requestId, userSeq }) => {
         open(sessionId);

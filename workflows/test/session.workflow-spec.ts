@@ -57,10 +57,7 @@ function gate(): Gate {
 }
 
 function fakeActivities(ledger: Ledger): AgentActivities & SessionActivities {
-  return {
-    admitRequest: async ({ requestId }) => (ledger.admitted.push(requestId), { ok: true, balance: 99, requestsUsed: 1 }),
-    releaseReservation: async () => undefined,
-    ...memoryConversations({
+  const memory = memoryConversations({
       model: async ({ requestId, messages, tools }) => {
         ledger.modelInput.set(requestId, messages);
         const last = messages.at(-1);
@@ -70,8 +67,11 @@ function fakeActivities(ledger: Ledger): AgentActivities & SessionActivities {
         }
         return scriptedTurn({ model: 'scripted', messages, tools });
       },
-    }).activities,
-    builtinTools: async () => ({ tools: [], notes: [] }),
+    });
+  return {
+    releaseReservation: async () => undefined,
+    ...memory.activities,
+    beginRequest: memory.beginRequest(async ({ requestId }) => (ledger.admitted.push(requestId), { ok: true, balance: 99, requestsUsed: 1 })),
     emitStreamEvents: async () => ({ nextSeq: 1 }),
     recordStop: async ({ stop, status }) => ({ creditsThisRequest: stop === 1 && status !== 'failed' ? 1 : 0, creditsRemaining: 98 }),
     recordToolOutputs: async () => undefined,

@@ -7,6 +7,7 @@ import { MeteringModule, MeteringService } from '#libs/metering';
 import { BlobStore, ConversationStore, FileStore, PersistenceModule } from '#libs/persistence';
 import { StreamPublisherModule, StreamPublisherService } from '#libs/streaming';
 import { TemporalClientModule, TemporalClientService } from '#libs/temporal';
+import { BeginRequestActivity } from './activities/begin-request.activity.js';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { ConversationActivityHandlers } from './activities/conversation.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
@@ -27,6 +28,11 @@ import { SessionEventsActivities } from './activities/session.activity.js';
     { provide: ConversationStore, inject: [DataSource], useFactory: (db: DataSource) => new ConversationStore(db) },
     { provide: ConversationActivityHandlers, inject: [ConversationStore, BlobStore], useFactory: (c: ConversationStore, b: BlobStore) => new ConversationActivityHandlers(c, b) },
     { provide: MeteringActivities, inject: [MeteringService], useFactory: (m: MeteringService) => new MeteringActivities(m) },
+    {
+      provide: BeginRequestActivity,
+      inject: [MeteringService, BuiltinToolActivities, ConversationActivityHandlers],
+      useFactory: (m: MeteringService, t: BuiltinToolActivities, c: ConversationActivityHandlers) => new BeginRequestActivity(m, t, c),
+    },
     { provide: RequestEventsActivities, inject: [DataSource, RequestStream], useFactory: (db: DataSource, requests: RequestStream) => new RequestEventsActivities(db, requests) },
     {
       provide: ReconcilerActivities,

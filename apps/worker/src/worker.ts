@@ -3,6 +3,7 @@ import { NativeConnection, Worker } from '@temporalio/worker';
 import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
 import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities } from '#libs/contracts';
 import { payloadDataConverter, TemporalClientService } from '#libs/temporal';
+import { BeginRequestActivity } from './activities/begin-request.activity.js';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { ConversationActivityHandlers } from './activities/conversation.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
@@ -21,15 +22,13 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
   const events = app.get(RequestEventsActivities);
   const conversations = app.get(ConversationActivityHandlers);
   return {
-    admitRequest: metering.admitRequest,
+    beginRequest: app.get(BeginRequestActivity).beginRequest,
     recordStop: metering.recordStop,
     releaseReservation: metering.releaseReservation,
     callModel: model.callModel,
     emitStreamEvents: model.emitStreamEvents,
-    builtinTools: tools.builtinTools,
     runBuiltinTool: tools.runBuiltinTool,
     recordToolOutputs: events.recordToolOutputs,
-    openConversation: conversations.openConversation,
     appendMessages: conversations.appendMessages,
     appendExchange: conversations.appendExchange,
   };

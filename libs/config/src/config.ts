@@ -37,6 +37,9 @@ export interface AppConfig {
     /** How long the api waits for a worker to take up a new request before 502 compute_unavailable. */
     readonly pickupTimeoutMs: number;
   };
+  /** Runs one api process has waiting for their first stop at once (API_MAX_RUNS_IN_FLIGHT); past
+   * that a new run waits up to API_RUN_WAIT_MS for a turn, then gets 503 service_unavailable. */
+  readonly runs: { readonly maxInFlight: number; readonly maxWaitMs: number };
   /** 32-byte key for AES-256-GCM encryption of customers' model keys. */
   readonly masterKey: Buffer;
   /** Secret pepper of the HMAC-SHA-256 under which API keys are stored. */
@@ -254,6 +257,7 @@ export function loadConfig(env: Env): AppConfig {
       uiUrl: r.optional('TEMPORAL_UI_URL'),
       pickupTimeoutMs: r.positiveInt('AGENT_PICKUP_TIMEOUT_MS', 10_000),
     },
+    runs: { maxInFlight: r.positiveInt('API_MAX_RUNS_IN_FLIGHT', 64), maxWaitMs: r.positiveInt('API_RUN_WAIT_MS', 5_000) },
     masterKey: r.secret('MAS_MASTER_KEY', 32),
     apiKeyPepper: r.secret('MAS_API_KEY_PEPPER', 32),
     payloadKeys: r.payloadKeys('MAS_PAYLOAD_KEYS', 'MAS_PAYLOAD_KEY_CURRENT'),

@@ -141,12 +141,36 @@ export interface StopRecord {
   readonly view?: AgentRequestStopView;
 }
 
+/** A built-in tool as offered: its spec and the capability it belongs to. */
+export type BuiltinTool = ToolSpec & { readonly capability: Capability };
+
+/** The tools a request's model is offered, the caller's own first, as stored with its conversation. */
+export function offeredTools(custom: readonly ToolDefinition[], builtin: readonly BuiltinTool[]): OfferedTool[] {
+  const spec = ({ name, description, parameters }: ToolSpec, isCustom: boolean): OfferedTool => ({ name, description, parameters, custom: isCustom });
+  return [...custom.map((t) => spec(t, true)), ...builtin.map((t) => spec(t, false))];
+}
+
+/** What a request begins with: its admission, and (when admitted) its tools and conversation. */
+export type BeginRequestResult =
+  | { ok: true; balance: number; requestsUsed: number; builtin: readonly BuiltinTool[]; notes: readonly string[]; length: number }
+  | { ok: false; error: AgentError; balance: number; requestsUsed: number };
+
 /** Activities of the agent loop; the workflow imports only this interface. */
 export interface AgentActivities extends ConversationActivities {
-  /** Admits the request: counts it against the monthly quota and reserves `credits`. Idempotent by request id. */
-  admitRequest(input: { requestId: string; projectId: string; credits: number; monthlyQuota: number }): Promise<
-    { ok: true; balance: number; requestsUsed: number } | { ok: false; error: AgentError; balance: number; requestsUsed: number }
-  >;
+  /** A request's first step, one local activity: admits it (counts it against the monthly quota and
+   * reserves `credits`, in one transaction), then, when admitted, computes the built-in tools of its
+   * capabilities and opens its conversation (the tools offered, the session's history copied from
+   * `history`, the user message). Idempotent by request id. */
+  beginRequest(input: {
+    requestId: string;
+    projectId: string;
+    credits: number;
+    monthlyQuota: number;
+    capabilities: readonly Capability[];
+    customTools: readonly ToolDefinition[];
+    history?: ConversationSlice;
+    message: TextRef;
+  }): Promise<BeginRequestResult>;
   /** Releases the reservation of a request that is ending without a settled stop (the workflow's
    * clean-up after an unexpected failure). Idempotent: a settled request is left as it is. */
   releaseReservation(input: { requestId: string; projectId: string }): Promise<void>;
@@ -173,8 +197,6 @@ export interface AgentActivities extends ConversationActivities {
   recordStop(input: StopRecord): Promise<{ creditsThisRequest: number; creditsRemaining: number }>;
   /** Records that tool outputs arrived for a paused request. Idempotent by request id and stop. */
   recordToolOutputs(input: { requestId: string; projectId: string; stop: number; toolCallIds: readonly string[] }): Promise<void>;
-  /** Built-in tools offered for a set of capabilities, and notes on any that are unavailable. */
-  builtinTools(input: { capabilities: readonly Capability[] }): Promise<{ tools: readonly (ToolSpec & { capability: Capability })[]; notes: readonly string[] }>;
   /** Runs one built-in tool call by reference: its arguments are read from the assistant message at
    * seq `callSeq`, its output is stored as the tool message at seq `at`. */
   runBuiltinTool(input: { requestId: string; projectId: string; conversationId: string; callSeq: number; callId: string; at: number; files: readonly InputFileRef[] }): Promise<{
@@ -185,10 +207,6 @@ export interface AgentActivities extends ConversationActivities {
 
 /** Activities that write conversations (agent requests and sessions); ids are request or session ids. */
 export interface ConversationActivities {
-  /** Creates the request's conversation: the tools offered, the history copied from a slice of the
-   * session's conversation, then the user message (read from the blob store when stored there).
-   * Idempotent; returns the conversation's length. */
-  openConversation(input: { projectId: string; conversationId: string; tools: readonly OfferedTool[]; history?: ConversationSlice; message: TextRef }): Promise<{ length: number }>;
   /** Stores messages at seq `at` onwards (a tool message whose content is a blob marker is stored
    * with the blob's text). Idempotent. */
   appendMessages(input: { projectId: string; conversationId: string; at: number; messages: readonly ChatMessage[] }): Promise<void>;

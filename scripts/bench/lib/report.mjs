@@ -67,7 +67,7 @@ export function buildRows(r) {
   }
   vsFloor = '';
   others = '';
-  if (r.throughput.turned) row('throughput: stopped raising the load', r.throughput.turned.clients, '', r.throughput.turned.why);
+  if (r.throughput.turned) row('throughput: saturated from', r.throughput.turned.clients, '', r.throughput.turned.why);
 
   const u = r.usageLag;
   others = othersOf(u.others);

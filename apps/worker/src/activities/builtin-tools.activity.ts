@@ -1,5 +1,5 @@
 import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
-import { CAPABILITIES, type AgentActivities, type Capability, type FileRef } from '#libs/contracts';
+import { CAPABILITIES, type AgentActivities, type BuiltinTool, type Capability, type FileRef } from '#libs/contracts';
 import type { BlobStore, ConversationStore, FileStore } from '#libs/persistence';
 import { executeBuiltInTool, toolFileFromInput, toolSpecsFor, TOOLS_BY_CAPABILITY, type BuiltInToolsOptions, type ToolFile } from '#libs/tools';
 
@@ -14,7 +14,8 @@ export class BuiltinToolActivities {
     private readonly options: BuiltInToolsOptions = {},
   ) {}
 
-  readonly builtinTools: AgentActivities['builtinTools'] = async ({ capabilities }) => {
+  /** Built-in tools offered for a set of capabilities, and notes on any that are unavailable (part of beginRequest). */
+  readonly builtinTools = async ({ capabilities }: { capabilities: readonly Capability[] }): Promise<{ tools: BuiltinTool[]; notes: readonly string[] }> => {
     const { tools, notes } = toolSpecsFor(capabilities, { webSearch: this.options.webSearch });
     const capabilityOf = (name: string): Capability => CAPABILITIES.find((c) => (TOOLS_BY_CAPABILITY[c] as readonly string[]).includes(name)) ?? 'chat';
     return { tools: tools.map((t) => ({ ...t, parameters: { ...t.parameters }, capability: capabilityOf(t.name) })), notes };

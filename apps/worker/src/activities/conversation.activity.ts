@@ -1,6 +1,13 @@
-import { ApplicationFailure } from '@temporalio/activity';
-import { BLOB_MARKER, type ChatMessage, type ConversationActivities } from '#libs/contracts';
+import { BLOB_MARKER, type AgentError, type ChatMessage, type ConversationActivities, type ConversationSlice, type OfferedTool, type TextRef } from '#libs/contracts';
 import type { BlobStore, ConversationStore } from '#libs/persistence';
+
+interface OpenConversation {
+  projectId: string;
+  conversationId: string;
+  tools: readonly OfferedTool[];
+  history?: ConversationSlice;
+  message: TextRef;
+}
 
 /** The conversation writes of requests and sessions (libs/persistence's ConversationStore owns the
  * tables). Each is idempotent, so a retried local activity changes nothing twice. */
@@ -10,17 +17,18 @@ export class ConversationActivityHandlers {
     private readonly blobs: BlobStore,
   ) {}
 
-  readonly openConversation: ConversationActivities['openConversation'] = async ({ projectId, conversationId, tools, history, message }) => {
+  /** Creates a request's conversation (part of beginRequest): the tools offered, the history copied
+   * from a slice of the session's conversation, then the user message (read from the blob store when
+   * stored there). Idempotent; answers the conversation's length, or why it cannot be opened. */
+  async open({ projectId, conversationId, tools, history, message }: OpenConversation): Promise<{ ok: true; length: number } | { ok: false; error: AgentError }> {
+    const text = 'text' in message ? message.text : (await this.blobs.get(message.blobId, projectId))?.content;
+    if (text === undefined) return { ok: false, error: { code: 'compute_error', message: 'The message is no longer stored (it expired before the request ran).' } };
     await this.conversations.open(conversationId, projectId, tools);
     const copied = history ? Math.max(0, history.to - history.from) : 0;
     if (history && copied > 0) await this.conversations.copy(history.id, projectId, history.from, history.to, conversationId, 0);
-    const text = 'text' in message ? message.text : (await this.blobs.get(message.blobId, projectId))?.content;
-    if (text === undefined) {
-      throw ApplicationFailure.create({ type: 'compute_error', message: 'The message is no longer stored (it expired before the request ran).', nonRetryable: true });
-    }
     await this.conversations.put(conversationId, projectId, copied, [{ role: 'user', content: text }]);
-    return { length: copied + 1 };
-  };
+    return { ok: true, length: copied + 1 };
+  }
 
   readonly appendMessages: ConversationActivities['appendMessages'] = async ({ projectId, conversationId, at, messages }) => {
     await this.conversations.put(conversationId, projectId, at, await Promise.all(messages.map((m) => this.withBlobText(m, projectId))));

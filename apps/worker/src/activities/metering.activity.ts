@@ -6,8 +6,6 @@ import type { MeteringService } from '#libs/metering';
 export class MeteringActivities {
   constructor(private readonly metering: MeteringService) {}
 
-  readonly admitRequest: AgentActivities['admitRequest'] = (input) => this.metering.admit(input);
-
   readonly recordStop: AgentActivities['recordStop'] = (input) => this.metering.recordStop(input);
 
   readonly releaseReservation: AgentActivities['releaseReservation'] = async (input) => {

@@ -39,7 +39,6 @@ export class ModelCallActivity {
     }
     const messages = await this.withFiles(stored, input.files, input.projectId);
     const context = Context.current();
-    const heartbeat = setInterval(() => context.heartbeat(), 5000);
     // Streaming: tokens go out as the provider produces them (the first at once, then in small
     // batches); a retried attempt re-sends the same seqs, which readers keep only once.
     const writer = input.stream && input.streamSeq !== undefined ? this.stream.tokenWriter(input.requestId, input.projectId, input.streamSeq) : undefined;
@@ -73,8 +72,6 @@ export class ModelCallActivity {
       }
       // Retryable (429, 5xx, unreachable): the activity's retry policy backs off and tries again.
       throw ApplicationFailure.create({ type: 'model_unavailable', message: e instanceof Error ? e.message : String(e) });
-    } finally {
-      clearInterval(heartbeat);
     }
   };
 

@@ -6,7 +6,8 @@ import { agentRequestWorkflowId, firstStopUpdate, SEARCH_ATTRIBUTES, ServiceErro
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { requestInput } from '../request-input.js';
-import { awaitAnswer, fromTemporalError, withinPickup } from '../temporal-errors.js';
+import { RunGate } from '../run-gate.js';
+import { awaitAnswer, fromTemporalError } from '../temporal-errors.js';
 import { StartAgentRequestCommand, StreamAgentRequestCommand, type StartedAgentRequest } from './start-agent-request.command.js';
 
 /** The id of the Update that waits for a request's first stop. One id for every attempt: Temporal
@@ -22,6 +23,10 @@ export const FIRST_STOP_UPDATE_ID = 'first-stop';
  * Update answers instead). Nothing is terminated when no worker takes the request up in time: the
  * workflow carries `acceptBy` and fails at once, before admitting anything, if it starts later.
  */
+/** 503 for a run that found no room in this api within its wait: nothing was started or recorded. */
+const atCapacity = (waitedMs: number): ServiceError =>
+  new ServiceError('service_unavailable', `The service is at capacity: no run could start within ${waitedMs / 1000} seconds. Nothing was started or charged; retry after the number of seconds in Retry-After.`, { 'Retry-After': '1' });
+
 @Injectable()
 export class AgentRequestStarter {
   private readonly logger = new Logger('agent');
@@ -30,13 +35,29 @@ export class AgentRequestStarter {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly temporal: TemporalClientService,
     private readonly blobs: BlobStore,
+    private readonly gate: RunGate,
   ) {}
 
-  async start({ principal, body, requestId }: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
+  /** Starts the run once this api has room for it (RunGate: it waits its turn, or gets 503 before
+   * anything starts); the room is freed when its first stop is known. */
+  async start(command: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
+    if (!this.temporal.client || !this.temporal.connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const release = await this.gate.enter(() => atCapacity(this.config.runs.maxWaitMs));
+    try {
+      const started = await this.startRun(command);
+      const first = started.firstStop().finally(release);
+      first.catch(() => undefined);
+      return { requestId: started.requestId, firstStop: () => first };
+    } catch (e) {
+      release();
+      throw e;
+    }
+  }
+
+  private async startRun({ principal, body, requestId }: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
     const { project } = principal;
-    const client = this.temporal.client;
-    const connection = this.temporal.connection;
-    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const client = this.temporal.client!;
+    const connection = this.temporal.connection!;
     const pickupMs = this.config.temporal.pickupTimeoutMs;
     const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), acceptBy: Date.now() + pickupMs };
     const workflowId = agentRequestWorkflowId(requestId);
@@ -54,9 +75,12 @@ export class AgentRequestStarter {
       ],
     });
     let handle: WorkflowUpdateHandle<AgentStop>;
+    const run = { connection, describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw };
     try {
-      // One round trip starts (or joins) the workflow and registers (or joins) the Update.
-      handle = await withinPickup(connection, pickupMs, () =>
+      // One round trip starts (or joins) the workflow and registers (or joins) the Update. The
+      // Update is accepted when the run's first workflow task completes, which (local activities)
+      // may be its first stop: the wait is bounded by a worker taking the task up, not by its length.
+      handle = await awaitAnswer(run, pickupMs, () =>
         client.workflow.startUpdateWithStart(firstStopUpdate, { startWorkflowOperation, updateId: FIRST_STOP_UPDATE_ID, waitForStage: 'ACCEPTED' }),
       );
     } catch (e) {
@@ -75,7 +99,6 @@ export class AgentRequestStarter {
       throw error;
     }
     const accepted = handle;
-    const run = { connection, describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw };
     return {
       requestId,
       firstStop: async () => {

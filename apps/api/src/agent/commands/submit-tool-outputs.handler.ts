@@ -5,7 +5,7 @@ import { agentRequestWorkflowId, ServiceError, submitToolOutputsUpdate, type Age
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { computeInstanceOf } from '../compute-instance.js';
-import { awaitAnswer, fromTemporalError, withinPickup } from '../temporal-errors.js';
+import { awaitAnswer, fromTemporalError } from '../temporal-errors.js';
 import type { ToolOutputsBody } from '../agent-request.validation.js';
 import { SubmitToolOutputsCommand } from './submit-tool-outputs.command.js';
 
@@ -55,12 +55,14 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
     const handle = client.workflow.getHandle(agentRequestWorkflowId(requestId));
     let stop: AgentStop;
     try {
-      // Both waits are bounded: a worker must accept the Update within the pickup time (its
-      // validator runs on a worker), and the next stop comes while workers make progress.
-      const update = await withinPickup(connection, pickupMs, () =>
+      // Both waits last while workers make progress: a worker must take up the workflow task that
+      // validates and accepts the Update within the pickup time (the same task may run the whole
+      // leg to the next stop: local activities), and the next stop comes while workers work on it.
+      const run = { connection, describe: async () => (await handle.describe()).raw };
+      const update = await awaitAnswer(run, pickupMs, () =>
         handle.startUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }], updateId: toolOutputsUpdateId(principal.project.id, bodyHash), waitForStage: 'ACCEPTED' }),
       );
-      stop = await awaitAnswer({ connection, describe: async () => (await handle.describe()).raw }, pickupMs, () => update.result());
+      stop = await awaitAnswer(run, pickupMs, () => update.result());
     } catch (e) {
       const error = fromTemporalError(e, 'context_expired');
       // Refused (or unknown): the stored outputs must not outlive the refusal. Not taken up in
