@@ -1,12 +1,4 @@
-import {
-  RELEASE_SYNC,
-  newQuickJSWASMModule,
-  newVariant,
-  type EmscriptenModuleLoaderOptions,
-  type QuickJSContext,
-  type QuickJSHandle,
-  type QuickJSRuntime,
-} from 'quickjs-emscripten';
+import type { EmscriptenModuleLoaderOptions, QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten';
 import { defineTool } from '../tool-definition.js';
 import { boundText, errorMessage, toolError, toolOk, withDefaults, type ToolDefinition } from '../tool.js';
 
@@ -49,9 +41,15 @@ const HOST_ONLY_NAMES = new Set([
 const MAX_PENDING_JOB_BATCHES = 10_000;
 const STACK_OVERFLOW = 'JavaScript stack overflow: too much recursion (maximum call stack size exceeded).';
 // Emscripten prints a QuickJS abort to stderr before throwing it; the throw is handled here.
-const SILENT_RELEASE_SYNC = newVariant(RELEASE_SYNC, {
-  emscriptenModule: { print: () => undefined, printErr: () => undefined } as EmscriptenModuleLoaderOptions,
-});
+// quickjs-emscripten is loaded on first use, not with the worker.
+let silentReleaseSync: Promise<QuickJSSyncVariant> | undefined;
+const quickJsModule = async () => {
+  const quickjs = await import('quickjs-emscripten');
+  silentReleaseSync ??= Promise.resolve(
+    quickjs.newVariant(quickjs.RELEASE_SYNC, { emscriptenModule: { print: () => undefined, printErr: () => undefined } as EmscriptenModuleLoaderOptions }),
+  );
+  return quickjs.newQuickJSWASMModule(await silentReleaseSync);
+};
 
 interface RunJavascriptArgs {
   readonly code: string;
@@ -84,7 +82,7 @@ export const runJavascriptTool: ToolDefinition<RunJavascriptOptions> = defineToo
     const limits: Limits = withDefaults<RunJavascriptOptions>(RUN_JAVASCRIPT_DEFAULTS, options);
     // A fresh WebAssembly module per call: a QuickJS abort (seen when freeing a runtime after an
     // out-of-memory error) poisons only this instance, never the next call or the host.
-    const module = await newQuickJSWASMModule(SILENT_RELEASE_SYNC);
+    const module = await quickJsModule();
     const console = new ConsoleCapture(limits.maxConsoleChars);
     let runtime: QuickJSRuntime | undefined;
     let context: QuickJSContext | undefined;

@@ -1,4 +1,4 @@
-import { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -65,6 +65,8 @@ export const queryDataTool: ToolDefinition<QueryDataOptions> = defineTool<QueryD
   },
   async (args, { inputFiles = [], options, signal }) => {
     const limits = withDefaults<QueryDataOptions>(QUERY_DATA_DEFAULTS, options);
+    // Loaded on first use: DuckDB's native library costs a worker that never queries data ~30 MB.
+    const { DuckDBInstance } = await import('@duckdb/node-api');
     const instance = await DuckDBInstance.create(':memory:', {
       // Extensions cannot be fetched or loaded behind our back, and nothing spills to disk.
       autoinstall_known_extensions: 'false',

@@ -1,7 +1,7 @@
-import { extractText, getDocumentProxy } from 'unpdf';
-
 /** The text of a PDF, page by page, with "--- page N ---" separators. */
 export async function pdfToText(bytes: Uint8Array): Promise<{ pages: number; text: string }> {
+  // unpdf (pdf.js) is loaded on first use, not with the worker.
+  const { extractText, getDocumentProxy } = await import('unpdf');
   // A copy, because pdf.js may detach the buffer it is given; no font loading (text only), and no
   // warnings about damaged files on the worker's console.
   const document = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0, disableFontFace: true });
