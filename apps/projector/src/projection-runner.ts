@@ -36,14 +36,16 @@ export class ProjectionRunner {
       await consumer.connect();
       await consumer.subscribe({ topic: projection.topic, fromBeginning: true });
       await consumer.run({
-        eachMessage: async ({ topic, partition, message }) => {
-          const event = parseCloudEvent(message.value);
-          if (!event) {
+        // A fetched batch is applied in one transaction (under load one commit for many events).
+        eachBatch: async ({ batch }) => {
+          const events: CloudEvent<Record<string, unknown>>[] = [];
+          for (const message of batch.messages) {
+            const event = parseCloudEvent(message.value);
             // It can never be applied: retrying it would stall the projection for good.
-            this.logger.error(`projection ${projection.name}: skipped a message that is not a CloudEvent with an id and a type (${topic}/${partition}@${message.offset})`);
-            return;
+            if (event) events.push(event);
+            else this.logger.error(`projection ${projection.name}: skipped a message that is not a CloudEvent with an id and a type (${batch.topic}/${batch.partition}@${message.offset})`);
           }
-          await this.handle(projection, event);
+          if (events.length > 0) await this.apply(projection, events);
         },
       });
       this.consumers.push(consumer);
@@ -53,14 +55,24 @@ export class ProjectionRunner {
 
   /** Applies one event in one transaction with its processed-event row; a second delivery is a no-op. */
   async handle(projection: Projection, event: CloudEvent<Record<string, unknown>>): Promise<boolean> {
+    return (await this.apply(projection, [event])) === 1;
+  }
+
+  /** Applies events in order in one transaction, each with its processed-event row (an event
+   * delivered before is skipped); returns how many were new. */
+  async apply(projection: Projection, events: readonly CloudEvent<Record<string, unknown>>[]): Promise<number> {
     return this.db.transaction(async (tx) => {
-      const fresh: unknown[] = await tx.query(
-        `insert into projection_processed (projection, event_id) values ($1, $2) on conflict do nothing returning 1`,
-        [projection.name, event.id],
-      );
-      if (fresh.length === 0) return false;
-      await projection.apply(tx, event);
-      return true;
+      let applied = 0;
+      for (const event of events) {
+        const fresh: unknown[] = await tx.query(
+          `insert into projection_processed (projection, event_id) values ($1, $2) on conflict do nothing returning 1`,
+          [projection.name, event.id],
+        );
+        if (fresh.length === 0) continue;
+        await projection.apply(tx, event);
+        applied++;
+      }
+      return applied;
     });
   }
 

@@ -7,6 +7,8 @@ import { OUTBOX_CHANNEL } from './event-store.js';
 const BATCH = 200;
 /** The relay also polls, so a lost notification delays an event by at most this. */
 const POLL_MS = 1000;
+/** How long a wake-up waits for more rows before publishing. */
+const LINGER_MS = 5;
 const MAX_BACKOFF_MS = 5000;
 
 /**
@@ -90,6 +92,9 @@ export class OutboxRelay {
         continue;
       }
       await Promise.race([woken, sleep(POLL_MS)]);
+      // A moment for the transactions committing alongside the one that woke us: their rows go in
+      // the same batch (one Kafka produce and one relay transaction for several requests).
+      await sleep(LINGER_MS);
     }
   }
 }
