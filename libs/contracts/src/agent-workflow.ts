@@ -220,3 +220,20 @@ export interface ReconcilerActivities {
 }
 
 export const ledgerReconcilerScheduleId = (taskQueue: string): string => `ledger-reconciler-${taskQueue}`;
+
+/** The stream event that ends a streamed request at this stop (`done` or `error`), if it ends it:
+ * what the workflow publishes, and what a replay shows for a run whose own end event is not stored. */
+export function endEvents(stop: AgentStop): Omit<StreamEvent, 'seq'>[] {
+  if (stop.status === 'completed') {
+    const usage = { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed };
+    return [{ type: 'done', data: { id: stop.requestId, status: stop.status, usage } }];
+  }
+  if (stop.status === 'cancelled') {
+    return [{ type: 'error', data: { code: 'request_cancelled', message: 'The request was cancelled.' } }];
+  }
+  if (stop.status === 'failed' || stop.status === 'expired') {
+    const error = stop.error ?? { code: 'context_expired', message: 'The request expired.' };
+    return [{ type: 'error', data: { code: error.code, message: error.message } }];
+  }
+  return [];
+}

@@ -8,6 +8,7 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { FileStore } from '#libs/persistence';
 import { parseAgentRequest } from '../agent/agent-request.validation.js';
 import { responseHeaders, sendAnswer, setResponseHeaders, stopAnswer, withRequestId } from '../agent/agent-response.js';
+import { backgroundAnswer } from '../agent/background.js';
 import { IdempotencyKeys, parseIdempotencyKey } from '../agent/idempotency.js';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
@@ -116,6 +117,12 @@ export class SessionsController {
     const key = parseIdempotencyKey(rawKey);
     const outcome = await this.commands.execute(new SendSessionMessageCommand(principal, id, request, key === undefined ? undefined : { key, body }));
     if (outcome.kind === 'replay') return sendAnswer(res, outcome.answer);
+    if (request.background) {
+      const ctx = { config: this.config, files: this.files, principal, startedAt, requestsUsed: principal.project.requestsUsed };
+      const started = { requestId: outcome.requestId, firstStop: outcome.firstStop(), sessionId: id, duplicate: outcome.duplicate };
+      const answer = await backgroundAnswer(this.sse, this.queries, started, ctx);
+      return sendAnswer(res, outcome.claim ? await this.idempotency.save(outcome.claim, answer) : answer);
+    }
     if (request.stream) {
       const firstStop = outcome.firstStop();
       // A stream refused for quota or credits is answered as JSON, as on the agent endpoint: SSE
