@@ -26,6 +26,7 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
     releaseReservation: metering.releaseReservation,
     callModel: model.callModel,
     emitStreamEvents: model.emitStreamEvents,
+    streamedText: model.streamedText,
     builtinTools: tools.builtinTools,
     runBuiltinTool: tools.runBuiltinTool,
     recordToolOutputs: events.recordToolOutputs,

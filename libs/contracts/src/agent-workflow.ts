@@ -166,6 +166,9 @@ export interface AgentActivities extends ConversationActivities {
    * numbered after the last stored event (so they follow the tokens of a failed model call too);
    * returns the next free seq. */
   emitStreamEvents(input: { requestId: string; projectId: string; events: readonly Omit<StreamEvent, 'seq'>[] }): Promise<{ nextSeq: number }>;
+  /** The text of the token events stored from `fromSeq` on: what a model call cut short by a
+   * cancellation had streamed, which the cancelled stop keeps as its partial message. */
+  streamedText(input: { requestId: string; projectId: string; fromSeq: number }): Promise<string>;
   /** Records a stop: in one transaction, the stop event, the settlement of the reservation at the
    * first stop (to 1 + the surcharges of the capabilities used, or 0 for a failed run) and the usage
    * event on mas.usage.v1 carrying the settled amount and the leg's tokens. Idempotent by request id

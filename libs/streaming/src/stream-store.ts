@@ -60,6 +60,15 @@ export class StreamStore {
     return rows;
   }
 
+  /** The text of the request's token events from `fromSeq` on, in order. */
+  async tokenText(requestId: string, projectId: string, fromSeq: number): Promise<string> {
+    const rows: { content: string | null }[] = await this.db.query(
+      `select data->>'content' as content from stream_events where request_id = $1 and project_id = $2 and seq >= $3 and type = 'token' order by seq`,
+      [requestId, projectId, fromSeq],
+    );
+    return rows.map((r) => r.content ?? '').join('');
+  }
+
   /** Deletes the streams that have expired; the number of events deleted. Only requests with an
    * event older than the window are looked at (created_at index), each by its last event. */
   async deleteExpired(): Promise<number> {
