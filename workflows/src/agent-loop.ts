@@ -10,7 +10,6 @@ import type {
   ModelStep,
   OfferedTool,
   StopRecord,
-  StreamEvent,
   ToolCall,
   ToolCallRef,
   ToolDefinition,

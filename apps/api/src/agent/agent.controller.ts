@@ -53,9 +53,9 @@ export class AgentController {
 
   @Post()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Run the agent', description: 'Answers with the first stop: `completed`, or `requires_tool_outputs` when the agent calls your tools. With `stream: true`, a text/event-stream of `token`, `tool_start`, `tool_end`, then `done` or `error` (each with an SSE id). A 502 `compute_unavailable` for a request that may have started carries its id in `X-Request-Id`.' })
+  @ApiOperation({ summary: 'Run the agent', description: 'Answers with the first stop: `completed`, or `requires_tool_outputs` when the agent calls your tools. With `stream: true`, a text/event-stream of `token`, `tool_start`, `tool_end`, then `done` or `error` (each with an SSE id); a client that drops it stops nothing (GET /v1/agent/{id}/events resumes it). With `background: true`, `in_progress` at once, followed with GET /v1/agent/{id} and its events. A 502 `compute_unavailable` for a request that may have started carries its id in `X-Request-Id`.' })
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
-  @ApiIdempotencyKey('A request runs once: a retry gets its first stop (a failed run\'s error included), or with `stream: true` its stored events again from the first. A retry after a 502 `compute_unavailable` joins the request it started instead of starting another.')
+  @ApiIdempotencyKey('A request runs once: a retry gets its first stop (a failed run\'s error included), with `background: true` its `in_progress` answer, or with `stream: true` its stored events again from the first. A retry after a 502 `compute_unavailable` joins the request it started instead of starting another.')
   @ApiResponses({
     200: { ...agentResponse, content: { ...agentResponse.content, 'text/event-stream': { schema: { type: 'string' } } } },
     ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'payload_too_large', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'idempotency_conflict', ...COMPUTE_ERRORS]),
@@ -189,7 +189,7 @@ export class AgentController {
   }
 
   @Get(':id')
-  @ApiOperation({ summary: 'Read a request', description: 'Its latest state: in_progress, requires_tool_outputs, completed, expired or failed (with `error`).' })
+  @ApiOperation({ summary: 'Read a request', description: 'Its latest state: in_progress, requires_tool_outputs, completed, cancelled (with its partial `message`), expired or failed (with `error`). How a background request is followed.' })
   @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'request_not_found']) })
   async get(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<AgentResponse> {
     const startedAt = performance.now();

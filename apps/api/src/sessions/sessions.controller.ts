@@ -98,7 +98,7 @@ export class SessionsController {
 
   @Post(':id/messages')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Send a message to a session', description: 'The history (last 50 messages) reaches the agent automatically. Same shape, credits, headers and streaming as POST /v1/agent, with object `session.message` and `session_id`. One message at a time: while the previous message runs or waits for tool outputs, 409 `session_busy` (nothing recorded).' })
+  @ApiOperation({ summary: 'Send a message to a session', description: 'The history (last 50 messages) reaches the agent automatically. Same shape, credits, headers, streaming and `background` as POST /v1/agent, with object `session.message` and `session_id`. One message at a time: while the previous message runs or waits for tool outputs, 409 `session_busy` (nothing recorded).' })
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
   @ApiIdempotencyKey('A message runs once and enters the conversation once: a retry gets its first stop (a failed run\'s error included), or with `stream: true` its stored events again from the first.')
   @ApiResponses({
