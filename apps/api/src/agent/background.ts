@@ -37,6 +37,7 @@ export async function backgroundAnswer(sse: SseResponder, queries: QueryBus, sta
     tokensUsed: 0,
     creditsThisRequest: 0,
     creditsRemaining: read?.creditsRemaining ?? ctx.principal.project.creditBalance,
+    // 0 before admission (no worker has taken the run up yet): the headers count this request, as a stream's do.
     requestsUsed: read?.requestsUsed || ctx.principal.project.requestsUsed + (started.duplicate ? 0 : 1),
     ...(started.sessionId ? { sessionId: started.sessionId } : {}),
   };
