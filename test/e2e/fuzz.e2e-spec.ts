@@ -175,6 +175,12 @@ async function send(url: string, c: Case, own: string, key: string, a: Auth, ext
   else if (c.body.kind === 'bytes') payload = c.body.bytes;
   if (c.method === 'GET') payload = undefined;
   const res = await fetch(`${url}${c.path.replaceAll('{own}', own)}`, { method: c.method, headers: h, body: payload, signal: AbortSignal.timeout(ANSWER_BOUND_MS) });
+  // A stream answers with its headers; its body follows the request for as long as that runs
+  // (GET /v1/agent/{id}/events on a paused request waits for its end).
+  if ((res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+    await res.body?.cancel();
+    return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: '' };
+  }
   return { status: res.status, contentType: res.headers.get('content-type') ?? '', text: await res.text() };
 }
 

@@ -12,6 +12,10 @@ export interface ScriptedReply {
   usage?: { input: number; output: number };
   /** Streaming only: cut the connection after this many events, as a provider failing mid-stream. */
   failAfterEvents?: number;
+  /** Streaming only: after this many events, send nothing more for `stallMs` (unset: until the
+   * client goes away), as a model still "thinking" in the middle of its answer. */
+  stallAfterEvents?: number;
+  stallMs?: number;
 }
 
 /** A request the server received. */
@@ -103,6 +107,13 @@ export async function startModelServer(): Promise<ModelServer> {
         if (reply.failAfterEvents !== undefined && i >= reply.failAfterEvents) {
           res.destroy();
           return;
+        }
+        if (reply.stallAfterEvents !== undefined && i === reply.stallAfterEvents) {
+          if (reply.stallMs === undefined) {
+            await new Promise((resolve) => res.once('close', resolve));
+            return;
+          }
+          await sleep(reply.stallMs);
         }
         res.write(event);
         // A macrotask between writes sends each event in its own TCP segment: a real stream.

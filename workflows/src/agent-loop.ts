@@ -12,7 +12,6 @@ import type {
   ModelStep,
   OfferedTool,
   StopRecord,
-  StreamEvent,
   ToolCall,
   ToolCallRef,
   ToolDefinition,
@@ -167,21 +166,7 @@ export class Tally {
   }
 }
 
-/** The stream event that ends a streamed request at this stop (`done` or `error`), if it ends it. */
-export function endEvents(stop: AgentStop): Omit<StreamEvent, 'seq'>[] {
-  if (stop.status === 'completed') {
-    const usage = { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed };
-    return [{ type: 'done', data: { id: stop.requestId, status: stop.status, usage } }];
-  }
-  if (stop.status === 'cancelled') {
-    return [{ type: 'error', data: { code: 'request_cancelled', message: 'The request was cancelled.' } }];
-  }
-  if (stop.status === 'failed' || stop.status === 'expired') {
-    const error = stop.error ?? { code: 'context_expired', message: 'The request expired.' };
-    return [{ type: 'error', data: { code: error.code, message: error.message } }];
-  }
-  return [];
-}
+export { endEvents } from '#libs/contracts';
 
 /** Why a tool-outputs submission is refused (a contract code and message), or undefined when it
  * answers exactly the pending calls of a request of the submitting project that waits for them. */

@@ -1,7 +1,7 @@
 import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import { blobMarker, FINAL_STATUSES, firstStopUpdate, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type BeginRequestResult, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
 import * as acts from './proxies.js';
-import { StoredConversation } from './stored-conversation.js';
+import { StoredConversation, streamedSoFar } from './stored-conversation.js';
 import { notifySession } from './session-notify.js';
 import { completedMessage, endEvents, initialStop, nextStep, offerTools, outputMessages, Tally, toAgentError, toolOutputsRefusal, type LegEnd } from './agent-loop.js';
 
@@ -133,10 +133,10 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     state = { ...state, creditsRemaining: begun.balance, requestsUsed: begun.requestsUsed };
     await run(begun);
   } catch (e) {
-    // Cancelled (POST /v1/agent/{id}/cancel) while running or paused: the model call is aborted, and
-    // the cancelled stop settles the reservation by what ran. A request that had finished stays so.
+    // Cancelled while running or paused: the model call is aborted (what it streamed is the partial
+    // message), and the cancelled stop settles the reservation by what ran. A finished one stays so.
     if (isCancellation(e)) {
-      if (!FINAL_STATUSES.has(state.status)) await setStatus('cancelled', { toolCalls: undefined, message: state.message ?? '' });
+      if (!FINAL_STATUSES.has(state.status)) await setStatus('cancelled', { toolCalls: undefined, message: state.message ?? (await streamedSoFar(input, streamSeq)) });
       return finish();
     }
     // Whatever ended the run before its first stop was recorded, the reservation goes back; a

@@ -13,7 +13,7 @@ export const { beginRequest, recordStop, releaseReservation, recordToolOutputs }
   retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '15 seconds' },
 });
 
-export const { emitStreamEvents } = proxyLocalActivities<AgentActivities>({
+export const { emitStreamEvents, streamedText } = proxyLocalActivities<AgentActivities>({
   startToCloseTimeout: '10 seconds',
   retry: { initialInterval: '200 ms', maximumAttempts: 5 },
 });

@@ -1,3 +1,4 @@
+import { CancellationScope, patched } from '@temporalio/workflow';
 import type { ChatMessage, ConversationRef, FileRef, InputFileRef, ModelStep } from '#libs/contracts';
 import * as acts from './proxies.js';
 
@@ -48,4 +49,13 @@ export class StoredConversation {
     this.ref = { ...this.ref, length: at + count };
     return at;
   }
+}
+
+/** The partial message of a request cancelled in the middle of a model call: the tokens that call
+ * had streamed (from `fromSeq`, the seq of its first token, on); '' for a request that does not
+ * stream (its tokens are nowhere but in the aborted call). Guarded by a patch: a request cancelled
+ * before this existed replays without the activity. */
+export async function streamedSoFar(input: { requestId: string; projectId: string; stream: boolean }, fromSeq: number): Promise<string> {
+  if (!input.stream || !patched('cancel-keeps-streamed-tokens')) return '';
+  return CancellationScope.nonCancellable(() => acts.streamedText({ requestId: input.requestId, projectId: input.projectId, fromSeq }));
 }

@@ -67,6 +67,7 @@ function fakeActivities(ledger: Ledger): AgentActivities {
     },
     recordToolOutputs: async () => undefined,
     emitStreamEvents: async () => ({ nextSeq: 1 }),
+    streamedText: async () => '',
   };
 }
 

@@ -73,6 +73,7 @@ function fakeActivities(ledger: Ledger): AgentActivities & SessionActivities {
     ...memory.activities,
     beginRequest: memory.beginRequest(async ({ requestId }) => (ledger.admitted.push(requestId), { ok: true, balance: 99, requestsUsed: 1 })),
     emitStreamEvents: async () => ({ nextSeq: 1 }),
+    streamedText: async () => '',
     recordStop: async ({ stop, status }) => ({ creditsThisRequest: stop === 1 && status !== 'failed' ? 1 : 0, creditsRemaining: 98 }),
     recordToolOutputs: async () => undefined,
     recordSession: async (view) => void ledger.records.push(view),

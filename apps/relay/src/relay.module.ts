@@ -47,10 +47,13 @@ export class RetentionService implements OnApplicationBootstrap, OnApplicationSh
   private readonly logger = new Logger('retention');
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly db: DataSource) {}
+  constructor(
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+    private readonly db: DataSource,
+  ) {}
 
   async prune(): Promise<void> {
-    for (const r of await pruneAll(this.db)) {
+    for (const r of await pruneAll(this.db, this.config)) {
       if (r.error) this.logger.warn(`${r.table}: ${r.error}`);
       else if (r.deleted > 0) this.logger.log(`${r.table}: deleted ${r.deleted} rows past their retention`);
     }

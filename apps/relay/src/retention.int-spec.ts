@@ -40,7 +40,7 @@ describe('retention', () => {
 
     // The unsent row must not be published by a relay another test runs meanwhile, nor stay: it
     // is a valid CloudEvent, deleted at the end.
-    const results = await pruneAll(db);
+    const results = await pruneAll(db, config);
     expect(results.filter((r) => r.error)).toEqual([]);
     expect(results.map((r) => r.table).sort()).toEqual(RETENTION_RULES.map((r) => r.table).sort());
 

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import type { AppConfig } from '#libs/config';
 import { BlobStore, ConversationStore, FileStore } from '#libs/persistence';
 import { StreamStore } from '#libs/streaming';
 
@@ -8,8 +9,11 @@ export interface RetentionRule {
   /** What is kept, for docs/events and the log. */
   readonly keeps: string;
   /** Deletes what has passed its retention; the number of rows deleted. */
-  prune(db: DataSource): Promise<number>;
+  prune(db: DataSource, settings: RetentionSettings): Promise<number>;
 }
+
+/** The retention windows that are configurable. */
+export type RetentionSettings = Pick<AppConfig, 'streamRetentionSeconds'>;
 
 /** A DELETE whose row count TypeORM's pg driver returns as the second element. */
 async function deleted(db: DataSource, sql: string): Promise<number> {
@@ -26,7 +30,11 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
   { table: 'blobs', keeps: 'input files and large tool outputs for 24 hours', prune: (db) => new BlobStore(db).deleteExpired() },
   { table: 'conversations', keeps: 'conversations (and their messages) for 24 hours after their last message', prune: (db) => new ConversationStore(db).deleteExpired() },
   { table: 'generated_files', keeps: 'generated files for 7 days', prune: (db) => new FileStore(db).deleteExpired() },
-  { table: 'stream_events', keeps: 'stream events for 24 hours', prune: (db) => new StreamStore(db).deleteExpired() },
+  {
+    table: 'stream_events',
+    keeps: "a request's stream events while it runs and for 24 hours (STREAM_RETENTION_SECONDS) after its end; a stream that never ended, 24 hours more",
+    prune: (db, settings) => new StreamStore(db, settings.streamRetentionSeconds).deleteExpired(),
+  },
   { table: 'outbox', keeps: 'published rows for 7 days (unpublished rows are never deleted)', prune: (db) => deleted(db, `delete from outbox where published_at < now() - interval '7 days'`) },
   {
     table: 'projection_processed',
@@ -53,11 +61,11 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
 ];
 
 /** Runs every rule; a rule that fails does not stop the others. */
-export async function pruneAll(db: DataSource, rules: readonly RetentionRule[] = RETENTION_RULES): Promise<{ table: string; deleted: number; error?: string }[]> {
+export async function pruneAll(db: DataSource, settings: RetentionSettings, rules: readonly RetentionRule[] = RETENTION_RULES): Promise<{ table: string; deleted: number; error?: string }[]> {
   const results: { table: string; deleted: number; error?: string }[] = [];
   for (const rule of rules) {
     try {
-      results.push({ table: rule.table, deleted: await rule.prune(db) });
+      results.push({ table: rule.table, deleted: await rule.prune(db, settings) });
     } catch (e) {
       results.push({ table: rule.table, deleted: 0, error: e instanceof Error ? e.message : String(e) });
     }

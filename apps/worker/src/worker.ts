@@ -27,6 +27,7 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
     releaseReservation: metering.releaseReservation,
     callModel: model.callModel,
     emitStreamEvents: model.emitStreamEvents,
+    streamedText: model.streamedText,
     runBuiltinTool: tools.runBuiltinTool,
     recordToolOutputs: events.recordToolOutputs,
     appendMessages: conversations.appendMessages,

@@ -34,6 +34,9 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...valid, FETCH_URL_ALLOW_HOSTS: 'intranet.example, 10.0.0.0/8' }).fetchUrlAllowHosts).toEqual(['intranet.example', '10.0.0.0/8']);
     expect(loadConfig({ ...valid, SESSION_IDLE_TIMEOUT_MS: '2000' }).sessions.idleTimeoutMs).toBe(2000);
     expect(problemsOf({ ...valid, SESSION_IDLE_TIMEOUT_MS: 'soon' })).toEqual([expect.stringContaining('SESSION_IDLE_TIMEOUT_MS')]);
+    expect(config.streamRetentionSeconds).toBe(86_400);
+    expect(loadConfig({ ...valid, STREAM_RETENTION_SECONDS: '1' }).streamRetentionSeconds).toBe(1);
+    expect(problemsOf({ ...valid, STREAM_RETENTION_SECONDS: '0' })).toEqual([expect.stringContaining('STREAM_RETENTION_SECONDS')]);
   });
 
   it('names every missing variable at once', () => {

@@ -61,6 +61,9 @@ export interface AppConfig {
   };
   /** How long a paused request waits for its tool outputs (contract: 5 minutes; TOOL_OUTPUTS_TIMEOUT_MS). */
   readonly toolOutputsTimeoutMs: number;
+  /** How long a finished run's stream events stay replayable (STREAM_RETENTION_SECONDS, 86400);
+   * a running one's are kept while it runs (libs/streaming, stream-store.ts). */
+  readonly streamRetentionSeconds: number;
   /** How often the ledger reconciler's Temporal Schedule runs (RECONCILER_INTERVAL_SECONDS, 300);
    * 0: the worker does not create the schedule (another deployment of the same namespace does). */
   readonly reconcilerIntervalSeconds: number;
@@ -268,6 +271,7 @@ export function loadConfig(env: Env): AppConfig {
     sessions: { idleTimeoutMs: r.positiveInt('SESSION_IDLE_TIMEOUT_MS', SESSION_LIMITS.idleTimeoutMs) },
     reconcilerIntervalSeconds: r.nonNegativeInt('RECONCILER_INTERVAL_SECONDS', 300),
     toolOutputsTimeoutMs: r.positiveInt('TOOL_OUTPUTS_TIMEOUT_MS', 5 * 60 * 1000),
+    streamRetentionSeconds: r.positiveInt('STREAM_RETENTION_SECONDS', 24 * 60 * 60),
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

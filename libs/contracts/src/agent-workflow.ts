@@ -190,6 +190,9 @@ export interface AgentActivities extends ConversationActivities {
    * numbered after the last stored event (so they follow the tokens of a failed model call too);
    * returns the next free seq. */
   emitStreamEvents(input: { requestId: string; projectId: string; events: readonly Omit<StreamEvent, 'seq'>[] }): Promise<{ nextSeq: number }>;
+  /** The text of the token events stored from `fromSeq` on: what a model call cut short by a
+   * cancellation had streamed, which the cancelled stop keeps as its partial message. */
+  streamedText(input: { requestId: string; projectId: string; fromSeq: number }): Promise<string>;
   /** Records a stop: in one transaction, the stop event, the settlement of the reservation at the
    * first stop (to 1 + the surcharges of the capabilities used, or 0 for a failed run) and the usage
    * event on mas.usage.v1 carrying the settled amount and the leg's tokens. Idempotent by request id
@@ -238,3 +241,20 @@ export interface ReconcilerActivities {
 }
 
 export const ledgerReconcilerScheduleId = (taskQueue: string): string => `ledger-reconciler-${taskQueue}`;
+
+/** The stream event that ends a streamed request at this stop (`done` or `error`), if it ends it:
+ * what the workflow publishes, and what a replay shows for a run whose own end event is not stored. */
+export function endEvents(stop: AgentStop): Omit<StreamEvent, 'seq'>[] {
+  if (stop.status === 'completed') {
+    const usage = { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed };
+    return [{ type: 'done', data: { id: stop.requestId, status: stop.status, usage } }];
+  }
+  if (stop.status === 'cancelled') {
+    return [{ type: 'error', data: { code: 'request_cancelled', message: 'The request was cancelled.' } }];
+  }
+  if (stop.status === 'failed' || stop.status === 'expired') {
+    const error = stop.error ?? { code: 'context_expired', message: 'The request expired.' };
+    return [{ type: 'error', data: { code: error.code, message: error.message } }];
+  }
+  return [];
+}

@@ -73,7 +73,7 @@ export function errorDocsUrl(baseUrl: string, code: ErrorCode): string {
 /** What each code means and what the caller can do; served at /docs/errors. */
 export const ERROR_DESCRIPTIONS: Readonly<Record<ErrorCode, string>> = {
   invalid_api_key: 'The Authorization header is missing, is not `Bearer <key>`, or the key is malformed, unknown or revoked. Ask the project operator for a valid key.',
-  invalid_body: 'The body is not valid JSON, is not a JSON object, or a field has the wrong type (for example `stream` that is not a boolean).',
+  invalid_body: 'The body is not valid JSON, is not a JSON object, or a field has the wrong type (for example `stream` or `background` that is not a boolean), or `background: true` comes with `stream: true` (follow a background request with GET /v1/agent/{id}/events instead).',
   missing_message: '`message` is missing, is not a string, or is empty or only white space.',
   message_too_long: '`message` is longer than 100,000 characters.',
   invalid_capabilities: '`capabilities` is not a non-empty array, or holds an unknown name. Valid names: chat, research, documents, code, data, files.',

@@ -1,5 +1,5 @@
 export { StreamHub } from './stream-hub.js';
 export { StreamPublisher, TokenWriter, type LiveChannel, type StreamBatch } from './stream-publisher.js';
 export { KEEP_ALIVE_MS, SseSession, type SseOptions } from './sse-session.js';
-export { STREAM_RETENTION_HOURS, StreamStore } from './stream-store.js';
+export { STREAM_RETENTION_SECONDS, StreamStore } from './stream-store.js';
 export { StreamHubModule, StreamHubService, StreamPublisherModule, StreamPublisherService } from './streaming.module.js';

@@ -17,6 +17,9 @@ export interface SseOptions {
   readonly afterSeq: number;
   /** Adds what the stored payload lacks, e.g. `docs` on error events. */
   readonly decorate?: (event: StreamEvent) => Record<string, unknown>;
+  /** The run's end event when the run has finished (from its read model), else undefined: ends a
+   * stream whose store holds no end (a request that was not streamed, or whose events expired). */
+  readonly endOf?: () => Promise<Omit<StreamEvent, 'seq'> | undefined>;
 }
 
 /**
@@ -31,6 +34,8 @@ export class SseSession {
   private queued = 0;
   private lagging = false;
   private lastWriteAt = Date.now();
+  /** Idle polls in a row that found the run finished and its end not stored. */
+  private endsSeen = 0;
   private resolveEnd!: () => void;
   readonly ended = new Promise<void>((resolve) => (this.resolveEnd = resolve));
 
@@ -57,7 +62,7 @@ export class SseSession {
       if (!this.finished) res.write(': keep-alive\n\n');
     }, KEEP_ALIVE_MS);
     const poll = setInterval(() => {
-      if (Date.now() - this.lastWriteAt >= POLL_MS) this.enqueue(() => this.catchUp());
+      if (Date.now() - this.lastWriteAt >= POLL_MS) this.enqueue(() => this.catchUpOrEnd());
     }, POLL_MS);
     res.on('close', () => this.finish());
     res.on('drain', () => {
@@ -111,6 +116,22 @@ export class SseSession {
       for (const event of events) this.write(event);
       if (events.length < 200) return;
     }
+  }
+
+  /** An idle poll: what the store has, then, if the run has finished without its end stored, that
+   * end. A streamed run stores its end event a few milliseconds after its stop is recorded, so the
+   * end is written only when a second poll still finds it missing. */
+  private async catchUpOrEnd(): Promise<void> {
+    await this.catchUp();
+    if (this.finished || this.lagging || !this.options.endOf) return;
+    const end = await this.options.endOf();
+    if (!end) {
+      this.endsSeen = 0;
+      return;
+    }
+    if (++this.endsSeen < 2) return;
+    await this.catchUp();
+    this.write({ ...end, seq: this.lastSent + 1 });
   }
 
   private write(event: StreamEvent): void {

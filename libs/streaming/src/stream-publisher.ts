@@ -32,6 +32,11 @@ export class StreamPublisher {
     return seq;
   }
 
+  /** The text of the token events stored from `fromSeq` on. */
+  streamedText(requestId: string, projectId: string, fromSeq: number): Promise<string> {
+    return this.store.tokenText(requestId, projectId, fromSeq);
+  }
+
   async publish(requestId: string, projectId: string, events: readonly StreamEvent[]): Promise<void> {
     if (events.length === 0) return;
     await this.store.save(requestId, projectId, events);

@@ -1,12 +1,34 @@
 import type { DataSource } from 'typeorm';
 import type { StreamEvent } from '#libs/contracts';
 
-/** How long stream events can be replayed (GET /v1/agent/{id}/events). */
-export const STREAM_RETENTION_HOURS = 24;
+/** How long a finished run's stream events stay replayable by default (STREAM_RETENTION_SECONDS). */
+export const STREAM_RETENTION_SECONDS = 24 * 60 * 60;
 
-/** The replay copy of stream events in PostgreSQL, indexed by request id. */
+/**
+ * Longer than any run stays silent (a tool pause is 5 minutes, a model call a few): a stream whose
+ * last event is this much older than the retention window and that never ended belongs to a run
+ * stopped from outside (an operator's terminate writes no end event), and goes.
+ */
+const SILENT_RUN_SECONDS = 24 * 60 * 60;
+
+/** Whether a request's stream has expired, judged by its last event `l` (created_at, type):
+ * a finished run's events are kept for the window after its end, a running one's while it runs. */
+const EXPIRED = `(l.created_at < now() - make_interval(secs => $RET)
+  and (l.type in ('done', 'error') or l.created_at < now() - make_interval(secs => $RET + ${SILENT_RUN_SECONDS})))`;
+
+/** The event of the highest seq of the request named by `$REQ`. */
+const LAST = (req: string) => `(select created_at, type from stream_events where request_id = ${req} order by seq desc limit 1)`;
+
+/**
+ * The replay copy of stream events in PostgreSQL, indexed by request id. Retention goes by request,
+ * not by row: every event of a run, its first token included, is replayable for the run's whole
+ * life plus the window (DESIGN.md section 9), however long it paused; the terminal event with them.
+ */
 export class StreamStore {
-  constructor(private readonly db: DataSource) {}
+  constructor(
+    private readonly db: DataSource,
+    private readonly retentionSeconds: number = STREAM_RETENTION_SECONDS,
+  ) {}
 
   /** Stores a batch; a retried step that re-sends a seq keeps the first copy. */
   async save(requestId: string, projectId: string, events: readonly StreamEvent[]): Promise<void> {
@@ -26,23 +48,38 @@ export class StreamStore {
     return (rows[0]?.max ?? 0) + 1;
   }
 
-  /** Events after `afterSeq`, in order, if the request belongs to `projectId`. */
+  /** Events after `afterSeq`, in order, if the request belongs to `projectId` and its stream has not expired. */
   async after(requestId: string, projectId: string, afterSeq: number, limit = 1000): Promise<StreamEvent[]> {
     const rows: { seq: number; type: StreamEvent['type']; data: Record<string, unknown> }[] = await this.db.query(
-      `select seq, type, data from stream_events where request_id = $1 and project_id = $2 and seq > $3 and created_at > now() - make_interval(hours => $5) order by seq limit $4`,
-      [requestId, projectId, afterSeq, limit, STREAM_RETENTION_HOURS],
+      `select seq, type, data from stream_events
+        where request_id = $1 and project_id = $2 and seq > $3
+          and not exists (select 1 from ${LAST('$1')} l where ${EXPIRED.replaceAll('$RET', '$5::int')})
+        order by seq limit $4`,
+      [requestId, projectId, afterSeq, limit, this.retentionSeconds],
     );
     return rows;
   }
 
-  /** Whether the request has any stream event of this project (within retention). */
-  async exists(requestId: string, projectId: string): Promise<boolean> {
-    const rows: unknown[] = await this.db.query(`select 1 from stream_events where request_id = $1 and project_id = $2 limit 1`, [requestId, projectId]);
-    return rows.length > 0;
+  /** The text of the request's token events from `fromSeq` on, in order. */
+  async tokenText(requestId: string, projectId: string, fromSeq: number): Promise<string> {
+    const rows: { content: string | null }[] = await this.db.query(
+      `select data->>'content' as content from stream_events where request_id = $1 and project_id = $2 and seq >= $3 and type = 'token' order by seq`,
+      [requestId, projectId, fromSeq],
+    );
+    return rows.map((r) => r.content ?? '').join('');
   }
 
+  /** Deletes the streams that have expired; the number of events deleted. Only requests with an
+   * event older than the window are looked at (created_at index), each by its last event. */
   async deleteExpired(): Promise<number> {
-    const [, count] = (await this.db.query(`delete from stream_events where created_at < now() - make_interval(hours => $1)`, [STREAM_RETENTION_HOURS])) as [unknown, number];
+    const [, count] = (await this.db.query(
+      `delete from stream_events e using (
+         select c.request_id from (select distinct request_id from stream_events where created_at < now() - make_interval(secs => $1::int)) c
+          cross join lateral ${LAST('c.request_id')} l
+          where ${EXPIRED.replaceAll('$RET', '$1::int')}) x
+        where e.request_id = x.request_id`,
+      [this.retentionSeconds],
+    )) as [unknown, number];
     return count;
   }
 }

@@ -17,7 +17,7 @@ export class StreamPublisherService implements OnApplicationShutdown {
   constructor(@Inject(APP_CONFIG) config: AppConfig, db: DataSource) {
     // One quick attempt: a late live event is worth less than a run that waits for it.
     this.live = new KafkaLiveChannel(createKafka(config, 'mas-worker-stream').producer({ allowAutoTopicCreation: false, retry: { retries: 0 } }));
-    this.publisher = new StreamPublisher(new StreamStore(db), this.live);
+    this.publisher = new StreamPublisher(new StreamStore(db, config.streamRetentionSeconds), this.live);
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -36,7 +36,7 @@ export class StreamHubService implements OnApplicationShutdown {
 
   constructor(@Inject(APP_CONFIG) config: AppConfig, db: DataSource) {
     this.hub = new StreamHub(createKafka(config, 'mas-api-stream'));
-    this.store = new StreamStore(db);
+    this.store = new StreamStore(db, config.streamRetentionSeconds);
   }
 
   /** Joins mas.stream.v1 on the first stream (an api that never streams holds no consumer),

@@ -13,7 +13,7 @@ function codeOf(fn: () => unknown): string {
 
 describe('parseAgentRequest', () => {
   it('accepts a minimal request and defaults the rest, ignoring unknown fields', () => {
-    expect(parseAgentRequest({ message: 'hi', extra: 1 })).toEqual({ message: 'hi', capabilities: undefined, files: [], stream: false, tools: [] });
+    expect(parseAgentRequest({ message: 'hi', extra: 1 })).toEqual({ message: 'hi', capabilities: undefined, files: [], stream: false, background: false, tools: [] });
   });
 
   it('checks the body, then message, capabilities, stream, files and tools', () => {
@@ -32,6 +32,15 @@ describe('parseAgentRequest', () => {
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [tool, tool] }))).toBe('invalid_tools');
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [{ ...tool, description: undefined }] }))).toBe('invalid_tools');
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [tool], stream: true }))).toBe('stream_not_supported');
+  });
+
+  it('takes `background` as a boolean, with tools too, but never with `stream`', () => {
+    expect(parseAgentRequest({ message: 'hi', background: true }).background).toBe(true);
+    const tool = { name: 't', description: 'd', parameters: { type: 'object' } };
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', background: true, tools: [tool] }))).toBe('ok');
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', background: 'yes' }))).toBe('invalid_body');
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', background: true, stream: true }))).toBe('invalid_body');
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', background: false, stream: true }))).toBe('ok');
   });
 });
 

@@ -25,6 +25,8 @@ export interface AgentRequestBody {
   readonly capabilities?: readonly Capability[];
   readonly files: readonly InputFile[];
   readonly stream: boolean;
+  /** Answer at once with `in_progress`; the run goes on and is followed with GET (DESIGN.md section 9). */
+  readonly background: boolean;
   readonly tools: readonly ToolDefinition[];
 }
 
@@ -94,9 +96,9 @@ function parseCapabilities(value: unknown): Capability[] | undefined {
   return [...new Set(value as Capability[])];
 }
 
-function parseStream(value: unknown): boolean {
+function parseFlag(value: unknown, name: 'stream' | 'background'): boolean {
   if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new ServiceError('invalid_body', '`stream` must be a boolean.');
+  if (typeof value !== 'boolean') throw new ServiceError('invalid_body', `\`${name}\` must be a boolean.`);
   return value;
 }
 
@@ -174,13 +176,17 @@ export function parseAgentRequest(body: unknown): AgentRequestBody {
   const b = requireObject(body);
   const message = parseMessage(b.message);
   const capabilities = parseCapabilities(b.capabilities);
-  const stream = parseStream(b.stream);
+  const stream = parseFlag(b.stream, 'stream');
+  const background = parseFlag(b.background, 'background');
+  if (stream && background) {
+    throw new ServiceError('invalid_body', '`background: true` cannot be combined with `stream: true`: a background request answers at once; follow its events with GET /v1/agent/{id}/events.');
+  }
   const files = parseFiles(b.files);
   const tools = parseTools(b.tools);
   if (stream && tools.length > 0) {
     throw new ServiceError('stream_not_supported', '`stream: true` cannot be combined with `tools`: custom tool calls are returned as JSON. Send `stream: false`.');
   }
-  return { message, capabilities, files, stream, tools };
+  return { message, capabilities, files, stream, background, tools };
 }
 
 export interface ToolOutputsBody {

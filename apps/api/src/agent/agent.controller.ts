@@ -5,7 +5,7 @@ import { ApiBearerAuth, ApiBody, ApiHeader, ApiOperation, ApiParam, ApiQuery, Ap
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { ServiceError, type AgentStop, isUuid } from '#libs/contracts';
+import { endEvents, FINAL_STATUSES, ServiceError, type AgentStop, type StreamEvent } from '#libs/contracts';
 import { FileStore } from '#libs/persistence';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from './agent-request.validation.js';
@@ -15,6 +15,7 @@ import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command
 import { requireToolOutputsTarget } from './commands/submit-tool-outputs.handler.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
 import { SseResponder } from '../streaming/sse-responder.js';
+import { backgroundAnswer } from './background.js';
 import { computeInstanceOf } from './compute-instance.js';
 import { bodyHash, IdempotencyKeys, parseIdempotencyKey } from './idempotency.js';
 import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
@@ -52,9 +53,9 @@ export class AgentController {
 
   @Post()
   @HttpCode(200)
-  @ApiOperation({ summary: 'Run the agent', description: 'Answers with the first stop: `completed`, or `requires_tool_outputs` when the agent calls your tools. With `stream: true`, a text/event-stream of `token`, `tool_start`, `tool_end`, then `done` or `error` (each with an SSE id). A 502 `compute_unavailable` for a request that may have started carries its id in `X-Request-Id`.' })
+  @ApiOperation({ summary: 'Run the agent', description: 'Answers with the first stop: `completed`, or `requires_tool_outputs` when the agent calls your tools. With `stream: true`, a text/event-stream of `token`, `tool_start`, `tool_end`, then `done` or `error` (each with an SSE id); a client that drops it stops nothing (GET /v1/agent/{id}/events resumes it). With `background: true`, `in_progress` at once, followed with GET /v1/agent/{id} and its events. A 502 `compute_unavailable` for a request that may have started carries its id in `X-Request-Id`.' })
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
-  @ApiIdempotencyKey('A request runs once: a retry gets its first stop (a failed run\'s error included), or with `stream: true` its stored events again from the first. A retry after a 502 `compute_unavailable` joins the request it started instead of starting another.')
+  @ApiIdempotencyKey('A request runs once: a retry gets its first stop (a failed run\'s error included), with `background: true` its `in_progress` answer, or with `stream: true` its stored events again from the first. A retry after a 502 `compute_unavailable` joins the request it started instead of starting another.')
   @ApiResponses({
     200: { ...agentResponse, content: { ...agentResponse.content, 'text/event-stream': { schema: { type: 'string' } } } },
     ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'payload_too_large', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'idempotency_conflict', ...COMPUTE_ERRORS]),
@@ -75,6 +76,17 @@ export class AgentController {
     if (claim?.answer) return sendAnswer(res, claim.answer);
     // Every attempt with the key runs under the claim's request id: Temporal joins them into one run.
     const requestId = claim?.requestId ?? randomUUID();
+    if (request.background) {
+      let started;
+      try {
+        started = await this.commands.execute(new StreamAgentRequestCommand(principal, request, requestId));
+      } catch (e) {
+        throw withRequestId(e, requestId);
+      }
+      const ctx = { config: this.config, files: this.files, principal, startedAt, requestsUsed: principal.project.requestsUsed };
+      const answer = await backgroundAnswer(this.sse, this.queries, { requestId, firstStop: started.firstStop(), duplicate: claim !== undefined && !claim.first }, ctx);
+      return sendAnswer(res, claim ? await this.idempotency.save(claim, answer) : answer);
+    }
     if (request.stream) {
       let started;
       try {
@@ -140,33 +152,44 @@ export class AgentController {
     sendAnswer(res, claim ? await this.idempotency.save(claim, answer) : answer);
   }
 
-  /** Replays what a client missed (Last-Event-ID or ?after=) and continues live. */
+  /** Replays what a client missed (Last-Event-ID or ?starting_after=) and continues live. */
   @Get(':id/events')
-  @ApiOperation({ summary: 'Resume a stream', description: 'The events after `Last-Event-ID` (or `after`), then live until `done` or `error`. Kept 24 hours.' })
-  @ApiHeader({ name: 'Last-Event-ID', required: false })
-  @ApiQuery({ name: 'after', required: false, type: Number })
+  @ApiOperation({
+    summary: 'Follow or resume a request\'s events',
+    description:
+      'The events after `Last-Event-ID` (or `starting_after`; none: from the first), then live until `done` or `error`: a finished request\'s stream replays and ends, a running one\'s replays and follows. ' +
+      'Events are recorded for requests sent with `stream: true` or `background: true`, and stay replayable while the request runs (tool pauses included) and for 24 hours after it ended; the end event is always there (for a request without recorded events, or whose events have expired, the stream is that end event alone). ' +
+      'A client that drops a stream cancels nothing: the run goes on, and this endpoint resumes it.',
+  })
+  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id` of the last event received.' })
+  @ApiQuery({ name: 'starting_after', required: false, type: Number, description: 'Like `Last-Event-ID` (which wins when both are given); `after` is an alias.' })
   @ApiResponses({ 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found']) })
   async events(
     @Param('id') id: string,
     @Headers('last-event-id') lastEventId: string | undefined,
-    @Query('after') after: string | undefined,
+    @Query('starting_after') startingAfter: unknown,
+    @Query('after') after: unknown,
     @CurrentPrincipal() principal: Principal,
     @Res() res: Response,
   ): Promise<void> {
-    const raw = lastEventId ?? after ?? '0';
-    const afterSeq = Number(raw);
-    if (!/^\d+$/.test(raw) || !Number.isSafeInteger(afterSeq)) {
-      throw new ServiceError('invalid_body', '`Last-Event-ID` (or `after`) must be the non-negative integer id of the last event received.');
+    const raw = lastEventId ?? startingAfter ?? after ?? '0';
+    const afterSeq = typeof raw === 'string' ? Number(raw) : NaN;
+    if (typeof raw !== 'string' || !/^\d+$/.test(raw) || !Number.isSafeInteger(afterSeq)) {
+      throw new ServiceError('invalid_body', '`Last-Event-ID` (or `starting_after`) must be the non-negative integer id of the last event received.');
     }
-    if (!isUuid(id) || !(await this.sse.exists(id, principal.project.id))) {
-      throw new ServiceError('request_not_found', 'No streamed request with this id exists in this project (stream events are kept for 24 hours).');
-    }
+    // 404 request_not_found for an unknown request or another project's (a background request
+    // with no event yet is found: its stream follows it from the first event).
+    await this.queries.execute(new GetAgentRequestQuery(principal, id));
     res.setHeader('X-Request-Id', id);
-    await this.sse.respond(res, id, principal.project.id, afterSeq);
+    const endOf = async (): Promise<Omit<StreamEvent, 'seq'> | undefined> => {
+      const stop = await this.queries.execute(new GetAgentRequestQuery(principal, id));
+      return FINAL_STATUSES.has(stop.status) ? endEvents(stop)[0] : undefined;
+    };
+    await this.sse.respond(res, id, principal.project.id, afterSeq, undefined, endOf);
   }
 
   @Get(':id')
-  @ApiOperation({ summary: 'Read a request', description: 'Its latest state: in_progress, requires_tool_outputs, completed, expired or failed (with `error`).' })
+  @ApiOperation({ summary: 'Read a request', description: 'Its latest state: in_progress, requires_tool_outputs, completed, cancelled (with its partial `message`), expired or failed (with `error`). How a background request is followed.' })
   @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'request_not_found']) })
   async get(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<AgentResponse> {
     const startedAt = performance.now();

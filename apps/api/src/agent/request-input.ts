@@ -42,7 +42,8 @@ export async function requestInput(
     maxCredits: creditsFor(capabilities, surcharges),
     surcharges,
     monthlyQuota: plan.monthlyQuota,
-    stream: body.stream,
+    // A background run records its stream events like a streamed one: they are how it is followed.
+    stream: body.stream || body.background,
     toolOutputsTimeoutMs: config.toolOutputsTimeoutMs,
   };
 }

@@ -8,6 +8,7 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { FileStore } from '#libs/persistence';
 import { parseAgentRequest } from '../agent/agent-request.validation.js';
 import { responseHeaders, sendAnswer, setResponseHeaders, stopAnswer, withRequestId } from '../agent/agent-response.js';
+import { backgroundAnswer } from '../agent/background.js';
 import { IdempotencyKeys, parseIdempotencyKey } from '../agent/idempotency.js';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
@@ -97,7 +98,7 @@ export class SessionsController {
 
   @Post(':id/messages')
   @HttpCode(200)
-  @ApiOperation({ summary: 'Send a message to a session', description: 'The history (last 50 messages) reaches the agent automatically. Same shape, credits, headers and streaming as POST /v1/agent, with object `session.message` and `session_id`. One message at a time: while the previous message runs or waits for tool outputs, 409 `session_busy` (nothing recorded).' })
+  @ApiOperation({ summary: 'Send a message to a session', description: 'The history (last 50 messages) reaches the agent automatically. Same shape, credits, headers, streaming and `background` as POST /v1/agent, with object `session.message` and `session_id`. One message at a time: while the previous message runs or waits for tool outputs, 409 `session_busy` (nothing recorded).' })
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
   @ApiIdempotencyKey('A message runs once and enters the conversation once: a retry gets its first stop (a failed run\'s error included), or with `stream: true` its stored events again from the first.')
   @ApiResponses({
@@ -116,6 +117,12 @@ export class SessionsController {
     const key = parseIdempotencyKey(rawKey);
     const outcome = await this.commands.execute(new SendSessionMessageCommand(principal, id, request, key === undefined ? undefined : { key, body }));
     if (outcome.kind === 'replay') return sendAnswer(res, outcome.answer);
+    if (request.background) {
+      const ctx = { config: this.config, files: this.files, principal, startedAt, requestsUsed: principal.project.requestsUsed };
+      const started = { requestId: outcome.requestId, firstStop: outcome.firstStop(), sessionId: id, duplicate: outcome.duplicate };
+      const answer = await backgroundAnswer(this.sse, this.queries, started, ctx);
+      return sendAnswer(res, outcome.claim ? await this.idempotency.save(outcome.claim, answer) : answer);
+    }
     if (request.stream) {
       const firstStop = outcome.firstStop();
       // A stream refused for quota or credits is answered as JSON, as on the agent endpoint: SSE

@@ -4,7 +4,7 @@ import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { errorDocsUrl, isErrorCode, ServiceError, type AgentStop } from '#libs/contracts';
 import { MeteringService } from '#libs/metering';
-import { SseSession, StreamHubService } from '#libs/streaming';
+import { SseSession, StreamHubService, type SseOptions } from '#libs/streaming';
 
 /** Serves a request's stream events as SSE (agent requests and session messages alike): replay
  * from the store after `afterSeq`, then live until `done` or `error`. */
@@ -42,14 +42,10 @@ export class SseResponder {
     }
   }
 
-  /** Whether the project has stream events for this request (within retention). */
-  exists(requestId: string, projectId: string): Promise<boolean> {
-    return this.streams.store.exists(requestId, projectId);
-  }
-
   /** `run`, when given, is the request's first stop: a run that cannot finish (Temporal gone)
-   * still ends the stream with one error event. */
-  async respond(res: Response, requestId: string, projectId: string, afterSeq: number, run?: Promise<unknown>): Promise<void> {
+   * still ends the stream with one error event. `endOf`, when given, reads whether the run has
+   * finished: a stream whose store holds no end is ended with it (see SseOptions). */
+  async respond(res: Response, requestId: string, projectId: string, afterSeq: number, run?: Promise<unknown>, endOf?: SseOptions['endOf']): Promise<void> {
     await this.streams.ensureStarted(); // the store covers a late hub
     const docs = (code: string): Record<string, string> => (isErrorCode(code) ? { docs: errorDocsUrl(this.config.publicBaseUrl, code) } : {});
     const session = new SseSession(res, this.streams.hub, this.streams.store, {
@@ -57,6 +53,7 @@ export class SseResponder {
       projectId,
       afterSeq,
       decorate: (e) => (e.type === 'error' ? docs(String(e.data.code)) : {}),
+      ...(endOf ? { endOf } : {}),
     });
     run?.then(
       async (stop) => {

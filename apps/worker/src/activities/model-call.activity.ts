@@ -23,6 +23,8 @@ export class ModelCallActivity {
     nextSeq: await this.stream.append(requestId, projectId, events),
   });
 
+  readonly streamedText: AgentActivities['streamedText'] = ({ requestId, projectId, fromSeq }) => this.stream.streamedText(requestId, projectId, fromSeq);
+
   readonly callModel: AgentActivities['callModel'] = async (input) => {
     const credentials = await this.accounts.modelCredentials(input.projectId);
     if (!credentials) {

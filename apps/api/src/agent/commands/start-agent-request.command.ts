@@ -21,7 +21,8 @@ export interface StartedAgentRequest {
   firstStop(): Promise<AgentStop>;
 }
 
-/** Starts (or joins) a streamed agent request; returns as soon as a worker has taken it up. */
+/** Starts (or joins) a streamed or background agent request (its events are recorded); returns as
+ * soon as a worker has taken it up. */
 export class StreamAgentRequestCommand extends Command<StartedAgentRequest> {
   constructor(
     readonly principal: Principal,

@@ -37,7 +37,7 @@ export class RequestReadModel {
       projectId: state.projectId,
       status: state.status,
       stop: state.stop,
-      ...(state.status === 'completed' && view?.message !== undefined ? { message: view.message } : {}),
+      ...((state.status === 'completed' || state.status === 'cancelled') && view?.message !== undefined ? { message: view.message } : {}),
       ...(paused && view?.toolCalls ? { toolCalls: view.toolCalls } : {}),
       capabilitiesUsed: state.capabilitiesUsed,
       files,
