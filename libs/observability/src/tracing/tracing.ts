@@ -75,7 +75,7 @@ export function requestAttributes(ids: { requestId?: unknown; projectId?: unknow
  * Runs `fn` in a new span, child of the active one (an error ends it with status ERROR). With
  * tracing off it is `fn()` and nothing else.
  */
-export async function withSpan<T>(name: string, kind: SpanKind, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
+export function withSpan<T>(name: string, kind: SpanKind, attributes: Attributes, fn: () => Promise<T>): Promise<T> {
   if (!active) return fn();
   return active.tracer.startActiveSpan(name, { kind, attributes }, async (span) => {
     try {
