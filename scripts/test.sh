@@ -7,6 +7,8 @@ cd "$ROOT"
 
 [ -d node_modules/@nestjs/core ] || npm install --no-audit --no-fund
 bash scripts/stack.sh up
+# Chromium for the Temporal UI test (Debian's package; installed when missing and root).
+bash scripts/browser.sh
 # shellcheck source=stack/env.sh
 . scripts/stack/env.sh
 # Tests run against their own database; the guard in test/support refuses one without "test" in its name.

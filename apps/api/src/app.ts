@@ -4,6 +4,7 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { ServiceError } from '#libs/contracts';
+import { httpTracing } from '#libs/observability';
 import { ApiModule } from './app.module.js';
 import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
 import { serveOpenApi } from './openapi/openapi.js';
@@ -102,6 +103,9 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
     bodyParser: false,
   });
   app.disable('x-powered-by');
+  // First, so the request's span covers authentication and continues a client's traceparent.
+  const tracing = httpTracing();
+  if (tracing) app.use(tracing);
   const tracker = new InFlight();
   inFlight.set(app, tracker);
   app.use(tracker.track);

@@ -1,9 +1,11 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { configFromEnvironment } from '#libs/config';
+import { startTracing } from '#libs/observability';
 import { createApiApp, drainAndClose } from './app.js';
 
 const config = configFromEnvironment();
+startTracing('mas-api', config);
 const app = await createApiApp();
 await app.listen(config.port, '0.0.0.0');
 new Logger('api').log(`listening on ${config.publicBaseUrl}`);

@@ -2,6 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
 import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities } from '#libs/contracts';
+import { temporalWorkerTracing } from '#libs/observability';
 import { payloadDataConverter, TemporalClientService } from '#libs/temporal';
 import { BeginRequestActivity } from './activities/begin-request.activity.js';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
@@ -60,6 +61,8 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
     shutdownGraceTime: '30 seconds',
     // Payloads (inputs, results, updates, signals) encrypted outside the workflow sandbox.
     dataConverter: payloadDataConverter(config),
+    // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
+    ...temporalWorkerTracing(),
   });
   await ensureReconcilerSchedule(app.get(TemporalClientService).client!, config);
   return { worker, connection };

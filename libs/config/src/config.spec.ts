@@ -96,6 +96,12 @@ describe('loadConfig', () => {
     expect(problemsOf({ ...valid, MAS_CODEC_TOKEN: 'short' })).toEqual(['MAS_CODEC_TOKEN must be at least 32 printable characters without spaces']);
   });
 
+  it('takes an optional OTLP endpoint, an http(s) URL', () => {
+    expect(loadConfig(valid).tracing.otlpEndpoint).toBeUndefined();
+    expect(loadConfig({ ...valid, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318' }).tracing.otlpEndpoint).toBe('http://127.0.0.1:4318');
+    expect(problemsOf({ ...valid, OTEL_EXPORTER_OTLP_ENDPOINT: 'grpc://collector:4317' })).toEqual(['OTEL_EXPORTER_OTLP_ENDPOINT must be a http: or https: URL, got protocol "grpc:"']);
+  });
+
   it('strips a trailing slash from PUBLIC_BASE_URL', () => {
     expect(loadConfig({ ...valid, PUBLIC_BASE_URL: 'https://agents.example.com/' }).publicBaseUrl).toBe('https://agents.example.com');
   });

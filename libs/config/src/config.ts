@@ -67,6 +67,11 @@ export interface AppConfig {
   /** How often the ledger reconciler's Temporal Schedule runs (RECONCILER_INTERVAL_SECONDS, 300);
    * 0: the worker does not create the schedule (another deployment of the same namespace does). */
   readonly reconcilerIntervalSeconds: number;
+  readonly tracing: {
+    /** OTEL_EXPORTER_OTLP_ENDPOINT: the OTLP/HTTP base URL spans are exported to (`<url>/v1/traces`);
+     * unset: no tracing. */
+    readonly otlpEndpoint: string | undefined;
+  };
 }
 
 /** The Temporal address, or a ConfigError naming TEMPORAL_ADDRESS (for processes that cannot run without it). */
@@ -117,6 +122,10 @@ class Reader {
     const n = Number(raw);
     if (!Number.isInteger(n) || n < 0) this.problems.push(`${name} must be an integer >= 0, got "${raw}"`);
     return n;
+  }
+
+  optionalUrl(name: string, protocols: readonly string[]): string | undefined {
+    return this.optional(name) === undefined ? undefined : this.url(name, protocols);
   }
 
   url(name: string, protocols: readonly string[], fallback?: string): string {
@@ -272,6 +281,7 @@ export function loadConfig(env: Env): AppConfig {
     reconcilerIntervalSeconds: r.nonNegativeInt('RECONCILER_INTERVAL_SECONDS', 300),
     toolOutputsTimeoutMs: r.positiveInt('TOOL_OUTPUTS_TIMEOUT_MS', 5 * 60 * 1000),
     streamRetentionSeconds: r.positiveInt('STREAM_RETENTION_SECONDS', 24 * 60 * 60),
+    tracing: { otlpEndpoint: r.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']) },
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

@@ -1,5 +1,6 @@
 import type { ProducerRecord } from 'kafkajs';
 import { TOPICS, type StreamEvent } from '#libs/contracts';
+import { requestAttributes, SpanKind, traceHeaders, withSpan } from '#libs/observability';
 import type { StreamStore } from './stream-store.js';
 
 /** A Kafka message on mas.stream.v1: a small batch of one request's events. */
@@ -41,7 +42,10 @@ export class StreamPublisher {
     if (events.length === 0) return;
     await this.store.save(requestId, projectId, events);
     const batch: StreamBatch = { requestId, events };
-    await this.live.send({ topic: TOPICS.stream, acks: 1, messages: [{ key: requestId, value: JSON.stringify(batch) }] });
+    // A PRODUCER span when tracing is on, its context in the message's headers for consumers.
+    await withSpan(`${TOPICS.stream} publish`, SpanKind.PRODUCER, { ...requestAttributes({ requestId, projectId }), 'messaging.system': 'kafka', 'messaging.destination.name': TOPICS.stream }, () =>
+      this.live.send({ topic: TOPICS.stream, acks: 1, messages: [{ key: requestId, value: JSON.stringify(batch), headers: traceHeaders() }] }),
+    );
   }
 
   /** A writer that batches token events: the first goes out at once (time to first token), the

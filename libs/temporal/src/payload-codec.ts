@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { METADATA_ENCODING_KEY, ValueError, type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { AppConfig } from '#libs/config';
@@ -74,9 +75,14 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   }
 }
 
-/** The data converter of every Temporal client and worker of the service: payloads encrypted. */
+/** The module of the failure converter that encodes failure messages and stack traces (beside
+ * this file, in the sources and in dist/, where the build copies it: tsconfig.build.json allowJs). */
+export const FAILURE_CONVERTER_PATH = fileURLToPath(new URL('./failure-converter.cjs', import.meta.url));
+
+/** The data converter of every Temporal client and worker of the service: payloads encrypted, and
+ * failures' messages and stack traces with them (failure-converter.cjs). */
 export function payloadDataConverter(config: Pick<AppConfig, 'payloadKeys'>): DataConverter {
-  return { payloadCodecs: [AesGcmPayloadCodec.fromConfig(config)] };
+  return { payloadCodecs: [AesGcmPayloadCodec.fromConfig(config)], failureConverterPath: FAILURE_CONVERTER_PATH };
 }
 
 /** A payload as Temporal's codec-server protocol carries it: metadata values and data in base64. */

@@ -2,6 +2,7 @@ import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { temporalClientTracing } from '#libs/observability';
 import type { ReadinessProbe } from '#libs/health';
 import { payloadDataConverter } from './payload-codec.js';
 import { updateStartInterceptor } from './update-start.js';
@@ -16,7 +17,7 @@ import { updateStartInterceptor } from './update-start.js';
 export const RECONNECT_CHANNEL_ARGS = { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000 } as const;
 
 /** The api's Temporal client (also the worker's, for the reconciler's schedule), its payloads
- * encrypted (payload-codec.ts). The connection is lazy, so the api starts (and /readyz answers
+ * encrypted (payload-codec.ts), traced when tracing is on (a span per start, continued by the workflow). The connection is lazy, so the api starts (and /readyz answers
  * 503) while Temporal is down, and connects once it is up. */
 @Injectable()
 export class TemporalClientService implements OnApplicationShutdown {
@@ -40,7 +41,7 @@ export class TemporalClientService implements OnApplicationShutdown {
       },
     });
     this.connection = address ? Connection.lazy({ address, connectTimeout: '3 seconds', interceptors: [interceptor], channelArgs: RECONNECT_CHANNEL_ARGS }) : undefined;
-    this.client = this.connection && new Client({ connection: this.connection, namespace, dataConverter: payloadDataConverter(config), interceptors: { workflow: [updateStartInterceptor] } });
+    this.client = this.connection && new Client({ connection: this.connection, namespace, dataConverter: payloadDataConverter(config), interceptors: { workflow: [...temporalClientTracing(), updateStartInterceptor] } });
   }
 
   async onApplicationShutdown(): Promise<void> {

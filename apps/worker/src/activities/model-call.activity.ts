@@ -2,6 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { AccountsService } from '#libs/accounts';
 import type { AgentActivities, ChatMessage, InputFileRef, ModelStep, ModelTurn } from '#libs/contracts';
 import { callModel, ModelError } from '#libs/llm';
+import { requestAttributes, SpanKind, withSpan } from '#libs/observability';
 import { ConversationNotFoundError, type BlobStore, type ConversationStore } from '#libs/persistence';
 import type { StreamPublisher } from '#libs/streaming';
 
@@ -45,16 +46,19 @@ export class ModelCallActivity {
     // batches); a retried attempt re-sends the same seqs, which readers keep only once.
     const writer = input.stream && input.streamSeq !== undefined ? this.stream.tokenWriter(input.requestId, input.projectId, input.streamSeq) : undefined;
     try {
-      const turn: ModelTurn = await callModel({
-        provider: credentials.provider,
-        model: credentials.model,
-        baseUrl: credentials.baseUrl,
-        apiKey: credentials.apiKey,
-        messages,
-        tools: offered.map(({ name, description, parameters }) => ({ name, description, parameters })),
-        signal: context.cancellationSignal,
-        ...(writer ? { onToken: (text: string) => writer.push(text) } : {}),
-      });
+      const spanAttributes = { ...requestAttributes(input), 'gen_ai.system': credentials.provider, 'gen_ai.request.model': credentials.model };
+      const turn: ModelTurn = await withSpan('model call', SpanKind.CLIENT, spanAttributes, () =>
+        callModel({
+          provider: credentials.provider,
+          model: credentials.model,
+          baseUrl: credentials.baseUrl,
+          apiKey: credentials.apiKey,
+          messages,
+          tools: offered.map(({ name, description, parameters }) => ({ name, description, parameters })),
+          signal: context.cancellationSignal,
+          ...(writer ? { onToken: (text: string) => writer.push(text) } : {}),
+        }),
+      );
       if (writer) await writer.close();
       // Stored at the next seq; a retried attempt replaces an earlier attempt's message, so the
       // stored message is the one this result describes.
