@@ -42,5 +42,4 @@ export {
   toolFileText,
 } from './files/tool-file.util.js';
 
-export { callMcpTool, listMcpTools, MCP_DEFAULTS, type McpOptions, type McpServerTarget } from './mcp/mcp.client.js';
-export { isMcpToolName, mcpServerNameFromUrl, mcpServerNameProblem, parseMcpToolName } from './mcp/mcp-names.js';
+export { callMcpTool, listMcpTools, MCP_DEFAULTS, type McpOptions } from './mcp/mcp.client.js';

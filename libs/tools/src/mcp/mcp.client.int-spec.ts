@@ -1,6 +1,7 @@
 import { createServer, type Socket } from 'node:net';
 import { startMcpServer, type TestMcpServer } from '../../../../test/support/mcp-server.js';
-import { callMcpTool, listMcpTools, type McpServerTarget } from './mcp.client.js';
+import type { McpServerTarget } from '#libs/contracts';
+import { callMcpTool, listMcpTools } from './mcp.client.js';
 
 // The MCP client against the official SDK's McpServer over Streamable HTTP on 127.0.0.1.
 describe('MCP client', () => {

@@ -5,17 +5,7 @@ import { DestinationRefused, describeNetworkError, systemResolve, type Resolve }
 import { FETCH_URL_DEFAULTS } from '../research/fetch-url.tool.js';
 import { boundText, toolError, toolOk, withDefaults, type ToolParametersSchema, type ToolResult, type ToolSpec } from '../tool.js';
 import { guardedFetch } from './mcp-fetch.js';
-import { mcpToolName } from './mcp-names.js';
-
-/** An MCP server a project configured, as a run reaches it (the auth header decrypted). */
-export interface McpServerTarget {
-  readonly name: string;
-  readonly url: string;
-  /** Sent with every request (an auth header); never logged or shown to the model. */
-  readonly headers?: Readonly<Record<string, string>>;
-  /** The tool names the operator allowed; null: every tool the server lists. */
-  readonly tools: readonly string[] | null;
-}
+import { mcpToolName, type McpServerTarget } from '#libs/contracts';
 
 /** Operator settings of MCP calls; the limits are fetch_url's unless changed. */
 export interface McpOptions {

@@ -1,5 +1,5 @@
-// How MCP servers and their tools are named. The model sees a server's tool `t` as
-// `mcp_<server>_<t>`; server names hold no `_`, so the first `_` after the prefix ends the server.
+// MCP servers (DESIGN.md section 9): how they and their tools are named, and what a run needs to
+// reach one. The model sees a server's tool `t` as `mcp_<server>_<t>`; server names hold no `_`, so the first `_` after the prefix ends the server.
 
 /** A server name: lower-case letters, digits and `-`, 1 to 24 characters, starting with a letter or digit. */
 export const MCP_SERVER_NAME = /^[a-z0-9][a-z0-9-]{0,23}$/;
@@ -40,4 +40,14 @@ export function parseMcpToolName(name: string): { readonly server: string; reado
   const server = rest.slice(0, cut);
   const tool = rest.slice(cut + 1);
   return MCP_SERVER_NAME.test(server) ? { server, tool } : undefined;
+}
+
+/** An MCP server a project configured, as a run reaches it (the auth header decrypted: it stays
+ * inside the activity that lists or calls the server, never in workflow history or logs). */
+export interface McpServerTarget {
+  readonly name: string;
+  readonly url: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  /** The tool names the operator allowed; null: every tool the server lists. */
+  readonly tools: readonly string[] | null;
 }

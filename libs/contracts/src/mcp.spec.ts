@@ -1,4 +1,4 @@
-import { mcpServerNameFromUrl, mcpServerNameProblem, mcpToolName, parseMcpToolName } from './mcp-names.js';
+import { mcpServerNameFromUrl, mcpServerNameProblem, mcpToolName, parseMcpToolName } from './mcp.js';
 
 describe('MCP names', () => {
   it('names a server tool mcp_<server>_<tool> and reads it back, underscores in the tool included', () => {
