@@ -12,6 +12,8 @@ export interface TestMcpServer {
   readonly requests: { method: string; headers: IncomingMessage['headers'] }[];
   /** The tool calls it answered, with their arguments. */
   readonly calls: { tool: string; args: Record<string, unknown> }[];
+  /** While true, a `tools/call` request has its connection reset (a server that fails after listing). */
+  failCalls: boolean;
   close(): Promise<void>;
 }
 
@@ -49,30 +51,42 @@ export async function startMcpServer(): Promise<TestMcpServer> {
       res.writeHead(404).end();
       return;
     }
-    // Stateless: a server and a transport per request, as the SDK's stateless example does.
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-    const server = build();
-    res.on('close', () => {
-      void transport.close();
-      void server.close();
-    });
-    server
-      .connect(transport)
-      .then(() => transport.handleRequest(req, res))
-      .catch(() => {
-        if (!res.headersSent) res.writeHead(500).end();
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const raw = Buffer.concat(chunks).toString('utf8');
+      const body: unknown = raw ? JSON.parse(raw) : undefined;
+      if (handle.failCalls && (body as { method?: string } | undefined)?.method === 'tools/call') {
+        req.socket.destroy();
+        return;
+      }
+      // Stateless: a server and a transport per request, as the SDK's stateless example does.
+      const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+      const server = build();
+      res.on('close', () => {
+        void transport.close();
+        void server.close();
       });
+      server
+        .connect(transport)
+        .then(() => transport.handleRequest(req, res, body))
+        .catch(() => {
+          if (!res.headersSent) res.writeHead(500).end();
+        });
+    });
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(http.address() as AddressInfo).port}/mcp`;
-  return {
+  const handle: TestMcpServer = {
     url,
     requests,
     calls,
+    failCalls: false,
     close: () =>
       new Promise((resolve) => {
         http.closeAllConnections();
         http.close(() => resolve());
       }),
   };
+  return handle;
 }

@@ -67,7 +67,7 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
 
   /** The agent loop after admission, until the request completes, fails or expires. */
   const run = async (): Promise<void> => {
-    const builtin = await acts.builtinTools({ capabilities: input.capabilities });
+    const builtin = await acts.builtinTools({ capabilities: input.capabilities, projectId: input.projectId });
     const tools = offerTools(input.tools, builtin.tools);
     const conversation = new StoredConversation(input.requestId, input.projectId);
     const runTool = async (callSeq: number, call: ToolCallRef, capability: Capability): Promise<void> => {

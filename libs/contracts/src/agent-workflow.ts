@@ -174,7 +174,7 @@ export interface AgentActivities extends ConversationActivities {
   /** Records that tool outputs arrived for a paused request. Idempotent by request id and stop. */
   recordToolOutputs(input: { requestId: string; projectId: string; stop: number; toolCallIds: readonly string[] }): Promise<void>;
   /** Built-in tools offered for a set of capabilities, and notes on any that are unavailable. */
-  builtinTools(input: { capabilities: readonly Capability[] }): Promise<{ tools: readonly (ToolSpec & { capability: Capability })[]; notes: readonly string[] }>;
+  builtinTools(input: { capabilities: readonly Capability[]; projectId: string }): Promise<{ tools: readonly (ToolSpec & { capability: Capability })[]; notes: readonly string[] }>;
   /** Runs one built-in tool call by reference: its arguments are read from the assistant message at
    * seq `callSeq`, its output is stored as the tool message at seq `at`. */
   runBuiltinTool(input: { requestId: string; projectId: string; conversationId: string; callSeq: number; callId: string; at: number; files: readonly InputFileRef[] }): Promise<{
