@@ -1,10 +1,11 @@
 import { McpServersService } from '#libs/accounts';
 import { agentRequestWorkflowId } from '#libs/contracts';
+import { AesGcmPayloadCodec } from '#libs/temporal';
 import { e2eStack } from '../support/e2e-stack.js';
 import { request } from '../support/http.js';
 import { startMcpServer, type TestMcpServer } from '../support/mcp-server.js';
 import { readSse } from '../support/sse.js';
-import { connectTemporal } from '../support/temporal.js';
+import { connectTemporal, historyText } from '../support/temporal.js';
 
 // MCP servers (DESIGN.md section 9): a project's Streamable HTTP MCP server, here the official
 // SDK's McpServer on loopback (allowed by FETCH_URL_ALLOW_HOSTS, like fetch_url), offers its
@@ -50,6 +51,18 @@ describe('MCP servers', () => {
     expect(toolMessage?.content).toBe('Forecast for Lyon: sunny, 23 degrees (station MCP-7).');
     expect(mcp.calls.at(-1)).toEqual({ tool: 'lookup', args: { city: 'Lyon' } });
     expect(mcp.requests.at(-1)!.headers.authorization).toBe('Bearer mcp-e2e-token');
+
+    // Neither the auth header nor the result is in the workflow's history, decrypted.
+    const { client, connection } = await connectTemporal(stack.config);
+    try {
+      const history = await client.workflow.getHandle(agentRequestWorkflowId(res.body.id)).fetchHistory();
+      const text = await historyText(history, AesGcmPayloadCodec.fromConfig(stack.config));
+      expect(text).toContain('mcp_weather_lookup');
+      expect(text).not.toContain('mcp-e2e-token');
+      expect(text).not.toContain('station MCP-7');
+    } finally {
+      await connection.close();
+    }
   });
 
   it('streams tool_start and tool_end naming the MCP tool; a tool error reaches the model as an error result', async () => {
