@@ -1,7 +1,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, CommanderError, Option } from 'commander';
 import { DataSource } from 'typeorm';
-import { AccountsError, AccountsService, MODEL_PROVIDERS } from '#libs/accounts';
+import { AccountsError, AccountsService, McpServersService, MODEL_PROVIDERS } from '#libs/accounts';
 import { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
 import { CAPABILITIES, PLANS, type Capability, type PlanName } from '#libs/contracts';
@@ -9,6 +9,7 @@ import { createKafka } from '#libs/kafka';
 import { dataSourceOptions, runMigrations, type ApiKeyEntity, type ProjectEntity } from '#libs/persistence';
 import { PROJECTIONS } from '../../projector/src/projections/index.js';
 import { rebuildProjection, type RebuildSource } from '../../projector/src/rebuild.js';
+import { addMcpCommands } from './mcp.commands.js';
 
 /** Where the CLI writes and reads; injectable so tests capture output. */
 export interface CliIo {
@@ -62,7 +63,7 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
   const jsonOption = new Option('--json', 'print JSON instead of text');
 
   const program = new Command('mas')
-    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, API keys.')
+    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');
@@ -188,6 +189,8 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
       }
       print(!!o.json, results, results.map((r) => `rebuilt ${r.projection} from ${r.from}: ${r.applied} events, ${r.caught_up} applied by the live projector meanwhile; swapped in`).join('\n'));
     });
+
+  addMcpCommands(program, { io, print, mcpServers: async () => new McpServersService(await database(), config, await accounts()) });
 
   const key = program.command('key').description('issue, list and revoke API keys');
   key

@@ -1,6 +1,6 @@
 import { Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { AccountsModule, AccountsService } from '#libs/accounts';
+import { AccountsModule, AccountsService, McpServersService } from '#libs/accounts';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { EventsModule, RequestStream, SessionStream } from '#libs/events';
 import { MeteringModule, MeteringService } from '#libs/metering';
@@ -42,8 +42,10 @@ import { SessionEventsActivities } from './activities/session.activity.js';
     { provide: SessionEventsActivities, inject: [DataSource, SessionStream], useFactory: (db: DataSource, sessions: SessionStream) => new SessionEventsActivities(db, sessions) },
     {
       provide: BuiltinToolActivities,
-      inject: [BlobStore, FileStore, ConversationStore, APP_CONFIG],
-      useFactory: (b: BlobStore, f: FileStore, c: ConversationStore, config: AppConfig) => new BuiltinToolActivities(b, f, c, { fetchUrl: { allowHosts: config.fetchUrlAllowHosts } }),
+      inject: [BlobStore, FileStore, ConversationStore, APP_CONFIG, McpServersService],
+      useFactory: (b: BlobStore, f: FileStore, c: ConversationStore, config: AppConfig, mcp: McpServersService) =>
+        // MCP servers are reached like fetch_url: the same allow-list of non-public hosts.
+        new BuiltinToolActivities(b, f, c, { fetchUrl: { allowHosts: config.fetchUrlAllowHosts } }, { servers: mcp, options: { allowHosts: config.fetchUrlAllowHosts } }),
     },
   ],
 })

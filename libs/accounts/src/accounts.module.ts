@@ -4,6 +4,7 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { EventsModule, EventStore } from '#libs/events';
 import { PersistenceModule } from '#libs/persistence';
 import { AccountsService } from './accounts.service.js';
+import { McpServersService } from './mcp-servers.service.js';
 
 @Module({
   imports: [PersistenceModule, EventsModule],
@@ -13,7 +14,12 @@ import { AccountsService } from './accounts.service.js';
       inject: [DataSource, APP_CONFIG, EventStore],
       useFactory: (db: DataSource, config: AppConfig, events: EventStore) => new AccountsService(db, config, events),
     },
+    {
+      provide: McpServersService,
+      inject: [DataSource, APP_CONFIG, AccountsService],
+      useFactory: (db: DataSource, config: AppConfig, accounts: AccountsService) => new McpServersService(db, config, accounts),
+    },
   ],
-  exports: [AccountsService],
+  exports: [AccountsService, McpServersService],
 })
 export class AccountsModule {}

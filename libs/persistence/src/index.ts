@@ -1,5 +1,6 @@
 export { dataSourceOptions, runMigrations } from './data-source.js';
 export { ApiKeyEntity } from './entities/api-key.entity.js';
+export { McpServerEntity } from './entities/mcp-server.entity.js';
 export { ModelConfigEntity, type ModelProvider } from './entities/model-config.entity.js';
 export { ProjectEntity } from './entities/project.entity.js';
 export { PersistenceModule } from './persistence.module.js';

@@ -41,3 +41,5 @@ export {
   toolFileFromInput,
   toolFileText,
 } from './files/tool-file.util.js';
+
+export { callMcpTool, listMcpTools, MCP_DEFAULTS, type McpOptions } from './mcp/mcp.client.js';

@@ -21,7 +21,7 @@ export class BeginRequestActivity {
     const { requestId, projectId } = input;
     const admission = await this.metering.admit({ requestId, projectId, credits: input.credits, monthlyQuota: input.monthlyQuota });
     if (!admission.ok) return admission;
-    const { tools: builtin, notes } = await this.tools.builtinTools({ capabilities: input.capabilities });
+    const { tools: builtin, notes } = await this.tools.builtinTools({ capabilities: input.capabilities, projectId });
     const opened = await this.conversations.open({ projectId, conversationId: requestId, tools: offeredTools(input.customTools, builtin), history: input.history, message: input.message });
     if (!opened.ok) return { ok: false, error: opened.error, balance: admission.balance, requestsUsed: admission.requestsUsed };
     return { ...admission, builtin, notes, length: opened.length };

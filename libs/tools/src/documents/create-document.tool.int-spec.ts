@@ -79,6 +79,60 @@ describe('create_document', () => {
     expect(text.split('Quarterly report').length - 1).toBe(1);
   });
 
+  it('lays out richer Markdown: nested lists, links, code fences in list items, task items, quotes and entities', async () => {
+    const markdown = [
+      '# Launch plan',
+      '',
+      'See the [runbook](https://runbook.example/launch) and https://status.example.',
+      '',
+      '1. Prepare',
+      '   - Freeze the *schema*',
+      '     - Tag `v2.0`',
+      '2. Deploy:',
+      '',
+      '   ```sh',
+      '   npm run deploy -- --prod',
+      '   ```',
+      '',
+      '- [x] Announce',
+      '- [ ] Celebrate',
+      '',
+      '> Rollback is **one** command:',
+      '> - `npm run rollback`',
+      '',
+      'Costs &lt; 5 &euro; per day.',
+    ].join('\n');
+    const result = await createDocumentTool.run({ name: 'plan.pdf', content: markdown });
+    const read = await readFileTool.run({ name: 'plan.pdf' }, { inputFiles: [fileOf(result)] });
+    const text = read.ok ? read.output : '';
+    const expectedInOrder = [
+      'Launch plan',
+      'See the runbook (https://runbook.example/launch) and https://status.example.',
+      '1.',
+      'Prepare',
+      'Freeze the schema',
+      'Tag v2.0',
+      '2.',
+      'Deploy:',
+      'npm run deploy -- --prod',
+      '[x]',
+      'Announce',
+      '[ ]',
+      'Celebrate',
+      'Rollback is one command:',
+      'npm run rollback',
+      'Costs < 5 € per day.',
+    ];
+    let at = 0;
+    for (const piece of expectedInOrder) {
+      const found = text.indexOf(piece, at);
+      expect({ piece, found: found >= 0 }).toEqual({ piece, found: true });
+      at = found + piece.length;
+    }
+    expect(text).not.toContain('```');
+    expect(text).not.toContain('&lt;');
+  });
+
   it('grows to several pages for a long document', async () => {
     const long = Array.from({ length: 120 }, (_, i) => `Paragraph ${i + 1} with enough words to take a line or two in the PDF.`).join('\n\n');
     const result = await createDocumentTool.run({ name: 'long.pdf', content: long });

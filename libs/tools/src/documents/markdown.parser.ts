@@ -1,7 +1,11 @@
+import { Lexer, type Token, type Tokens } from 'marked';
+import { htmlToText } from '../text/html-text.util.js';
+
 /**
- * A small Markdown reader for PDF rendering: the block structure (headings, paragraphs, lists,
- * code, quotes, rules, tables) and inline emphasis. Not CommonMark; enough to lay out what a
- * model writes. Pure, so the structure is unit-tested apart from the PDF bytes.
+ * Markdown as the PDF renderer lays it out: the block structure (headings, paragraphs, lists,
+ * code, quotes, rules, tables) and inline emphasis. Read by marked's lexer (CommonMark, with GFM
+ * tables, task lists, strikethrough and autolinks); this module only maps its tokens to the few
+ * shapes the renderer draws. Pure, so the structure is unit-tested apart from the PDF bytes.
  */
 
 /** One inline run of text with its emphasis. */
@@ -12,7 +16,7 @@ export interface InlineSpan {
   readonly code?: boolean;
 }
 
-/** One list item; depth 0 is the outermost level. */
+/** One list item; depth 0 is the outermost level. An empty marker continues the item above (a code block or a further paragraph in it). */
 export interface ListItem {
   readonly depth: number;
   readonly marker: string;
@@ -29,140 +33,202 @@ export type MarkdownBlock =
   | { readonly kind: 'rule' }
   | { readonly kind: 'table'; readonly rows: readonly (readonly string[])[] };
 
-const HEADING = /^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$/;
-const FENCE = /^ {0,3}(```|~~~)/;
-const RULE = /^ {0,3}([-*_])(\s*\1){2,}\s*$/;
-const BULLET = /^(\s*)([-*+])\s+(.*)$/;
-const ORDERED = /^(\s*)(\d{1,9})[.)]\s+(.*)$/;
-const QUOTE = /^ {0,3}>\s?(.*)$/;
-const TABLE_ROW = /^\s*\|.*\|\s*$/;
-const TABLE_DIVIDER = /^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$/;
+/** Deepest list level laid out; deeper items stay at this indent. */
+const MAX_LIST_DEPTH = 4;
 
-/** Splits Markdown into blocks. */
+interface Style {
+  readonly bold?: boolean;
+  readonly italic?: boolean;
+}
+
+/** Reads Markdown into blocks. */
 export function parseMarkdown(markdown: string): MarkdownBlock[] {
-  const lines = markdown.replace(/\r\n?/g, '\n').split('\n');
-  const blocks: MarkdownBlock[] = [];
-  let paragraph: string[] = [];
-  const flush = (): void => {
-    if (paragraph.length > 0) blocks.push({ kind: 'paragraph', spans: parseInline(paragraph.join(' ')) });
-    paragraph = [];
-  };
-
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i] as string;
-    if (line.trim() === '') {
-      flush();
-      continue;
-    }
-    const fence = FENCE.exec(line);
-    if (fence) {
-      flush();
-      const code: string[] = [];
-      for (i++; i < lines.length && !(lines[i] as string).trimStart().startsWith(fence[1] as string); i++) code.push(lines[i] as string);
-      blocks.push({ kind: 'code', text: code.join('\n') });
-      continue;
-    }
-    const heading = HEADING.exec(line);
-    if (heading) {
-      flush();
-      blocks.push({ kind: 'heading', level: (heading[1] as string).length as 1 | 2 | 3 | 4 | 5 | 6, spans: parseInline(heading[2] as string) });
-      continue;
-    }
-    if (RULE.test(line)) {
-      flush();
-      blocks.push({ kind: 'rule' });
-      continue;
-    }
-    if (TABLE_ROW.test(line) && i + 1 < lines.length && TABLE_DIVIDER.test(lines[i + 1] as string)) {
-      flush();
-      const rows: string[][] = [splitRow(line)];
-      for (i += 2; i < lines.length && TABLE_ROW.test(lines[i] as string); i++) rows.push(splitRow(lines[i] as string));
-      i--;
-      blocks.push({ kind: 'table', rows });
-      continue;
-    }
-    if (BULLET.test(line) || ORDERED.test(line)) {
-      flush();
-      const raw: { depth: number; marker: string; text: string }[] = [];
-      for (; i < lines.length; i++) {
-        const current = lines[i] as string;
-        const item = BULLET.exec(current) ?? ORDERED.exec(current);
-        if (item) {
-          const indent = (item[1] as string).replace(/\t/g, '    ').length;
-          const marker = /\d/.test(item[2] as string) ? `${item[2] as string}.` : '•';
-          raw.push({ depth: Math.min(Math.floor(indent / 2), 4), marker, text: item[3] as string });
-        } else if (current.trim() !== '' && /^\s+/.test(current) && raw.length > 0) {
-          // An indented continuation line belongs to the item above it.
-          (raw[raw.length - 1] as { text: string }).text += ` ${current.trim()}`;
-        } else {
-          break;
-        }
-      }
-      const items: ListItem[] = raw.map(({ depth, marker, text }) => ({ depth, marker, spans: parseInline(text) }));
-      i--;
-      blocks.push({ kind: 'list', items });
-      continue;
-    }
-    const quote = QUOTE.exec(line);
-    if (quote) {
-      flush();
-      const text: string[] = [quote[1] as string];
-      for (i++; i < lines.length && QUOTE.test(lines[i] as string); i++) text.push((QUOTE.exec(lines[i] as string) as RegExpExecArray)[1] as string);
-      i--;
-      blocks.push({ kind: 'quote', spans: parseInline(text.join(' ')) });
-      continue;
-    }
-    paragraph.push(line.trim());
-  }
-  flush();
-  return blocks;
+  return new Lexer({ gfm: true }).lex(markdown).flatMap(toBlocks);
 }
 
-function splitRow(line: string): string[] {
-  return line
-    .trim()
-    .replace(/^\|/, '')
-    .replace(/\|$/, '')
-    .split(/(?<!\\)\|/)
-    .map((cell) => plainText(parseInline(cell.trim().replace(/\\\|/g, '|'))));
-}
-
-const INLINE = /(`+)([\s\S]*?)\1|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|\*([^*\s][\s\S]*?)\*|\b_([^_\s][\s\S]*?)_\b|!\[([^\]]*)\]\([^)]*\)|\[([^\]]+)\]\(([^)\s]+)[^)]*\)/g;
-
-/** Parses inline code, **bold**, *italic* / _italic_, links ("text (url)") and images (their alt text). */
-export function parseInline(text: string, inherited: { bold?: boolean; italic?: boolean } = {}): InlineSpan[] {
-  const spans: InlineSpan[] = [];
-  const push = (span: InlineSpan): void => {
-    if (span.text === '') return;
-    const last = spans[spans.length - 1];
-    if (last && !!last.bold === !!span.bold && !!last.italic === !!span.italic && !!last.code === !!span.code) {
-      spans[spans.length - 1] = { ...last, text: last.text + span.text };
-    } else {
-      spans.push(span);
-    }
-  };
-  const plain = (t: string): InlineSpan => ({ text: t, ...(inherited.bold ? { bold: true } : {}), ...(inherited.italic ? { italic: true } : {}) });
-  let at = 0;
-  for (const match of text.matchAll(INLINE)) {
-    push(plain(text.slice(at, match.index)));
-    at = match.index + match[0].length;
-    const [, ticks, code, strong, strongAlt, em, emAlt, alt, linkText, href] = match;
-    if (ticks !== undefined) push({ text: (code as string).trim(), code: true });
-    else if (strong !== undefined || strongAlt !== undefined) parseInline((strong ?? strongAlt) as string, { ...inherited, bold: true }).forEach(push);
-    else if (em !== undefined || emAlt !== undefined) parseInline((em ?? emAlt) as string, { ...inherited, italic: true }).forEach(push);
-    else if (alt !== undefined) push(plain(alt));
-    else if (linkText !== undefined) {
-      parseInline(linkText, inherited).forEach(push);
-      if (href !== linkText) push(plain(` (${href as string})`));
-    }
-  }
-  push(plain(text.slice(at)));
-  return spans;
+/** Reads one line of inline Markdown: code, **bold**, *italic*, links ("text (url)") and images (their alt text). */
+export function parseInline(text: string): InlineSpan[] {
+  return spansOf(new Lexer({ gfm: true }).inlineTokens(text));
 }
 
 /** The text of spans without emphasis. */
 export function plainText(spans: readonly InlineSpan[]): string {
   return spans.map((s) => s.text).join('');
+}
+
+function toBlocks(token: Token): MarkdownBlock[] {
+  const t = token as Tokens.Generic;
+  switch (token.type) {
+    case 'heading':
+      return [{ kind: 'heading', level: Math.min(Math.max((t as Tokens.Heading).depth, 1), 6) as 1 | 2 | 3 | 4 | 5 | 6, spans: spansOf(t.tokens) }];
+    case 'paragraph':
+    case 'text':
+      return nonEmpty({ kind: 'paragraph', spans: t.tokens ? spansOf(t.tokens) : [{ text: decodeEntities(t.text as string) }] });
+    case 'list':
+      return [{ kind: 'list', items: listItems(token as Tokens.List, 0) }];
+    case 'code':
+      return [{ kind: 'code', text: codeText(token as Tokens.Code) }];
+    case 'blockquote':
+      return nonEmpty({ kind: 'quote', spans: blockSpans((token as Tokens.Blockquote).tokens) });
+    case 'hr':
+      return [{ kind: 'rule' }];
+    case 'table':
+      return [{ kind: 'table', rows: tableRows(token as Tokens.Table) }];
+    case 'html': {
+      const text = htmlToText(t.text as string).trim();
+      return text ? [{ kind: 'paragraph', spans: [{ text }] }] : [];
+    }
+    default:
+      // space, def (link reference definitions): nothing to lay out.
+      return [];
+  }
+}
+
+function nonEmpty(block: Extract<MarkdownBlock, { spans: readonly InlineSpan[] }>): MarkdownBlock[] {
+  return plainText(block.spans).trim() === '' ? [] : [block];
+}
+
+/** A list and its nested lists as items with depths; other blocks inside an item continue it. */
+function listItems(list: Tokens.List, depth: number): ListItem[] {
+  const items: ListItem[] = [];
+  const start = typeof list.start === 'number' ? list.start : 1;
+  list.items.forEach((item, i) => {
+    const level = Math.min(depth, MAX_LIST_DEPTH);
+    const bullet = list.ordered ? `${start + i}.` : '•';
+    let marker = item.task ? (item.checked ? '[x]' : '[ ]') : bullet;
+    const flush = (spans: InlineSpan[]): void => {
+      if (spans.length === 0) return;
+      items.push({ depth: level, marker, spans });
+      marker = '';
+    };
+    for (const child of item.tokens) {
+      if (child.type === 'checkbox') continue;
+      if (child.type === 'list') {
+        if (marker !== '') flush([{ text: '' }]);
+        items.push(...listItems(child as Tokens.List, depth + 1));
+      } else if (child.type === 'code') {
+        flush([{ text: codeText(child as Tokens.Code), code: true }]);
+      } else {
+        flush(blockSpans([child]));
+      }
+    }
+    if (marker !== '') flush([{ text: '' }]);
+  });
+  return items;
+}
+
+/** The inline content of blocks, one line each (quotes, and blocks inside list items). */
+function blockSpans(tokens: readonly Token[]): InlineSpan[] {
+  const spans: InlineSpan[] = [];
+  for (const token of tokens) {
+    const t = token as Tokens.Generic;
+    let line: InlineSpan[];
+    if (token.type === 'space' || token.type === 'hr' || token.type === 'def') continue;
+    if (token.type === 'list') line = listLines(token as Tokens.List);
+    else if (token.type === 'code') line = [{ text: codeText(token as Tokens.Code), code: true }];
+    else if (token.type === 'table') line = [{ text: tableRows(token as Tokens.Table).map((row) => row.join(' | ')).join('\n') }];
+    else if (token.type === 'html') line = [{ text: htmlToText(t.text as string).trim() }];
+    else line = t.tokens ? spansOf(t.tokens) : [{ text: decodeEntities(String(t.text ?? '')) }];
+    if (spans.length > 0 && line.length > 0) spans.push({ text: '\n' });
+    spans.push(...line);
+  }
+  return merge(spans);
+}
+
+/** A table's header and rows as the text of their cells. */
+function tableRows(table: Tokens.Table): string[][] {
+  const cells = (row: readonly Tokens.TableCell[]): string[] => row.map((cell) => plainText(spansOf(cell.tokens)));
+  return [cells(table.header), ...table.rows.map(cells)];
+}
+
+/** A list inside a quote: one line per item, indented by depth. */
+function listLines(list: Tokens.List): InlineSpan[] {
+  return listItems(list, 0).flatMap((item, i) => [...(i > 0 ? [{ text: '\n' }] : []), { text: `${'  '.repeat(item.depth)}${item.marker} ` }, ...item.spans]);
+}
+
+function codeText(code: Tokens.Code): string {
+  return code.text.replace(/\n+$/, '');
+}
+
+/** Inline tokens as spans; adjacent spans of the same style are merged. */
+function spansOf(tokens: readonly Token[] | undefined, style: Style = {}): InlineSpan[] {
+  const spans: InlineSpan[] = [];
+  const plain = (text: string): InlineSpan => ({ text, ...(style.bold ? { bold: true } : {}), ...(style.italic ? { italic: true } : {}) });
+  for (const token of tokens ?? []) {
+    const t = token as Tokens.Generic;
+    switch (token.type) {
+      case 'text':
+        if (t.tokens) spans.push(...spansOf(t.tokens, style));
+        // A soft line break is a space; a hard one (`br`) is a new line.
+        else spans.push(plain(decodeEntities(t.text as string).replace(/\n/g, ' ')));
+        break;
+      case 'escape':
+        spans.push(plain(t.text as string));
+        break;
+      case 'strong':
+        spans.push(...spansOf(t.tokens, { ...style, bold: true }));
+        break;
+      case 'em':
+        spans.push(...spansOf(t.tokens, { ...style, italic: true }));
+        break;
+      case 'del':
+        spans.push(...spansOf(t.tokens, style));
+        break;
+      case 'codespan':
+        spans.push({ text: t.text as string, code: true });
+        break;
+      case 'br':
+        spans.push(plain('\n'));
+        break;
+      case 'link': {
+        const inner = spansOf(t.tokens, style);
+        spans.push(...inner);
+        const href = (token as Tokens.Link).href;
+        const shown = plainText(inner);
+        if (href !== shown && href !== `mailto:${shown}`) spans.push(plain(` (${href})`));
+        break;
+      }
+      case 'image':
+        spans.push(plain(decodeEntities((token as Tokens.Image).text)));
+        break;
+      case 'html':
+      case 'checkbox':
+        // Inline HTML tags are dropped; their text comes as text tokens.
+        break;
+      default:
+        if (t.tokens) spans.push(...spansOf(t.tokens, style));
+        else if (typeof t.text === 'string') spans.push(plain(t.text));
+    }
+  }
+  return merge(spans);
+}
+
+function merge(spans: readonly InlineSpan[]): InlineSpan[] {
+  const merged: InlineSpan[] = [];
+  for (const span of spans) {
+    if (span.text === '') continue;
+    const last = merged[merged.length - 1];
+    if (last && !!last.bold === !!span.bold && !!last.italic === !!span.italic && !!last.code === !!span.code) merged[merged.length - 1] = { ...last, text: last.text + span.text };
+    else merged.push(span);
+  }
+  return merged;
+}
+
+// The entities a model writes; the lexer leaves them as they are in text.
+const NAMED_ENTITIES: Readonly<Record<string, string>> = {
+  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', copy: '©', reg: '®', trade: '™', hellip: '…', mdash: '—', ndash: '–',
+  lsquo: '‘', rsquo: '’', ldquo: '“', rdquo: '”', laquo: '«', raquo: '»', euro: '€', pound: '£', yen: '¥', cent: '¢', deg: '°', times: '×',
+  divide: '÷', plusmn: '±', middot: '·', bull: '•', sect: '§', para: '¶', shy: '\u00ad',
+};
+
+function decodeEntities(text: string): string {
+  return text.replace(/&(#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});/g, (entity, body: string) => {
+    if (body.startsWith('#')) {
+      const code = body[1] === 'x' || body[1] === 'X' ? Number.parseInt(body.slice(2), 16) : Number.parseInt(body.slice(1), 10);
+      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : '\ufffd';
+    }
+    return NAMED_ENTITIES[body] ?? entity;
+  });
 }
 
 // Characters outside Latin-1 that the standard PDF fonts' WinAnsi encoding still has.

@@ -1,14 +1,13 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { type Readable, pipeline } from 'node:stream';
 import zlib from 'node:zlib';
 import { htmlTitle, htmlToText } from '../text/html-text.util.js';
 import { pdfToText } from '../text/pdf-text.util.js';
 import { defineTool } from '../tool-definition.js';
 import { boundText, errorMessage, toolError, toolOk, type ToolDefinition, type ToolResult } from '../tool.js';
-import { HostAllowList, checkResolvedHost, parseIp, type ResolvedAddress } from './address.policy.js';
+import { HostAllowList, type ResolvedAddress } from './address.policy.js';
+import { checkedDestination, describeNetworkError, DestinationRefused, pinnedLookup, systemResolve, type Resolve } from './destination.js';
 
 /** Operator settings of fetch_url. */
 export interface FetchUrlOptions {
@@ -24,7 +23,7 @@ export interface FetchUrlOptions {
   readonly maxOutputChars?: number;
   readonly userAgent?: string;
   /** Resolves a hostname to addresses (default: the system resolver, every address). */
-  readonly resolve?: (hostname: string) => Promise<readonly ResolvedAddress[]>;
+  readonly resolve?: Resolve;
 }
 
 /** Defaults of fetch_url's limits. */
@@ -55,8 +54,6 @@ interface Body {
   readonly bytes: Buffer;
   readonly truncated: boolean;
 }
-
-class Refusal extends Error {}
 
 /** `fetch_url` (research): HTTP(S) GET of a public page, as text, with size, time and redirect limits. */
 export const fetchUrlTool: ToolDefinition<FetchUrlOptions> = defineTool<FetchUrlArgs, FetchUrlOptions>(
@@ -100,7 +97,7 @@ export const fetchUrlTool: ToolDefinition<FetchUrlOptions> = defineTool<FetchUrl
     try {
       return await fetchFollowing(start, allow, resolve, limits, controller.signal);
     } catch (e) {
-      if (e instanceof Refusal) return toolError(e.message);
+      if (e instanceof DestinationRefused) return toolError(e.message);
       if (signal?.aborted) return toolError(`Fetching ${args.url} was cancelled.`);
       if (controller.signal.aborted) return toolError(`Fetching ${args.url} timed out after ${limits.timeoutMs} ms.`);
       return toolError(`Fetching ${args.url} failed: ${describeNetworkError(e)}.`);
@@ -114,7 +111,7 @@ export const fetchUrlTool: ToolDefinition<FetchUrlOptions> = defineTool<FetchUrl
 async function fetchFollowing(
   start: URL,
   allow: HostAllowList,
-  resolve: (hostname: string) => Promise<readonly ResolvedAddress[]>,
+  resolve: Resolve,
   limits: Limits,
   signal: AbortSignal,
 ): Promise<ToolResult> {
@@ -128,20 +125,20 @@ async function fetchFollowing(
     if (REDIRECTS.has(status) && location) {
       response.destroy();
       if (redirects >= limits.maxRedirects) {
-        throw new Refusal(`Fetching ${start.href} stopped: more than ${limits.maxRedirects} redirects (the limit).`);
+        throw new DestinationRefused(`Fetching ${start.href} stopped: more than ${limits.maxRedirects} redirects (the limit).`);
       }
       previous = url;
       try {
         url = new URL(location, url);
       } catch {
-        throw new Refusal(`${url.href} redirected to "${location}", which is not a valid URL.`);
+        throw new DestinationRefused(`${url.href} redirected to "${location}", which is not a valid URL.`);
       }
       continue;
     }
     const encoding = String(response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
     if (!['identity', '', 'gzip', 'x-gzip', 'deflate', 'br'].includes(encoding)) {
       response.destroy();
-      throw new Refusal(`${url.href} sent its body with the unsupported content-encoding "${encoding}".`);
+      throw new DestinationRefused(`${url.href} sent its body with the unsupported content-encoding "${encoding}".`);
     }
     const body = await readBody(response, encoding, limits.maxBytes);
     return describeResponse(url, start, response, body, limits);
@@ -149,53 +146,13 @@ async function fetchFollowing(
 }
 
 /** Checks the scheme and every resolved address of `url`; the connection then goes only to those addresses. */
-async function destinationOf(
-  url: URL,
-  redirectedFrom: URL | undefined,
-  allow: HostAllowList,
-  resolve: (hostname: string) => Promise<readonly ResolvedAddress[]>,
-  signal: AbortSignal,
-): Promise<readonly ResolvedAddress[]> {
+function destinationOf(url: URL, redirectedFrom: URL | undefined, allow: HostAllowList, resolve: Resolve, signal: AbortSignal): Promise<readonly ResolvedAddress[]> {
   const what = redirectedFrom ? `follow the redirect from ${redirectedFrom.href} to ${url.href}` : `fetch ${url.href}`;
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new Refusal(`Refused to ${what}: only http and https URLs are allowed.`);
-  }
-  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  const literal = parseIp(hostname);
-  let addresses: readonly ResolvedAddress[];
-  if (literal) {
-    addresses = [{ address: hostname, family: literal.family }];
-  } else {
-    try {
-      addresses = await abortable(resolve(hostname), signal);
-    } catch (e) {
-      if (signal.aborted) throw e;
-      throw new Refusal(`Could not ${what}: the name ${hostname} did not resolve (${describeNetworkError(e)}).`);
-    }
-  }
-  const verdict = checkResolvedHost(hostname, addresses, allow);
-  if (!verdict.ok) throw new Refusal(`Refused to ${what}: ${verdict.reason}. ${POLICY_NOTE}`);
-  return addresses;
-}
-
-async function systemResolve(hostname: string): Promise<readonly ResolvedAddress[]> {
-  const answers = await dnsLookup(hostname, { all: true, verbatim: true });
-  return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
+  return checkedDestination(url, what, POLICY_NOTE, allow, resolve, signal);
 }
 
 /** One GET whose socket connects only to the addresses that were checked: no second DNS lookup, no rebinding gap. */
 function get(url: URL, addresses: readonly ResolvedAddress[], userAgent: string, signal: AbortSignal): Promise<IncomingMessage> {
-  const pinned: LookupFunction = (_hostname, options, callback) => {
-    const usable = addresses.filter((a) => !options.family || a.family === options.family);
-    const first = usable[0];
-    if (!first) {
-      callback(Object.assign(new Error('no checked address of the requested family'), { code: 'ENOTFOUND' }), '', 0);
-    } else if (options.all) {
-      callback(null, usable.map((a) => ({ address: a.address, family: a.family })));
-    } else {
-      callback(null, first.address, first.family);
-    }
-  };
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const request = transport.request(
@@ -203,7 +160,7 @@ function get(url: URL, addresses: readonly ResolvedAddress[], userAgent: string,
       {
         method: 'GET',
         agent: false,
-        lookup: pinned,
+        lookup: pinnedLookup(addresses),
         signal,
         headers: {
           'user-agent': userAgent,
@@ -300,29 +257,4 @@ function isTextual(mediaType: string, decoded: string): boolean {
   if (['application/json', 'application/xml', 'application/javascript', 'application/x-ndjson', 'application/yaml', 'application/csv'].includes(mediaType)) return true;
   // eslint-disable-next-line no-control-regex -- NUL bytes are what marks binary content
   return mediaType === '' && !/\u0000/.test(decoded.slice(0, 4096));
-}
-
-function describeNetworkError(e: unknown): string {
-  const code = typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : '';
-  const message = errorMessage(e);
-  if (!message) return code || 'unknown error';
-  return code && !message.includes(code) ? `${code}: ${message}` : message;
-}
-
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new Error('aborted'));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(new Error('aborted'));
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error instanceof Error ? error : new Error(String(error)));
-      },
-    );
-  });
 }
