@@ -7,8 +7,10 @@ import type { AppConfig } from '#libs/config';
 import { CAPABILITIES, PLANS, type Capability, type PlanName } from '#libs/contracts';
 import { createKafka } from '#libs/kafka';
 import { dataSourceOptions, runMigrations, type ApiKeyEntity, type ProjectEntity } from '#libs/persistence';
+import { WebhookStore } from '#libs/webhooks';
 import { PROJECTIONS } from '../../projector/src/projections/index.js';
 import { rebuildProjection, type RebuildSource } from '../../projector/src/rebuild.js';
+import { addWebhookCommands } from './webhook.commands.js';
 
 /** Where the CLI writes and reads; injectable so tests capture output. */
 export interface CliIo {
@@ -62,7 +64,7 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
   const jsonOption = new Option('--json', 'print JSON instead of text');
 
   const program = new Command('mas')
-    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, API keys.')
+    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, API keys, webhooks.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');
@@ -218,6 +220,8 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
       const k = await (await accounts()).revokeApiKey(id);
       print(!!o.json, keyView(k), `revoked ${k.prefix}… (${k.id})`);
     });
+
+  addWebhookCommands(program, { accounts, webhooks: async () => new WebhookStore(await database(), config), print, jsonOption });
 
   program
     .command('demo')

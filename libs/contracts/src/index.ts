@@ -5,3 +5,4 @@ export * from './errors.js';
 export * from './events.js';
 export * from './session-workflow.js';
 export * from './topics.js';
+export * from './webhooks.js';

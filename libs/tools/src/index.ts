@@ -15,6 +15,7 @@ export {
   type AddressKind,
   type ResolvedAddress,
 } from './research/address.policy.js';
+export { addressesOf, literalAddressRefusal, pinnedLookup, systemResolve } from './research/safe-destination.js';
 export {
   webSearchTool,
   WEB_SEARCH_DEFAULTS,

@@ -1,7 +1,5 @@
-import { lookup as dnsLookup } from 'node:dns/promises';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
 import { type Readable, pipeline } from 'node:stream';
 import zlib from 'node:zlib';
 import { htmlTitle, htmlToText } from '../text/html-text.util.js';
@@ -9,6 +7,7 @@ import { pdfToText } from '../text/pdf-text.util.js';
 import { defineTool } from '../tool-definition.js';
 import { boundText, errorMessage, toolError, toolOk, type ToolDefinition, type ToolResult } from '../tool.js';
 import { HostAllowList, checkResolvedHost, parseIp, type ResolvedAddress } from './address.policy.js';
+import { pinnedLookup, systemResolve } from './safe-destination.js';
 
 /** Operator settings of fetch_url. */
 export interface FetchUrlOptions {
@@ -178,24 +177,8 @@ async function destinationOf(
   return addresses;
 }
 
-async function systemResolve(hostname: string): Promise<readonly ResolvedAddress[]> {
-  const answers = await dnsLookup(hostname, { all: true, verbatim: true });
-  return answers.map((a) => ({ address: a.address, family: a.family === 6 ? 6 : 4 }));
-}
-
 /** One GET whose socket connects only to the addresses that were checked: no second DNS lookup, no rebinding gap. */
 function get(url: URL, addresses: readonly ResolvedAddress[], userAgent: string, signal: AbortSignal): Promise<IncomingMessage> {
-  const pinned: LookupFunction = (_hostname, options, callback) => {
-    const usable = addresses.filter((a) => !options.family || a.family === options.family);
-    const first = usable[0];
-    if (!first) {
-      callback(Object.assign(new Error('no checked address of the requested family'), { code: 'ENOTFOUND' }), '', 0);
-    } else if (options.all) {
-      callback(null, usable.map((a) => ({ address: a.address, family: a.family })));
-    } else {
-      callback(null, first.address, first.family);
-    }
-  };
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const request = transport.request(
@@ -203,7 +186,7 @@ function get(url: URL, addresses: readonly ResolvedAddress[], userAgent: string,
       {
         method: 'GET',
         agent: false,
-        lookup: pinned,
+        lookup: pinnedLookup(addresses),
         signal,
         headers: {
           'user-agent': userAgent,
