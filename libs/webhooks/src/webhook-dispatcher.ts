@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
 import type { Consumer, Kafka } from 'kafkajs';
-import { SEARCH_ATTRIBUTES, TOPICS, webhookWorkflowId, type WebhookDeliveryInput } from '#libs/contracts';
+import { isUuid, SEARCH_ATTRIBUTES, TOPICS, webhookWorkflowId, type WebhookDeliveryInput } from '#libs/contracts';
 import { fromCloudEvent, type CloudEvent, type DomainEvent } from '#libs/events';
 import { webhookEventOf } from './webhook-events.js';
 import type { WebhookStore } from './webhook-store.js';
@@ -56,7 +56,21 @@ export class WebhookDispatcher {
         await consumer.subscribe({ topic: TOPICS.events, fromBeginning: true });
         if (this.stopped) throw new Error('stopped');
         this.consumer = consumer;
-        await consumer.run({ eachMessage: async ({ message }) => this.dispatchMessage(message.value) });
+        await consumer.run({
+          eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+            const events = batch.messages.map((m) => ({ offset: m.offset, event: parseDomainEvent(m.value) }));
+            // One query a batch finds the projects that have endpoints at all, so catching up on
+            // a long topic (a new consumer group reads from offset 0) costs little.
+            const candidates = [...new Set(events.flatMap(({ event }) => (event && webhookEventOf(event.type) ? [event.projectId] : [])))];
+            const subscribed = new Set(candidates.length ? await this.store.projectsWithEndpoints(candidates) : []);
+            for (const { offset, event } of events) {
+              if (!isRunning() || isStale()) break;
+              if (event && subscribed.has(event.projectId)) await this.dispatch(event);
+              resolveOffset(offset);
+              await heartbeat();
+            }
+          },
+        });
         return;
       } catch (e) {
         await consumer.disconnect().catch(() => undefined);
@@ -71,18 +85,6 @@ export class WebhookDispatcher {
     this.stopped = true;
     await this.starting;
     await this.consumer?.disconnect();
-  }
-
-  private async dispatchMessage(value: Buffer | null): Promise<void> {
-    let event: CloudEvent<Record<string, unknown>> | undefined;
-    try {
-      const parsed = value && (JSON.parse(value.toString('utf8')) as CloudEvent<Record<string, unknown>>);
-      event = parsed && typeof parsed.id === 'string' && typeof parsed.type === 'string' ? parsed : undefined;
-    } catch {
-      event = undefined;
-    }
-    const domain = event && fromCloudEvent(event);
-    if (domain) await this.dispatch(domain);
   }
 
   /** Dispatches one domain event; safe to call any number of times for the same event. */
@@ -115,5 +117,18 @@ export class WebhookDispatcher {
       }
     }
     return started;
+  }
+}
+
+/** The domain event a message of mas.events.v1 carries; undefined for anything else. */
+function parseDomainEvent(value: Buffer | null): DomainEvent | undefined {
+  if (!value) return undefined;
+  try {
+    const event = JSON.parse(value.toString('utf8')) as CloudEvent<Record<string, unknown>> | null;
+    if (!event || typeof event !== 'object' || typeof event.id !== 'string' || !isUuid(event.id) || typeof event.type !== 'string') return undefined;
+    const domain = fromCloudEvent(event);
+    return domain && typeof domain.projectId === 'string' && isUuid(domain.projectId) ? domain : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -49,6 +49,16 @@ export interface DeliveryTarget {
   readonly endpoint?: { readonly url: string; readonly secret: string };
 }
 
+/** How long a finished delivery (and its attempts) stays listed. */
+export const WEBHOOK_DELIVERY_RETENTION_DAYS = 30;
+
+/** Deletes finished deliveries past their retention, their attempts with them (pending ones are
+ * kept: their workflow is still retrying); the number of deliveries deleted. */
+export async function deleteExpiredWebhookDeliveries(db: DataSource): Promise<number> {
+  const [, count] = (await db.query(`delete from webhook_deliveries where status <> 'pending' and finished_at < now() - make_interval(days => $1)`, [WEBHOOK_DELIVERY_RETENTION_DAYS])) as [unknown, number];
+  return count;
+}
+
 /** The id of the delivery of one event to one endpoint: the same event dispatched again finds it. */
 export const webhookDeliveryId = (eventId: string, subscriptionId: string): string => deterministicUuid('webhook-delivery', eventId, subscriptionId);
 
@@ -128,6 +138,12 @@ export class WebhookStore {
       finishedAt: r.finished_at,
       attempts: r.attempts.map((a) => ({ attempt: a.attempt, attemptedAt: new Date(a.attempted_at), statusCode: a.status_code, error: a.error, durationMs: a.duration_ms })),
     }));
+  }
+
+  /** Which of these projects have at least one endpoint. */
+  async projectsWithEndpoints(projectIds: readonly string[]): Promise<string[]> {
+    const rows: { project_id: string }[] = await this.db.query(`select distinct project_id from webhook_subscriptions where project_id = any($1::uuid[])`, [projectIds]);
+    return rows.map((r) => r.project_id);
   }
 
   /** The endpoints of a project that take this event and existed when it happened. */

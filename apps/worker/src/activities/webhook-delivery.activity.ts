@@ -1,4 +1,3 @@
-import { Logger } from '@nestjs/common';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { AppConfig } from '#libs/config';
 import { WEBHOOK_PERMANENT_FAILURES, type WebhookActivities } from '#libs/contracts';
@@ -6,9 +5,9 @@ import { HostAllowList } from '#libs/tools';
 import { sendWebhook, signWebhook, type SendOptions, type WebhookStore } from '#libs/webhooks';
 
 /** Delivery attempts of webhookDeliveryWorkflow. The body, URL and secret are read here from
- * PostgreSQL by delivery id, so none of them is in a workflow's history. */
+ * PostgreSQL by delivery id, so none of them is in a workflow's history. A failed attempt is
+ * logged by the Temporal worker (activity failed, with the reason: a status or a network error). */
 export class WebhookDeliveryActivities {
-  private readonly logger = new Logger('webhooks');
   private readonly allow: HostAllowList;
 
   constructor(
@@ -38,7 +37,6 @@ export class WebhookDeliveryActivities {
     const error = outcome.kind === 'answered' ? (accepted ? null : `answered ${outcome.statusCode}`) : outcome.reason;
     await this.store.recordAttempt(deliveryId, { attempt, attemptedAt, statusCode, error, durationMs }, accepted);
     if (accepted) return { deliveryId, status: 'delivered', statusCode: statusCode };
-    this.logger.warn(`webhook delivery ${deliveryId} attempt ${attempt} failed: ${error}`);
     if (outcome.kind === 'refused') throw ApplicationFailure.create({ nonRetryable: true, type: WEBHOOK_PERMANENT_FAILURES.refused, message: outcome.reason });
     if (statusCode === 410) throw ApplicationFailure.create({ nonRetryable: true, type: WEBHOOK_PERMANENT_FAILURES.receiverGone, message: 'the receiver answered 410 Gone' });
     throw ApplicationFailure.create({ type: 'webhook_not_accepted', message: error ?? 'not accepted' });
