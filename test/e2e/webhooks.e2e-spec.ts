@@ -219,6 +219,20 @@ describe('webhooks', () => {
     expect(read.body.status).toBe('ended');
   }, 120_000);
 
+  it('refuses at delivery an address the worker does not allow, once, without retrying', async () => {
+    const { project, auth } = await stack.fixtures.project();
+    // Added while the operator allowed all of loopback; the worker allows 127.0.0.1 only.
+    const wider = new WebhookStore(stack.fixtures.db, { ...stack.config, webhooks: { ...stack.config.webhooks, allowHosts: ['127.0.0.0/8'] } });
+    await wider.add(project.id, { url: 'http://127.0.0.2:9/hook', events: ['agent.completed'] });
+    expect((await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Hello' } })).body.status).toBe('completed');
+    const [delivery] = await eventually(async () => {
+      const listing = JSON.parse((await cli(['webhook', 'deliveries', project.id, '--json'], operator)).out) as { status: string; attempts: { status_code: number | null; error: string | null }[] }[];
+      expect(listing.map((d) => d.status)).toEqual(['failed']);
+      return listing;
+    }, 60_000);
+    expect(delivery!.attempts).toEqual([expect.objectContaining({ status_code: null, error: expect.stringContaining('127.0.0.2 is a loopback address') })]);
+  }, 120_000);
+
   it('gives up after the retry period, or at once on 410 Gone, with every attempt listed; a removed endpoint gets no later event', async () => {
     const { project, auth } = await stack.fixtures.project();
     const failing = JSON.parse((await cli(['webhook', 'add', project.id, '--url', `${receiver.url}/always-500`, '--events', 'agent.completed', '--json'], operator)).out) as { id: string };
