@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Logger } from '@nestjs/common';
 import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
 import { WorkflowIdReusePolicy } from '@temporalio/common';
@@ -33,6 +34,7 @@ export class WebhookDispatcher {
   private readonly logger = new Logger('webhooks');
   private consumer: Consumer | undefined;
   private stopped = false;
+  private readonly stopping = new AbortController();
   private starting: Promise<void> | undefined;
 
   constructor(
@@ -76,13 +78,14 @@ export class WebhookDispatcher {
         await consumer.disconnect().catch(() => undefined);
         if (this.stopped) return;
         this.logger.warn(`webhook dispatcher could not join ${this.options.groupId} (retrying in ${delay} ms): ${e instanceof Error ? e.message : String(e)}`);
-        await new Promise((resolve) => setTimeout(resolve, delay));
+        await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => undefined);
       }
     }
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopping.abort();
     await this.starting;
     await this.consumer?.disconnect();
   }

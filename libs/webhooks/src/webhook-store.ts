@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { AccountsError, decryptSecret, encryptSecret } from '#libs/accounts';
-import type { AppConfig } from '#libs/config';
+import { ConfigError, type AppConfig } from '#libs/config';
 import { isUuid, isWebhookEventType, WEBHOOK_EVENTS, type WebhookEventType } from '#libs/contracts';
 import { deterministicUuid } from '#libs/events';
 import { HostAllowList, literalAddressRefusal } from '#libs/tools';
@@ -88,7 +88,7 @@ export class WebhookStore {
     private readonly config: Pick<AppConfig, 'masterKey' | 'webhooks'>,
   ) {
     const allow = HostAllowList.parse(config.webhooks.allowHosts);
-    if (!(allow instanceof HostAllowList)) throw new Error(`WEBHOOK_ALLOW_HOSTS: ${allow.error}`);
+    if (!(allow instanceof HostAllowList)) throw new ConfigError([`WEBHOOK_ALLOW_HOSTS: ${allow.error}`]);
     this.allow = allow;
   }
 

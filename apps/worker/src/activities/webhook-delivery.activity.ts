@@ -1,5 +1,5 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import type { AppConfig } from '#libs/config';
+import { ConfigError, type AppConfig } from '#libs/config';
 import { WEBHOOK_PERMANENT_FAILURES, type WebhookActivities } from '#libs/contracts';
 import { HostAllowList } from '#libs/tools';
 import { sendWebhook, signWebhook, type SendOptions, type WebhookStore } from '#libs/webhooks';
@@ -16,7 +16,7 @@ export class WebhookDeliveryActivities {
     private readonly resolve?: SendOptions['resolve'],
   ) {
     const allow = HostAllowList.parse(config.webhooks.allowHosts);
-    if (!(allow instanceof HostAllowList)) throw new Error(`WEBHOOK_ALLOW_HOSTS: ${allow.error}`);
+    if (!(allow instanceof HostAllowList)) throw new ConfigError([`WEBHOOK_ALLOW_HOSTS: ${allow.error}`]);
     this.allow = allow;
   }
 
