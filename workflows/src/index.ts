@@ -3,3 +3,4 @@
 export { agentRequestWorkflow } from './agent-request.workflow.js';
 export { sessionWorkflow } from './session.workflow.js';
 export { ledgerReconcilerWorkflow } from './ledger-reconciler.workflow.js';
+export { webhookDeliveryWorkflow } from './webhook-delivery.workflow.js';

@@ -7,9 +7,11 @@ import type { AppConfig } from '#libs/config';
 import { CAPABILITIES, PLANS, type Capability, type PlanName } from '#libs/contracts';
 import { createKafka } from '#libs/kafka';
 import { dataSourceOptions, runMigrations, type ApiKeyEntity, type ProjectEntity } from '#libs/persistence';
+import { WebhookStore } from '#libs/webhooks';
 import { PROJECTIONS } from '../../projector/src/projections/index.js';
 import { rebuildProjection, type RebuildSource } from '../../projector/src/rebuild.js';
 import { addMcpCommands } from './mcp.commands.js';
+import { addWebhookCommands } from './webhook.commands.js';
 
 /** Where the CLI writes and reads; injectable so tests capture output. */
 export interface CliIo {
@@ -63,7 +65,7 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
   const jsonOption = new Option('--json', 'print JSON instead of text');
 
   const program = new Command('mas')
-    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys.')
+    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');
@@ -221,6 +223,8 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
       const k = await (await accounts()).revokeApiKey(id);
       print(!!o.json, keyView(k), `revoked ${k.prefix}… (${k.id})`);
     });
+
+  addWebhookCommands(program, { accounts, webhooks: async () => new WebhookStore(await database(), config), print, jsonOption });
 
   program
     .command('demo')

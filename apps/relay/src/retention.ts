@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { AppConfig } from '#libs/config';
 import { BlobStore, ConversationStore, FileStore } from '#libs/persistence';
 import { StreamStore } from '#libs/streaming';
+import { deleteExpiredWebhookDeliveries } from '#libs/webhooks';
 
 /** One table that grows with traffic and how long its rows are kept. */
 export interface RetentionRule {
@@ -46,6 +47,7 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
   { table: 'request_log', keeps: 'requests for 30 days after their last change', prune: (db) => deleted(db, `delete from request_log where updated_at < now() - interval '30 days'`) },
   { table: 'request_views', keeps: 'the content of stops (message, tool calls) for 30 days', prune: (db) => deleted(db, `delete from request_views where recorded_at < now() - interval '30 days'`) },
   { table: 'sessions', keeps: 'sessions for 30 days after they expired or ended', prune: (db) => deleted(db, `delete from sessions where status <> 'active' and expires_at < now() - interval '30 days'`) },
+  { table: 'webhook_deliveries', keeps: 'finished webhook deliveries and their attempts for 30 days (pending ones until their retries end)', prune: (db) => deleteExpiredWebhookDeliveries(db) },
   { table: 'idempotency_keys', keeps: 'Idempotency-Keys for their 24-hour window plus an hour', prune: (db) => deleted(db, `delete from idempotency_keys where created_at < now() - interval '25 hours'`) },
   { table: 'rate_limit_hits', keeps: 'rate-limit hits for their sliding minute', prune: (db) => deleted(db, `delete from rate_limit_hits where at < clock_timestamp() - interval '2 minutes'`) },
   {

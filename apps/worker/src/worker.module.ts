@@ -8,6 +8,7 @@ import { BlobStore, ConversationStore, FileStore, PersistenceModule } from '#lib
 import { StreamPublisherModule, StreamPublisherService } from '#libs/streaming';
 import { TemporalClientModule, TemporalClientService } from '#libs/temporal';
 import { BeginRequestActivity } from './activities/begin-request.activity.js';
+import { WebhooksModule, WebhookStore } from '#libs/webhooks';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { ConversationActivityHandlers } from './activities/conversation.activity.js';
 import { MeteringActivities } from './activities/metering.activity.js';
@@ -15,10 +16,12 @@ import { ModelCallActivity } from './activities/model-call.activity.js';
 import { ReconcilerActivities } from './activities/reconciler.activity.js';
 import { RequestEventsActivities } from './activities/request-events.activity.js';
 import { SessionEventsActivities } from './activities/session.activity.js';
+import { WebhookDeliveryActivities } from './activities/webhook-delivery.activity.js';
+import { WebhookDispatchService } from './webhook-dispatch.service.js';
 
 /** The worker's providers; createAgentWorker binds the activities from them. */
 @Module({
-  imports: [ConfigModule, PersistenceModule, EventsModule, AccountsModule, MeteringModule, StreamPublisherModule, TemporalClientModule],
+  imports: [ConfigModule, PersistenceModule, EventsModule, AccountsModule, MeteringModule, StreamPublisherModule, TemporalClientModule, WebhooksModule],
   providers: [
     {
       provide: ModelCallActivity,
@@ -47,6 +50,8 @@ import { SessionEventsActivities } from './activities/session.activity.js';
         // MCP servers are reached like fetch_url: the same allow-list of non-public hosts.
         new BuiltinToolActivities(b, f, c, { fetchUrl: { allowHosts: config.fetchUrlAllowHosts } }, { servers: mcp, options: { allowHosts: config.fetchUrlAllowHosts } }),
     },
+    { provide: WebhookDeliveryActivities, inject: [WebhookStore, APP_CONFIG], useFactory: (store: WebhookStore, config: AppConfig) => new WebhookDeliveryActivities(store, config) },
+    WebhookDispatchService,
   ],
 })
 export class WorkerModule {}

@@ -1,7 +1,7 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
-import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities } from '#libs/contracts';
+import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities, WebhookActivities } from '#libs/contracts';
 import { temporalWorkerTracing } from '#libs/observability';
 import { payloadDataConverter, TemporalClientService } from '#libs/temporal';
 import { BeginRequestActivity } from './activities/begin-request.activity.js';
@@ -12,6 +12,7 @@ import { ModelCallActivity } from './activities/model-call.activity.js';
 import { ReconcilerActivities } from './activities/reconciler.activity.js';
 import { RequestEventsActivities } from './activities/request-events.activity.js';
 import { SessionEventsActivities } from './activities/session.activity.js';
+import { WebhookDeliveryActivities } from './activities/webhook-delivery.activity.js';
 import { ensureReconcilerSchedule } from './reconciler-schedule.js';
 import { workflowBundleOptions } from './workflow-bundle.js';
 
@@ -46,6 +47,12 @@ export function reconcilerActivities(app: INestApplicationContext): ReconcilerCo
   return { reconcile: app.get(ReconcilerActivities).reconcile };
 }
 
+/** The activities of webhookDeliveryWorkflow (same task queue). */
+export function webhookActivities(app: INestApplicationContext): WebhookActivities {
+  const webhooks = app.get(WebhookDeliveryActivities);
+  return { deliverWebhook: webhooks.deliverWebhook, markWebhookFailed: webhooks.markWebhookFailed };
+}
+
 /** The Temporal worker of the agent task queue (and the reconciler's schedule on it). */
 export async function createAgentWorker(app: INestApplicationContext): Promise<{ worker: Worker; connection: NativeConnection }> {
   const config = app.get<AppConfig>(APP_CONFIG);
@@ -55,7 +62,7 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     ...workflowBundleOptions(),
-    activities: { ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app) },
+    activities: { ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app), ...webhookActivities(app) },
     // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
     // they are cancelled and retried on another worker; workflow tasks always finish.
     shutdownGraceTime: '30 seconds',

@@ -39,6 +39,12 @@ describe('loadConfig', () => {
     expect(problemsOf({ ...valid, STREAM_RETENTION_SECONDS: '0' })).toEqual([expect.stringContaining('STREAM_RETENTION_SECONDS')]);
   });
 
+  it('reads the webhook settings: public receivers only and 24 hours of retries by default', () => {
+    expect(loadConfig(valid).webhooks).toEqual({ allowHosts: [], retryInitialIntervalMs: 5000, retryMaximumIntervalMs: 3600000, retryForMs: 86400000, requestTimeoutMs: 15000 });
+    expect(loadConfig({ ...valid, WEBHOOK_ALLOW_HOSTS: '127.0.0.1, hooks.internal', WEBHOOK_RETRY_INITIAL_INTERVAL_MS: '100' }).webhooks).toMatchObject({ allowHosts: ['127.0.0.1', 'hooks.internal'], retryInitialIntervalMs: 100 });
+    expect(problemsOf({ ...valid, WEBHOOK_RETRY_FOR_MS: '1 day', WEBHOOK_TIMEOUT_MS: '0' })).toEqual([expect.stringContaining('WEBHOOK_RETRY_FOR_MS'), expect.stringContaining('WEBHOOK_TIMEOUT_MS')]);
+  });
+
   it('names every missing variable at once', () => {
     expect(problemsOf({})).toEqual([
       'DATABASE_URL is required but not set',

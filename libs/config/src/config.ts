@@ -51,6 +51,19 @@ export interface AppConfig {
   readonly codecToken: string | undefined;
   /** Hosts, IP addresses or CIDRs that fetch_url may reach although they are not public (FETCH_URL_ALLOW_HOSTS, comma-separated). */
   readonly fetchUrlAllowHosts: readonly string[];
+  /** Outbound webhooks (docs/webhooks.md). */
+  readonly webhooks: {
+    /** Hosts, IP addresses or CIDRs that receivers may be on although not public (WEBHOOK_ALLOW_HOSTS, comma-separated, like FETCH_URL_ALLOW_HOSTS). */
+    readonly allowHosts: readonly string[];
+    /** First retry delay of a failed delivery, doubled each time (WEBHOOK_RETRY_INITIAL_INTERVAL_MS, 5000). */
+    readonly retryInitialIntervalMs: number;
+    /** Longest delay between two attempts (WEBHOOK_RETRY_MAXIMUM_INTERVAL_MS, 3600000). */
+    readonly retryMaximumIntervalMs: number;
+    /** How long a delivery is retried before it counts as failed (WEBHOOK_RETRY_FOR_MS, 86400000: 24 hours). */
+    readonly retryForMs: number;
+    /** Time limit of one attempt, the receiver's answer included (WEBHOOK_TIMEOUT_MS, 15000). */
+    readonly requestTimeoutMs: number;
+  };
   /** Plans by name: monthly quota and allowed capabilities (MAS_PLANS overrides the defaults). */
   readonly plans: Readonly<Record<PlanName, Plan>>;
   /** Credits each capability adds when used (MAS_CAPABILITY_SURCHARGES overrides the defaults). */
@@ -275,6 +288,13 @@ export function loadConfig(env: Env): AppConfig {
     payloadKeys: r.payloadKeys('MAS_PAYLOAD_KEYS', 'MAS_PAYLOAD_KEY_CURRENT'),
     codecToken: r.token('MAS_CODEC_TOKEN', 32),
     fetchUrlAllowHosts: (r.optional('FETCH_URL_ALLOW_HOSTS') ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+    webhooks: {
+      allowHosts: (r.optional('WEBHOOK_ALLOW_HOSTS') ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+      retryInitialIntervalMs: r.positiveInt('WEBHOOK_RETRY_INITIAL_INTERVAL_MS', 5_000),
+      retryMaximumIntervalMs: r.positiveInt('WEBHOOK_RETRY_MAXIMUM_INTERVAL_MS', 60 * 60 * 1000),
+      retryForMs: r.positiveInt('WEBHOOK_RETRY_FOR_MS', 24 * 60 * 60 * 1000),
+      requestTimeoutMs: r.positiveInt('WEBHOOK_TIMEOUT_MS', 15_000),
+    },
     plans: r.plans('MAS_PLANS'),
     capabilitySurcharges: r.surcharges('MAS_CAPABILITY_SURCHARGES'),
     sessions: { idleTimeoutMs: r.positiveInt('SESSION_IDLE_TIMEOUT_MS', SESSION_LIMITS.idleTimeoutMs) },

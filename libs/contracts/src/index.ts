@@ -6,3 +6,4 @@ export * from './events.js';
 export * from './session-workflow.js';
 export * from './topics.js';
 export * from './mcp.js';
+export * from './webhooks.js';

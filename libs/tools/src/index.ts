@@ -15,6 +15,7 @@ export {
   type AddressKind,
   type ResolvedAddress,
 } from './research/address.policy.js';
+export { addressesOf, literalAddressRefusal, pinnedLookup, systemResolve } from './research/destination.js';
 export {
   webSearchTool,
   WEB_SEARCH_DEFAULTS,

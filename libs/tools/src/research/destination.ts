@@ -3,7 +3,7 @@ import type { LookupFunction } from 'node:net';
 import { errorMessage } from '../tool.js';
 import { checkResolvedHost, parseIp, type HostAllowList, type ResolvedAddress } from './address.policy.js';
 
-// The SSRF guard of every outbound call a tool makes (fetch_url, MCP servers): the scheme, then
+// The SSRF guard of every outbound call the service makes (fetch_url, MCP servers, webhooks): the scheme, then
 // every address the name resolves to, checked against the address policy and the operator's
 // allow-list; the connection then goes only to those addresses (no second lookup, no rebinding gap).
 
@@ -34,22 +34,37 @@ export async function checkedDestination(
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new DestinationRefused(`Refused to ${what}: only http and https URLs are allowed.`);
   }
-  const hostname = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-  const literal = parseIp(hostname);
+  const hostname = hostOf(url);
   let addresses: readonly ResolvedAddress[];
-  if (literal) {
-    addresses = [{ address: hostname, family: literal.family }];
-  } else {
-    try {
-      addresses = await abortable(resolve(hostname), signal);
-    } catch (e) {
-      if (signal.aborted) throw e;
-      throw new DestinationRefused(`Could not ${what}: the name ${hostname} did not resolve (${describeNetworkError(e)}).`);
-    }
+  try {
+    ({ addresses } = await abortable(addressesOf(url, resolve), signal));
+  } catch (e) {
+    if (signal.aborted) throw e;
+    throw new DestinationRefused(`Could not ${what}: the name ${hostname} did not resolve (${describeNetworkError(e)}).`);
   }
   const verdict = checkResolvedHost(hostname, addresses, allow);
   if (!verdict.ok) throw new DestinationRefused(`Refused to ${what}: ${verdict.reason}. ${policyNote}`);
   return addresses;
+}
+
+/** A URL's host without an IPv6 literal's brackets. */
+const hostOf = (url: URL): string => (url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname);
+
+/** The addresses a URL's host stands for: the literal address itself, or the resolver's answers. */
+export async function addressesOf(url: URL, resolve: Resolve = systemResolve): Promise<{ readonly hostname: string; readonly addresses: readonly ResolvedAddress[] }> {
+  const hostname = hostOf(url);
+  const literal = parseIp(hostname);
+  return { hostname, addresses: literal ? [{ address: hostname, family: literal.family }] : await resolve(hostname) };
+}
+
+/** Why a URL whose host is a literal IP address may not be reached (not public and not allowed);
+ * undefined for a hostname (judged after resolution) or an acceptable address. */
+export function literalAddressRefusal(url: URL, allow: HostAllowList): string | undefined {
+  const hostname = hostOf(url);
+  const literal = parseIp(hostname);
+  if (!literal) return undefined;
+  const verdict = checkResolvedHost(hostname, [{ address: hostname, family: literal.family }], allow);
+  return verdict.ok ? undefined : verdict.reason;
 }
 
 /** A `lookup` for node:http/https that answers only with the checked addresses. */

@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { agentRequestStreamId, type AgentRequestStopView, type AgentStop, type FileRef } from '#libs/contracts';
-import { pastRetention, requestStateFromRow, RequestStream, type RequestRow } from '#libs/events';
+import { pastRetention, requestStateFromRow, RequestStream, type RequestRow, type RequestState } from '#libs/events';
 
 /**
  * Agent requests as GET /v1/agent/{id} shows them: the figures from the request-log read model
@@ -28,6 +28,13 @@ export class RequestReadModel {
     const projected = row?.request_id ? requestStateFromRow(row as RequestRow) : undefined;
     const state = !row?.stream_version || (projected && projected.version >= row.stream_version) ? projected : await this.requests.state(this.db.manager, requestId, projected);
     if (!state || pastRetention(state.updatedAt)) return undefined;
+    return this.stopOf(state);
+  }
+
+  /** The request as it stood at `state` (its last stop's content included): what GET shows, and
+   * what a webhook of that stop carries. */
+  async stopOf(state: RequestState): Promise<AgentStop> {
+    const requestId = state.requestId;
     const views: { view: AgentRequestStopView }[] = state.stop > 0 ? await this.db.query(`select view from request_views where request_id = $1 and stop = $2`, [requestId, state.stop]) : [];
     const view = views[0]?.view;
     const paused = state.status === 'requires_tool_outputs';

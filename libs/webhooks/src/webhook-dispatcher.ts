@@ -1,0 +1,137 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Logger } from '@nestjs/common';
+import { WorkflowExecutionAlreadyStartedError, type Client } from '@temporalio/client';
+import { WorkflowIdReusePolicy } from '@temporalio/common';
+import type { Consumer, Kafka } from 'kafkajs';
+import { isUuid, SEARCH_ATTRIBUTES, TOPICS, webhookWorkflowId, type WebhookDeliveryInput } from '#libs/contracts';
+import { fromCloudEvent, type CloudEvent, type DomainEvent } from '#libs/events';
+import { webhookEventOf } from './webhook-events.js';
+import type { WebhookStore } from './webhook-store.js';
+
+/** Renders the resource a webhook event carries (as GET shows it), at the event's version. */
+export interface WebhookResources {
+  render(event: DomainEvent): Promise<unknown>;
+}
+
+export interface DispatcherOptions {
+  /** Consumer group (`<KAFKA_GROUP_PREFIX>-webhooks`). */
+  readonly groupId: string;
+  /** Where the delivery workflows run. */
+  readonly taskQueue: string;
+  readonly retry: Omit<WebhookDeliveryInput, 'deliveryId'>;
+}
+
+/**
+ * Turns domain events (mas.events.v1) into webhook deliveries: for each endpoint of the event's
+ * project that takes it, a `webhook_deliveries` row with a deterministic id (event id +
+ * endpoint id) and the body fixed, then the workflow `webhook-<delivery id>`. Redelivery of the
+ * event (Kafka is at least once) finds the rows; a delivery still pending is started again and
+ * Temporal refuses the duplicate id (running or closed: REJECT_DUPLICATE), so nothing is sent
+ * twice. The offset is committed only after the workflows are started, so a crash in between
+ * dispatches the event again.
+ */
+export class WebhookDispatcher {
+  private readonly logger = new Logger('webhooks');
+  private consumer: Consumer | undefined;
+  private stopped = false;
+  private readonly stopping = new AbortController();
+  private starting: Promise<void> | undefined;
+
+  constructor(
+    private readonly kafka: Kafka,
+    private readonly temporal: Client,
+    private readonly store: WebhookStore,
+    private readonly resources: WebhookResources,
+    private readonly options: DispatcherOptions,
+  ) {}
+
+  /** Starts consuming in the background; a Kafka that is down is retried until stop(). */
+  start(): void {
+    this.starting = this.run();
+  }
+
+  private async run(): Promise<void> {
+    for (let delay = 1000; !this.stopped; delay = Math.min(delay * 2, 30_000)) {
+      const consumer = this.kafka.consumer({ groupId: this.options.groupId, allowAutoTopicCreation: false });
+      try {
+        await consumer.connect();
+        await consumer.subscribe({ topic: TOPICS.events, fromBeginning: true });
+        if (this.stopped) throw new Error('stopped');
+        this.consumer = consumer;
+        await consumer.run({
+          eachBatch: async ({ batch, resolveOffset, heartbeat, isRunning, isStale }) => {
+            const events = batch.messages.map((m) => ({ offset: m.offset, event: parseDomainEvent(m.value) }));
+            // One query a batch finds the projects that have endpoints at all, so catching up on
+            // a long topic (a new consumer group reads from offset 0) costs little.
+            const candidates = [...new Set(events.flatMap(({ event }) => (event && webhookEventOf(event.type) ? [event.projectId] : [])))];
+            const subscribed = new Set(candidates.length ? await this.store.projectsWithEndpoints(candidates) : []);
+            for (const { offset, event } of events) {
+              if (!isRunning() || isStale()) break;
+              if (event && subscribed.has(event.projectId)) await this.dispatch(event);
+              resolveOffset(offset);
+              await heartbeat();
+            }
+          },
+        });
+        return;
+      } catch (e) {
+        await consumer.disconnect().catch(() => undefined);
+        if (this.stopped) return;
+        this.logger.warn(`webhook dispatcher could not join ${this.options.groupId} (retrying in ${delay} ms): ${e instanceof Error ? e.message : String(e)}`);
+        await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+      }
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.stopping.abort();
+    await this.starting;
+    await this.consumer?.disconnect();
+  }
+
+  /** Dispatches one domain event; safe to call any number of times for the same event. */
+  async dispatch(event: DomainEvent): Promise<number> {
+    const type = webhookEventOf(event.type);
+    if (!type) return 0;
+    const subscribers = await this.store.subscribersOf(event.projectId, type, new Date(event.time));
+    if (subscribers.length === 0) return 0;
+    const data = await this.resources.render(event);
+    if (data === undefined) {
+      this.logger.warn(`no resource for ${event.type} ${event.id}: no webhook sent`);
+      return 0;
+    }
+    const body = JSON.stringify({ type, timestamp: event.time, data });
+    const deliveries = await this.store.createDeliveries({ id: event.id, type, projectId: event.projectId }, subscribers, body);
+    let started = 0;
+    for (const delivery of deliveries) {
+      if (delivery.status !== 'pending') continue;
+      try {
+        await this.temporal.workflow.start('webhookDeliveryWorkflow', {
+          workflowId: webhookWorkflowId(delivery.id),
+          taskQueue: this.options.taskQueue,
+          args: [{ deliveryId: delivery.id, ...this.options.retry } satisfies WebhookDeliveryInput],
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.projectId, value: event.projectId }],
+        });
+        started += 1;
+      } catch (e) {
+        if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
+      }
+    }
+    return started;
+  }
+}
+
+/** The domain event a message of mas.events.v1 carries; undefined for anything else. */
+function parseDomainEvent(value: Buffer | null): DomainEvent | undefined {
+  if (!value) return undefined;
+  try {
+    const event = JSON.parse(value.toString('utf8')) as CloudEvent<Record<string, unknown>> | null;
+    if (!event || typeof event !== 'object' || typeof event.id !== 'string' || !isUuid(event.id) || typeof event.type !== 'string') return undefined;
+    const domain = fromCloudEvent(event);
+    return domain && typeof domain.projectId === 'string' && isUuid(domain.projectId) ? domain : undefined;
+  } catch {
+    return undefined;
+  }
+}
