@@ -2,7 +2,9 @@
 // scripted OpenAI-compatible server on loopback: N sequential calls, JSON and streamed, with the
 // wall time and the CPU time of this process per call. Run `npm run build` first.
 //
-//   node scripts/bench/model-call.mjs [--calls 200] [--provider openai]
+//   node scripts/bench/model-call.mjs [--calls 200] [--provider openai] [--dist DIR]
+//
+// --dist compares another build (e.g. a checkout of an earlier commit, built with `npm run build`).
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,9 +12,10 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 
-const { values: args } = parseArgs({ options: { calls: { type: 'string', default: '200' }, provider: { type: 'string', default: 'openai' } } });
+const { values: args } = parseArgs({ options: { calls: { type: 'string', default: '200' }, provider: { type: 'string', default: 'openai' }, dist: { type: 'string' } } });
 const calls = Number(args.calls);
-const { callModel } = await import(new URL('../../dist/libs/llm/src/index.js', import.meta.url).href);
+const dist = args.dist ? new URL(`file://${args.dist.replace(/\/?$/, '/')}`) : new URL('../../dist/', import.meta.url);
+const { callModel } = await import(new URL('libs/llm/src/index.js', dist).href);
 
 const portFile = join(mkdtempSync(join(tmpdir(), 'model-call-bench-')), 'port');
 const server = spawn(process.execPath, [new URL('./model-server.mjs', import.meta.url).pathname, '--latency-ms', '0', '--port-file', portFile], { stdio: 'inherit' });

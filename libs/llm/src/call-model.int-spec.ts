@@ -59,7 +59,8 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
       expect(sent!.body.tools[0].function.name).toBe('run_javascript');
     } else {
       expect(sent).toMatchObject({ path: '/v1/messages', headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
-      expect(sent!.body).toMatchObject({ system: 'Be brief.', max_tokens: 1024, messages: [{ role: 'user', content: 'What is 1+1?' }] });
+      // The SDK sends the documented block form of `system` and of message content.
+      expect(sent!.body).toMatchObject({ system: [{ type: 'text', text: 'Be brief.' }], max_tokens: 1024, messages: [{ role: 'user', content: [{ type: 'text', text: 'What is 1+1?' }] }] });
       expect(sent!.body.tools[0].input_schema).toEqual(tools[0]!.parameters);
     }
     expect(sent!.body.stream).toBeUndefined();
