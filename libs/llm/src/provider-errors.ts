@@ -1,4 +1,4 @@
-import { APICallError } from 'ai';
+import type { APICallError } from 'ai';
 import type { ModelProvider } from '#libs/contracts';
 import { isRecord } from './json.js';
 import { ModelError } from './model-error.js';
@@ -80,7 +80,7 @@ export function sdkFailure(provider: ModelProvider, error: unknown, signal: Abor
     }
     return reason;
   }
-  if (APICallError.isInstance(error)) {
+  if (isApiCallError(error)) {
     if (error.statusCode !== undefined) return errorForStatus(provider, error.statusCode, error.responseBody ?? '', secrets);
     return unreachable(provider, error, secrets);
   }
@@ -125,6 +125,12 @@ function redactAll(text: string, secrets: readonly (string | null | undefined)[]
 
 function bounded(text: string): string {
   return text.length > MAX_DETAIL ? `${text.slice(0, MAX_DETAIL)}…` : text;
+}
+
+// The SDK's own check (APICallError.isInstance) would load the whole SDK into every app that
+// validates settings; its errors carry their name.
+function isApiCallError(error: unknown): error is APICallError {
+  return isRecordLike(error) && error['name'] === 'AI_APICallError';
 }
 
 // Errors thrown by fetch come from Node's own realm, which is not the caller's under a VM sandbox

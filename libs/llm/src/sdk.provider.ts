@@ -26,7 +26,7 @@ export const ANTHROPIC_DEFAULT_MAX_TOKENS = 1024;
 export async function callSdk(req: ModelRequest & { provider: SdkProvider }): Promise<ModelTurn> {
   const secrets = [req.apiKey, req.awsCredentials?.secretAccessKey, req.awsCredentials?.sessionToken];
   try {
-    const model = cachedLanguageModel(req);
+    const model = await cachedLanguageModel(req);
     const maxOutputTokens = req.maxOutputTokens ?? (req.provider === 'anthropic' ? ANTHROPIC_DEFAULT_MAX_TOKENS : undefined);
     const options: CallOptions = {
       prompt: sdkPrompt(req.messages),

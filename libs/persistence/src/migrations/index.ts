@@ -10,6 +10,7 @@ import { LedgerSettlement1763700000009 } from './1763700000009-ledger-settlement
 import { EventSourced1763700000010 } from './1763700000010-event-sourced.js';
 import { Conversations1763700000011 } from './1763700000011-conversations.js';
 import { LedgerChecked1763700000013 } from './1763700000013-ledger-checked.js';
+import { ModelProviders1763700000017 } from './1763700000017-model-providers.js';
 
 /** Every migration, in the order they apply. */
-export const MIGRATIONS: readonly Function[] = [Accounts1763700000001, Metering1763700000002, Files1763700000003, Sessions1763700000004, Events1763700000005, StreamEvents1763700000006, Idempotency1763700000007, IdempotencyExtended1763700000008, LedgerSettlement1763700000009, EventSourced1763700000010, Conversations1763700000011, LedgerChecked1763700000013];
+export const MIGRATIONS: readonly Function[] = [Accounts1763700000001, Metering1763700000002, Files1763700000003, Sessions1763700000004, Events1763700000005, StreamEvents1763700000006, Idempotency1763700000007, IdempotencyExtended1763700000008, LedgerSettlement1763700000009, EventSourced1763700000010, Conversations1763700000011, LedgerChecked1763700000013, ModelProviders1763700000017];
