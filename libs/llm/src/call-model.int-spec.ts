@@ -130,6 +130,24 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
     expect(error.message).toContain('try again later');
   });
 
+  it.each([
+    [403, 'rejected', false],
+    [400, 'rejected', false],
+    [429, 'unavailable', true],
+    [500, 'unavailable', true],
+  ] as const)('maps HTTP %i to %s in one HTTP request: the SDK does not retry, the activity does', async (status, kind, retryable) => {
+    server.reply({ status, errorMessage: 'scripted failure' });
+    await expect(failure(callModel(request({ onToken: () => undefined })))).resolves.toMatchObject({ kind, retryable, status });
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('makes a stream cut before its end retryable', async () => {
+    server.reply({ content: 'one two three four five six', failAfterEvents: 3 });
+    const error = await failure(callModel(request({ onToken: () => undefined })));
+    expect(error).toMatchObject({ kind: 'unavailable', retryable: true });
+    expect(error.message).toMatch(new RegExp(`^${provider} (stream broke off|stream ended before the reply was complete)`));
+  });
+
   it('makes a refused connection retryable and unavailable', async () => {
     const origin = `http://127.0.0.1:${await closedPort()}`;
     const error = await failure(callModel(request({ baseUrl: provider === 'openai' ? `${origin}/v1` : origin })));

@@ -81,7 +81,9 @@ export function sdkFailure(provider: ModelProvider, error: unknown, signal: Abor
     return reason;
   }
   if (isApiCallError(error)) {
-    if (error.statusCode !== undefined) return errorForStatus(provider, error.statusCode, error.responseBody ?? '', secrets);
+    if (error.statusCode !== undefined && error.statusCode >= 400) return errorForStatus(provider, error.statusCode, error.responseBody ?? '', secrets);
+    // A 2xx whose body broke off: the SDK reports a stream cut with the response's status.
+    if (error.statusCode !== undefined) return new ModelError(`${provider} stream broke off (${errorCode(error) ?? 'connection closed'})`, { kind: 'unavailable', cause: error });
     return unreachable(provider, error, secrets);
   }
   if (isRecord(error) && !isError(error)) return streamedError(provider, error, secrets);
