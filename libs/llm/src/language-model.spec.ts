@@ -29,7 +29,7 @@ describe('languageModel: which SDK client a configuration gets (no I/O)', () => 
   });
 
   it('reuses a model for the same configuration and builds another when anything differs, the key included', async () => {
-    const request: ModelRequest = { ...base, provider: 'mistral', baseUrl: null, apiKey: 'k1' };
+    const request = { ...base, provider: 'mistral' as const, baseUrl: null, apiKey: 'k1' };
     const first = await cachedLanguageModel(request);
     expect(await cachedLanguageModel({ ...request })).toBe(first);
     expect(await cachedLanguageModel({ ...request, apiKey: 'k2' })).not.toBe(first);
