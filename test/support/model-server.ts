@@ -155,14 +155,14 @@ export async function startModelServer(): Promise<ModelServer> {
   };
 }
 
-interface Answer {
+export interface Answer {
   model: string;
   content: string;
   calls: { id: string; name: string; arguments: Record<string, unknown> }[];
   usage: { input: number; output: number };
 }
 
-function openAiBody(a: Answer): unknown {
+export function openAiBody(a: Answer): unknown {
   return {
     id: 'chatcmpl-scripted',
     object: 'chat.completion',
@@ -183,7 +183,7 @@ function openAiBody(a: Answer): unknown {
   };
 }
 
-function openAiEvents(a: Answer, includeUsage: boolean): string[] {
+export function openAiEvents(a: Answer, includeUsage: boolean): string[] {
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
     `data: ${JSON.stringify({ id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 0, model: a.model, choices, ...extra })}\n\n`;
   const delta = (d: Record<string, unknown>, finish: string | null = null): string => chunk([{ index: 0, delta: d, finish_reason: finish }]);
@@ -258,7 +258,7 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-async function readBody(req: IncomingMessage): Promise<string> {
+export async function readBody(req: IncomingMessage): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of req) chunks.push(chunk as Buffer);
   return Buffer.concat(chunks).toString('utf8');
@@ -292,11 +292,11 @@ function lastUserText(protocol: Protocol, body: Record<string, unknown>): string
   return '';
 }
 
-function words(text: string): string[] {
+export function words(text: string): string[] {
   return text.match(/\s*\S+\s*/g) ?? (text ? [text] : []);
 }
 
-function halves(text: string): string[] {
+export function halves(text: string): string[] {
   const middle = Math.ceil(text.length / 2);
   return [text.slice(0, middle), text.slice(middle)].filter((p) => p !== '');
 }

@@ -28,11 +28,42 @@ describe('operator CLI', () => {
     const fromEnv = await cli(`project set-model ${name} --provider openai --model gpt-4o-mini --key-from-env MY_KEY`, { MY_KEY: 'sk-env-secret' });
     expect(fromEnv).toMatchObject({ code: 0, out: 'model set: openai gpt-4o-mini (key stored encrypted)\n' });
     const fromStdin = await cli(`project set-model ${name} --provider anthropic --model claude --key-stdin --json`, {}, 'sk-stdin-secret\n');
-    expect(JSON.parse(fromStdin.out)).toEqual({ provider: 'anthropic', model: 'claude', base_url: null, key_set: true });
+    expect(JSON.parse(fromStdin.out)).toEqual({ provider: 'anthropic', model: 'claude', base_url: null, region: null, resource: null, api_version: null, key_set: true });
     const shown = await cli(`project show ${name} --json`);
     expect(shown.out).not.toContain('sk-');
     const missing = await cli(`project set-model ${name} --provider openai --model m --key-from-env NOPE`);
     expect(missing).toMatchObject({ code: 1, err: 'error: environment variable NOPE is not set\n' });
+  });
+
+  it("takes each provider's own settings and secrets, checked at set time", async () => {
+    const bedrock = await cli(`project set-model ${name} --provider bedrock --model anthropic.claude-3-5-haiku-20241022-v1:0 --region eu-west-1 --aws-credentials-from-env --json`, {
+      AWS_ACCESS_KEY_ID: 'AKIAEXAMPLE0000',
+      AWS_SECRET_ACCESS_KEY: 'aws-secret-never-printed',
+    });
+    expect(JSON.parse(bedrock.out)).toEqual({ provider: 'bedrock', model: 'anthropic.claude-3-5-haiku-20241022-v1:0', base_url: null, region: 'eu-west-1', resource: null, api_version: null, key_set: true });
+    const azure = await cli(`project set-model ${name} --provider azure-openai --model my-gpt4o --resource acme-openai --api-version 2024-10-21 --key-from-env AZ`, { AZ: 'azure-key' });
+    expect(azure).toMatchObject({ code: 0, out: 'model set: azure-openai my-gpt4o on resource acme-openai, API version 2024-10-21 (key stored encrypted)\n' });
+    const google = await cli(`project set-model ${name} --provider google --model gemini-2.5-flash --key-from-env G`, { G: 'google-key' });
+    expect(google.code).toBe(0);
+    const mistral = await cli(`project set-model ${name} --provider mistral --model mistral-small-latest --key-stdin`, {}, 'mistral-key\n');
+    expect(mistral.code).toBe(0);
+    for (const out of [bedrock.out, azure.out, google.out, mistral.out]) expect(out).not.toMatch(/secret|azure-key|google-key|mistral-key/);
+
+    const refusals: [string, Record<string, string>, string][] = [
+      [`--provider bedrock --model m --aws-credentials-from-env`, { AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b' }, 'error: provider "bedrock" needs a region (--region)\n'],
+      [`--provider bedrock --model m --region mars-1 --aws-credentials-from-env`, { AWS_ACCESS_KEY_ID: 'a', AWS_SECRET_ACCESS_KEY: 'b' }, 'error: "mars-1" is not an AWS region (e.g. us-east-1)\n'],
+      [`--provider bedrock --model m --region us-east-1`, {}, 'error: provider "bedrock" needs AWS credentials or a Bedrock API key\n'],
+      [`--provider bedrock --model m --region us-east-1 --aws-credentials-from-env`, { AWS_ACCESS_KEY_ID: 'a' }, 'error: environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set\n'],
+      [`--provider azure-openai --model d --key-from-env K`, { K: 'k' }, 'error: provider "azure-openai" needs a resource name (--resource) or a base URL\n'],
+      [`--provider azure-openai --model d --resource acme --api-version latest --key-from-env K`, { K: 'k' }, 'error: "latest" is not an Azure OpenAI API version (v1, or a date such as 2024-10-21)\n'],
+      [`--provider azure-openai --model d --resource bad_name! --key-from-env K`, { K: 'k' }, 'error: "bad_name!" is not an Azure resource name (letters, digits and hyphens, 2 to 64)\n'],
+      [`--provider openai --model m --region us-east-1 --key-from-env K`, { K: 'k' }, 'error: region does not apply to provider "openai"\n'],
+      [`--provider google --model m`, {}, 'error: provider "google" needs a model key (or a base URL of a server that needs none)\n'],
+      [`--provider mistral --model m --base-url ftp://x --key-from-env K`, { K: 'k' }, 'error: base URL must be http or https\n'],
+    ];
+    for (const [args, env, err] of refusals) expect(await cli(`project set-model ${name} ${args}`, env)).toMatchObject({ code: 1, err });
+    const help = await cli('project set-model --help');
+    expect(help.out).toContain('bedrock       Amazon Bedrock Converse API');
   });
 
   it('issues, lists and revokes keys; the full key is printed once', async () => {

@@ -4,7 +4,8 @@ import { DataSource } from 'typeorm';
 import { AccountsError, AccountsService, McpServersService, MODEL_PROVIDERS } from '#libs/accounts';
 import { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
-import { CAPABILITIES, PLANS, type Capability, type PlanName } from '#libs/contracts';
+import { CAPABILITIES, PLANS, type AwsCredentials, type Capability, type PlanName } from '#libs/contracts';
+import { PROVIDER_GUIDE } from '#libs/llm';
 import { createKafka } from '#libs/kafka';
 import { dataSourceOptions, runMigrations, type ApiKeyEntity, type ProjectEntity } from '#libs/persistence';
 import { WebhookStore } from '#libs/webhooks';
@@ -139,15 +140,20 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
   }
   project
     .command('set-model')
-    .description("set the project's language model; the key is read from an environment variable or stdin, never from the command line")
+    .description("set the project's language model; secrets are read from environment variables or stdin, never from the command line")
     .argument('<project>', 'project id or name')
     .addOption(new Option('--provider <provider>', 'model provider').choices(MODEL_PROVIDERS).makeOptionMandatory())
-    .requiredOption('--model <model>', 'model name, e.g. gpt-4o-mini')
-    .option('--base-url <url>', 'API base URL (an OpenAI-compatible server, a proxy)')
-    .option('--key-from-env <VAR>', 'read the model key from this environment variable')
+    .requiredOption('--model <model>', 'model name (azure-openai: the deployment name; bedrock: the model or inference profile id)')
+    .option('--base-url <url>', 'API base URL (an OpenAI-compatible server, a proxy, an Azure gateway, a Bedrock endpoint)')
+    .option('--region <region>', 'bedrock: the AWS region, e.g. us-east-1')
+    .option('--resource <name>', 'azure-openai: the resource name (https://<name>.openai.azure.com)')
+    .option('--api-version <version>', 'azure-openai: v1 (default) or a dated version such as 2024-10-21')
+    .option('--key-from-env <VAR>', 'read the model key (bedrock: a Bedrock API key) from this environment variable')
     .option('--key-stdin', 'read the model key from standard input')
+    .option('--aws-credentials-from-env', 'bedrock: read AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN (optional) from the environment')
+    .addHelpText('after', `\nProviders:\n${MODEL_PROVIDERS.map((p) => `  ${p.padEnd(13)} ${PROVIDER_GUIDE[p]}`).join('\n')}`)
     .addOption(jsonOption)
-    .action(async (ref: string, o: { provider: string; model: string; baseUrl?: string; keyFromEnv?: string; keyStdin?: boolean; json?: boolean }) => {
+    .action(async (ref: string, o: { provider: string; model: string; baseUrl?: string; region?: string; resource?: string; apiVersion?: string; keyFromEnv?: string; keyStdin?: boolean; awsCredentialsFromEnv?: boolean; json?: boolean }) => {
       let apiKey: string | undefined;
       if (o.keyFromEnv) {
         apiKey = io.env[o.keyFromEnv];
@@ -156,8 +162,28 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
         apiKey = (await io.readStdin()).trim();
         if (!apiKey) throw new AccountsError('no key on standard input');
       }
-      const m = await (await accounts()).setModel(ref, { provider: o.provider, model: o.model, baseUrl: o.baseUrl ?? null, apiKey: apiKey ?? null });
-      print(!!o.json, { provider: m.provider, model: m.model, base_url: m.baseUrl, key_set: m.hasKey }, `model set: ${m.provider} ${m.model}${m.baseUrl ? ` at ${m.baseUrl}` : ''}${m.hasKey ? ' (key stored encrypted)' : ''}`);
+      let awsCredentials: AwsCredentials | undefined;
+      if (o.awsCredentialsFromEnv) {
+        const accessKeyId = io.env['AWS_ACCESS_KEY_ID'];
+        const secretAccessKey = io.env['AWS_SECRET_ACCESS_KEY'];
+        if (!accessKeyId || !secretAccessKey) throw new AccountsError('environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set');
+        const sessionToken = io.env['AWS_SESSION_TOKEN'];
+        awsCredentials = { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
+      }
+      const m = await (await accounts()).setModel(ref, {
+        provider: o.provider,
+        model: o.model,
+        baseUrl: o.baseUrl ?? null,
+        settings: { region: o.region, resourceName: o.resource, apiVersion: o.apiVersion },
+        apiKey: apiKey ?? null,
+        awsCredentials: awsCredentials ?? null,
+      });
+      const where = [m.baseUrl && `at ${m.baseUrl}`, m.settings.region && `in ${m.settings.region}`, m.settings.resourceName && `on resource ${m.settings.resourceName}`, m.settings.apiVersion && `API version ${m.settings.apiVersion}`].filter(Boolean).join(', ');
+      print(
+        !!o.json,
+        { provider: m.provider, model: m.model, base_url: m.baseUrl, region: m.settings.region ?? null, resource: m.settings.resourceName ?? null, api_version: m.settings.apiVersion ?? null, key_set: m.hasKey },
+        `model set: ${m.provider} ${m.model}${where ? ` ${where}` : ''}${m.hasKey ? ' (key stored encrypted)' : ''}`,
+      );
     });
   project
     .command('credits')

@@ -3,12 +3,12 @@ import type { BundleOptions } from '@temporalio/worker';
 import type { WorkerOptions } from '@temporalio/worker';
 
 /** Bundler options for workflow code read from TypeScript sources (under ts-jest): `#libs/*`
- * resolves to the sources through the package's `source` condition, not to dist/. */
+ * resolves to the sources through the package's `mas-source` condition, not to dist/. */
 export function sourceBundlerOptions(): WorkerOptions['bundlerOptions'] {
   return {
     webpackConfigHook: (config: Parameters<NonNullable<BundleOptions['webpackConfigHook']>>[0]) => ({
       ...config,
-      resolve: { ...config.resolve, conditionNames: ['source', 'import', 'require', 'default'] },
+      resolve: { ...config.resolve, conditionNames: ['mas-source', 'import', 'require', 'default'] },
     }),
   };
 }

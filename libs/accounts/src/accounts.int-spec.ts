@@ -38,7 +38,23 @@ describe('AccountsService against PostgreSQL', () => {
     expect(text).toContain(key.slice(0, 11)); // the display prefix is all that is kept
 
     expect((await accounts.modelCredentials(project.id))?.apiKey).toBe(modelKey);
-    expect(await accounts.modelConfig(project.id)).toEqual({ provider: 'openai', model: 'gpt-x', baseUrl: null, hasKey: true });
+    expect(await accounts.modelConfig(project.id)).toEqual({ provider: 'openai', model: 'gpt-x', baseUrl: null, settings: {}, hasKey: true });
+  });
+
+  it("stores bedrock's AWS credentials encrypted, its region in plain text, and gives them back only decrypted for the call", async () => {
+    const project = await accounts.createProject({ name: uniqueName(), plan: 'pro' });
+    const aws = { accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', sessionToken: 'session-token-plaintext' };
+    await accounts.setModel(project.id, { provider: 'bedrock', model: 'amazon.nova-lite-v1:0', settings: { region: 'eu-central-1' }, awsCredentials: aws });
+    const [row] = (await db.query(`select settings, encode(key_ciphertext, 'escape') as sealed from model_configs where project_id = $1`, [project.id])) as { settings: unknown; sealed: string }[];
+    expect(row!.settings).toEqual({ region: 'eu-central-1' });
+    for (const secret of Object.values(aws)) expect(row!.sealed).not.toContain(secret);
+    expect(await accounts.modelCredentials(project.id)).toEqual({ provider: 'bedrock', model: 'amazon.nova-lite-v1:0', baseUrl: null, settings: { region: 'eu-central-1' }, apiKey: null, awsCredentials: aws });
+
+    // A Bedrock API key instead, and Azure's settings: the view shows settings, never a secret.
+    await accounts.setModel(project.id, { provider: 'bedrock', model: 'amazon.nova-lite-v1:0', settings: { region: 'us-east-1' }, apiKey: 'ABSKbedrock-api-key' });
+    expect(await accounts.modelCredentials(project.id)).toMatchObject({ apiKey: 'ABSKbedrock-api-key', awsCredentials: null });
+    await accounts.setModel(project.id, { provider: 'azure-openai', model: 'gpt4o-deployment', settings: { resourceName: 'acme', apiVersion: 'v1' }, apiKey: 'azure-key' });
+    expect(await accounts.modelConfig(project.id)).toEqual({ provider: 'azure-openai', model: 'gpt4o-deployment', baseUrl: null, settings: { resourceName: 'acme', apiVersion: 'v1' }, hasKey: true });
   });
 
   it('authenticates a key until it is revoked', async () => {
@@ -57,6 +73,8 @@ describe('AccountsService against PostgreSQL', () => {
     await expect(accounts.setCapabilities(name, 'enable', ['teleport'])).rejects.toThrow('unknown capabilities: teleport');
     await expect(accounts.addCredits(name, -5)).rejects.toThrow('positive integer');
     await expect(accounts.setModel(name, { provider: 'openai', model: 'x' })).rejects.toThrow('needs a model key');
+    await expect(accounts.setModel(name, { provider: 'bedrock', model: 'x', settings: { region: 'us-east-1' }, apiKey: 'k', awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' } })).rejects.toThrow('not both');
+    await expect(accounts.setModel(name, { provider: 'gemini', model: 'x', apiKey: 'k' })).rejects.toThrow('unknown provider "gemini" (providers: openai, anthropic, google, mistral, azure-openai, bedrock, scripted)');
     await expect(accounts.findProject('no-such-project')).rejects.toThrow('no project "no-such-project"');
   });
 

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
-import { isCapability, isPlanName, CAPABILITIES, EVENT_TYPES, type Capability, type Plan, type PlanName, isUuid } from '#libs/contracts';
+import { isCapability, isPlanName, CAPABILITIES, EVENT_TYPES, MODEL_PROVIDERS, type AwsCredentials, type Capability, type ModelProviderSettings, type Plan, type PlanName, isUuid } from '#libs/contracts';
 import type { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
+import { modelTargetProblem } from '#libs/llm';
 import { ApiKeyEntity, ModelConfigEntity, ProjectEntity, type ModelProvider } from '#libs/persistence';
 import { decryptSecret, displayPrefix, encryptSecret, generateApiKey, hashApiKey, hashesEqual, isWellFormedApiKey } from './secrets.js';
 
@@ -14,7 +15,7 @@ export class AccountsError extends Error {
   }
 }
 
-export const MODEL_PROVIDERS: readonly ModelProvider[] = ['openai', 'anthropic', 'scripted'];
+export { MODEL_PROVIDERS };
 
 /** Who a valid API key speaks for. */
 export interface Principal {
@@ -27,7 +28,20 @@ export interface ModelConfigView {
   readonly provider: ModelProvider;
   readonly model: string;
   readonly baseUrl: string | null;
+  readonly settings: ModelProviderSettings;
+  /** Whether a secret is stored: a key, or (bedrock) AWS credentials. */
   readonly hasKey: boolean;
+}
+
+/** A model configuration to set; the secrets come from the operator's environment or stdin, never argv. */
+export interface ModelConfigInput {
+  readonly provider: string;
+  readonly model: string;
+  readonly baseUrl?: string | null;
+  readonly settings?: ModelProviderSettings;
+  readonly apiKey?: string | null;
+  /** bedrock: AWS credentials for SigV4, instead of a Bedrock API key. */
+  readonly awsCredentials?: AwsCredentials | null;
 }
 
 /** The decrypted configuration, for the activity that calls the model and nothing else. */
@@ -35,7 +49,9 @@ export interface ModelCredentials {
   readonly provider: ModelProvider;
   readonly model: string;
   readonly baseUrl: string | null;
+  readonly settings: ModelProviderSettings;
   readonly apiKey: string | null;
+  readonly awsCredentials: AwsCredentials | null;
 }
 
 export interface NewProject {
@@ -135,32 +151,25 @@ export class AccountsService {
     return this.findProject(project.id);
   }
 
-  async setModel(ref: string, input: { provider: string; model: string; baseUrl?: string | null; apiKey?: string | null }): Promise<ModelConfigView> {
-    if (!(MODEL_PROVIDERS as readonly string[]).includes(input.provider)) {
-      throw new AccountsError(`unknown provider "${input.provider}" (providers: ${MODEL_PROVIDERS.join(', ')})`);
-    }
-    if (!input.model.trim()) throw new AccountsError('a model name is required');
-    if (input.baseUrl) {
-      let url: URL;
-      try {
-        url = new URL(input.baseUrl);
-      } catch {
-        throw new AccountsError(`base URL "${input.baseUrl}" is not a URL`);
-      }
-      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AccountsError('base URL must be http or https');
-    }
-    if (input.provider !== 'scripted' && !input.apiKey && !input.baseUrl) {
-      throw new AccountsError(`provider "${input.provider}" needs a model key (or a base URL of a server that needs none)`);
-    }
+  /** Sets the project's model; the provider's own settings are checked here, so a call never finds them wrong. */
+  async setModel(ref: string, input: ModelConfigInput): Promise<ModelConfigView> {
+    const settings = definedOnly(input.settings ?? {});
+    const aws = input.awsCredentials ?? null;
+    const problem = modelTargetProblem({ provider: input.provider, model: input.model, baseUrl: input.baseUrl ?? null, settings, hasKey: !!input.apiKey, hasAwsCredentials: aws !== null });
+    if (problem) throw new AccountsError(problem);
+    if (aws && (!aws.accessKeyId || !aws.secretAccessKey)) throw new AccountsError('AWS credentials need an access key id and a secret access key');
     const project = await this.findProject(ref);
+    // AWS credentials are sealed as one JSON secret; a key as itself (rows written before stay readable).
+    const secret = aws ? JSON.stringify({ accessKeyId: aws.accessKeyId, secretAccessKey: aws.secretAccessKey, ...(aws.sessionToken ? { sessionToken: aws.sessionToken } : {}) }) : input.apiKey || null;
     const repo = this.db.getRepository(ModelConfigEntity);
     await repo.save(
       repo.create({
         projectId: project.id,
         provider: input.provider as ModelProvider,
         model: input.model.trim(),
-        baseUrl: input.baseUrl ?? null,
-        keyCiphertext: input.apiKey ? encryptSecret(input.apiKey, this.config.masterKey, project.id) : null,
+        baseUrl: input.baseUrl || null,
+        settings,
+        keyCiphertext: secret ? encryptSecret(secret, this.config.masterKey, project.id) : null,
       }),
     );
     return this.modelConfig(project.id) as Promise<ModelConfigView>;
@@ -168,19 +177,17 @@ export class AccountsService {
 
   async modelConfig(projectId: string): Promise<ModelConfigView | null> {
     const row = await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId });
-    return row && { provider: row.provider, model: row.model, baseUrl: row.baseUrl, hasKey: row.keyCiphertext !== null };
+    return row && { provider: row.provider, model: row.model, baseUrl: row.baseUrl, settings: row.settings, hasKey: row.keyCiphertext !== null };
   }
 
-  /** Decrypts the model key. Call only where the model is called (inside the activity). */
+  /** Decrypts the model's secret. Call only where the model is called (inside the activity). */
   async modelCredentials(projectId: string): Promise<ModelCredentials | null> {
     const row = await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId });
     if (!row) return null;
-    return {
-      provider: row.provider,
-      model: row.model,
-      baseUrl: row.baseUrl,
-      apiKey: row.keyCiphertext ? decryptSecret(row.keyCiphertext, this.config.masterKey, projectId) : null,
-    };
+    const secret = row.keyCiphertext ? decryptSecret(row.keyCiphertext, this.config.masterKey, projectId) : null;
+    // Bedrock API keys never start with "{": a JSON secret is a set of AWS credentials.
+    const aws = row.provider === 'bedrock' && secret?.startsWith('{') ? (JSON.parse(secret) as AwsCredentials) : null;
+    return { provider: row.provider, model: row.model, baseUrl: row.baseUrl, settings: row.settings, apiKey: aws ? null : secret, awsCredentials: aws };
   }
 
   /** Issues a key; the full key is in the result only, never stored or shown again. */
@@ -234,6 +241,10 @@ export class AccountsService {
     const unknown = capabilities.filter((c) => !isCapability(c));
     if (unknown.length) throw new AccountsError(`unknown capabilities: ${unknown.join(', ')} (valid: ${CAPABILITIES.join(', ')})`);
   }
+}
+
+function definedOnly(settings: ModelProviderSettings): ModelProviderSettings {
+  return Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined && v !== '')) as ModelProviderSettings;
 }
 
 /** The billing period containing `at` for a project created at `at`: it starts that day, 00:00 UTC. */

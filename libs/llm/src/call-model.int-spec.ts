@@ -59,7 +59,8 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
       expect(sent!.body.tools[0].function.name).toBe('run_javascript');
     } else {
       expect(sent).toMatchObject({ path: '/v1/messages', headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
-      expect(sent!.body).toMatchObject({ system: 'Be brief.', max_tokens: 1024, messages: [{ role: 'user', content: 'What is 1+1?' }] });
+      // The SDK sends the documented block form of `system` and of message content.
+      expect(sent!.body).toMatchObject({ system: [{ type: 'text', text: 'Be brief.' }], max_tokens: 1024, messages: [{ role: 'user', content: [{ type: 'text', text: 'What is 1+1?' }] }] });
       expect(sent!.body.tools[0].input_schema).toEqual(tools[0]!.parameters);
     }
     expect(sent!.body.stream).toBeUndefined();
@@ -127,6 +128,24 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
     const error = await failure(callModel(request()));
     expect(error).toMatchObject({ kind, retryable: true, status });
     expect(error.message).toContain('try again later');
+  });
+
+  it.each([
+    [403, 'rejected', false],
+    [400, 'rejected', false],
+    [429, 'unavailable', true],
+    [500, 'unavailable', true],
+  ] as const)('maps HTTP %i to %s in one HTTP request: the SDK does not retry, the activity does', async (status, kind, retryable) => {
+    server.reply({ status, errorMessage: 'scripted failure' });
+    await expect(failure(callModel(request({ onToken: () => undefined })))).resolves.toMatchObject({ kind, retryable, status });
+    expect(server.requests).toHaveLength(1);
+  });
+
+  it('makes a stream cut before its end retryable', async () => {
+    server.reply({ content: 'one two three four five six', failAfterEvents: 3 });
+    const error = await failure(callModel(request({ onToken: () => undefined })));
+    expect(error).toMatchObject({ kind: 'unavailable', retryable: true });
+    expect(error.message).toMatch(new RegExp(`^${provider} (stream broke off|stream ended before the reply was complete)`));
   });
 
   it('makes a refused connection retryable and unavailable', async () => {

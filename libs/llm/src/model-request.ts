@@ -1,16 +1,19 @@
-import type { ChatMessage, ToolSpec } from '#libs/contracts';
+import type { AwsCredentials, ChatMessage, ModelProvider, ModelProviderSettings, ToolSpec } from '#libs/contracts';
 
-/** The providers an agent can use. */
-export type ModelProvider = 'openai' | 'anthropic' | 'scripted';
+export type { ModelProvider } from '#libs/contracts';
 
 /** One call to a language model, provider-neutral. */
 export interface ModelRequest {
   provider: ModelProvider;
   model: string;
-  /** Defaults to https://api.openai.com/v1 (openai) and https://api.anthropic.com (anthropic). */
+  /** The provider's API base URL; null for its default (openai: with a base URL, any OpenAI-compatible server). */
   baseUrl: string | null;
   /** The customer's key: never put it in an error message or log. */
   apiKey: string | null;
+  /** The provider's own settings (region, resource name, API version). */
+  settings?: ModelProviderSettings;
+  /** bedrock: AWS credentials, when it signs with SigV4 rather than a Bedrock API key. Secret like the key. */
+  awsCredentials?: AwsCredentials | null;
   messages: readonly ChatMessage[];
   tools: readonly ToolSpec[];
   maxOutputTokens?: number;

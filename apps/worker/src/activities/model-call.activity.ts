@@ -53,6 +53,8 @@ export class ModelCallActivity {
           model: credentials.model,
           baseUrl: credentials.baseUrl,
           apiKey: credentials.apiKey,
+          settings: credentials.settings,
+          awsCredentials: credentials.awsCredentials,
           messages,
           tools: offered.map(({ name, description, parameters }) => ({ name, description, parameters })),
           signal: context.cancellationSignal,
