@@ -86,6 +86,20 @@ describe('metering', () => {
     }
   });
 
+  it('lets exactly 60 of 75 concurrent requests through the rate limit, across two api processes', async () => {
+    const second = await startApi(stack.env);
+    try {
+      const { auth } = await stack.fixtures.project();
+      const id = randomUUID();
+      const results = await Promise.all(Array.from({ length: 75 }, (_, i) => request(i % 2 === 0 ? stack.api.url : second.url, 'GET', `/v1/agent/${id}`, { headers: auth })));
+      const statuses = results.map((r) => r.status);
+      expect(statuses.filter((s) => s === 404)).toHaveLength(60);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(15);
+    } finally {
+      await second.close();
+    }
+  });
+
   it('shares one rate limit between two api processes', async () => {
     const second = await startApi(stack.env);
     try {

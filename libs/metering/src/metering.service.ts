@@ -195,22 +195,15 @@ export class MeteringService {
   }
 
   /** Records one request against the project's sliding minute; true when it is within the limit.
-   * An advisory lock per project makes the count exact across api replicas. */
+   * One statement (the `rate_limit_hit` function): an advisory lock per project makes the count
+   * exact across api replicas. */
   async hitRateLimit(projectId: string): Promise<{ allowed: boolean; retryAfterSeconds: number }> {
-    return this.db.transaction(async (tx) => {
-      await tx.query(`select pg_advisory_xact_lock(hashtextextended($1, 0))`, [projectId]);
-      await tx.query(`delete from rate_limit_hits where project_id = $1 and at < clock_timestamp() - interval '60 seconds'`, [projectId]);
-      const rows: { n: string; oldest: Date | null }[] = await tx.query(
-        `select count(*) as n, min(at) as oldest from rate_limit_hits where project_id = $1`,
-        [projectId],
-      );
-      const count = Number(rows[0]?.n ?? 0);
-      await tx.query(`insert into rate_limit_hits (project_id) values ($1)`, [projectId]);
-      if (count < RATE_LIMIT_PER_MINUTE) return { allowed: true, retryAfterSeconds: 0 };
-      const oldest = rows[0]?.oldest ?? new Date();
-      const retryAfterSeconds = Math.max(1, Math.ceil((oldest.getTime() + 60_000 - Date.now()) / 1000));
-      return { allowed: false, retryAfterSeconds };
-    });
+    const rows: { n: string; oldest: Date | null }[] = await this.db.query(`select n, oldest from rate_limit_hit($1)`, [projectId]);
+    const count = Number(rows[0]?.n ?? 0);
+    if (count < RATE_LIMIT_PER_MINUTE) return { allowed: true, retryAfterSeconds: 0 };
+    const oldest = rows[0]?.oldest ?? new Date();
+    const retryAfterSeconds = Math.max(1, Math.ceil((oldest.getTime() + 60_000 - Date.now()) / 1000));
+    return { allowed: false, retryAfterSeconds };
   }
 
   /** The settlement row and the refund of what was reserved beyond the charge; the new balance. */
