@@ -57,19 +57,20 @@ export function webhookActivities(app: INestApplicationContext): WebhookActiviti
 export async function createAgentWorker(app: INestApplicationContext): Promise<{ worker: Worker; connection: NativeConnection }> {
   const config = app.get<AppConfig>(APP_CONFIG);
   const connection = await NativeConnection.connect({ address: requireTemporalAddress(config) });
+  // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
+  const tracing = temporalWorkerTracing();
   const worker = await Worker.create({
     connection,
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
-    ...workflowBundleOptions(),
+    ...workflowBundleOptions({ withInterceptorModules: Boolean(tracing.interceptors?.workflowModules?.length) }),
     activities: { ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app), ...webhookActivities(app) },
     // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
     // they are cancelled and retried on another worker; workflow tasks always finish.
     shutdownGraceTime: '30 seconds',
     // Payloads (inputs, results, updates, signals) encrypted outside the workflow sandbox.
     dataConverter: payloadDataConverter(config),
-    // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
-    ...temporalWorkerTracing(),
+    ...tracing,
   });
   await ensureReconcilerSchedule(app.get(TemporalClientService).client!, config);
   return { worker, connection };

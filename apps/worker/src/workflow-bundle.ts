@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { BundleOptions } from '@temporalio/worker';
 import type { WorkerOptions } from '@temporalio/worker';
@@ -13,10 +14,14 @@ export function sourceBundlerOptions(): WorkerOptions['bundlerOptions'] {
   };
 }
 
-/** Where the service's workflow code is, and how to bundle it: compiled (dist/) from the JavaScript
- * beside this file, under ts-jest from the TypeScript sources. */
-export function workflowBundleOptions(): Pick<WorkerOptions, 'workflowsPath' | 'bundlerOptions'> {
+/** Where the service's workflow code is, and how to bundle it: compiled (dist/), the bundle the
+ * build made (scripts/bundle-workflows.mjs), unless workflow interceptor modules must go into it
+ * (tracing) or it is missing; then the JavaScript beside this file is bundled at start; under
+ * ts-jest, the TypeScript sources. */
+export function workflowBundleOptions(options: { withInterceptorModules?: boolean } = {}): Pick<WorkerOptions, 'workflowsPath' | 'bundlerOptions' | 'workflowBundle'> {
   const fromSource = import.meta.url.endsWith('.ts');
+  const prebuilt = fileURLToPath(new URL('../../../workflows/bundle.js', import.meta.url));
+  if (!fromSource && !options.withInterceptorModules && existsSync(prebuilt)) return { workflowBundle: { codePath: prebuilt } };
   const workflowsPath = fileURLToPath(new URL(`../../../workflows/src/index.${fromSource ? 'ts' : 'js'}`, import.meta.url));
   return { workflowsPath, bundlerOptions: fromSource ? sourceBundlerOptions() : {} };
 }
