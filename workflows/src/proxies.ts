@@ -32,15 +32,20 @@ export const { appendExchange } = proxyLocalActivities<ConversationActivities>({
   retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 
-// The model call is a local activity: a request then runs in one workflow task from admission to
-// its stop, with no activity task, no second workflow task and no history write between them
-// (docs/performance.md). A call longer than the workflow task timeout keeps its task alive with
-// workflow task heartbeats; a cancellation reaches it at the next one (WORKFLOW_TASK_TIMEOUT).
-export const { callModel } = proxyLocalActivities<AgentActivities>({
-  startToCloseTimeout: '2 minutes',
-  // 429 and 5xx from the provider retry with backoff; a rejected request (4xx) is non-retryable.
-  retry: { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 4, nonRetryableErrorTypes: ['compute_error', 'service_unavailable'] },
-});
+// 429 and 5xx from the provider retry with backoff; a rejected request (4xx) is non-retryable.
+const modelCallRetry = { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 4, nonRetryableErrorTypes: ['compute_error', 'service_unavailable'] };
+
+// A run whose caller waits for its stop calls the model as a local activity: the request then runs
+// in one workflow task from admission to its stop, with no activity task, no second workflow task
+// and no history write between them (docs/performance.md). A call longer than the workflow task
+// timeout keeps its task alive with workflow task heartbeats (every 8 s), and a cancellation
+// reaches it at the next one.
+export const { callModel } = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: '2 minutes', retry: modelCallRetry });
+
+// A streamed or background run calls it as a regular activity: its first workflow task ends at
+// admission, so the api opens the stream (or answers in_progress) before the model answers, and
+// a cancellation reaches the call at once (heartbeats).
+export const { callModel: callModelStreaming } = proxyActivities<AgentActivities>({ startToCloseTimeout: '2 minutes', heartbeatTimeout: '30 seconds', retry: modelCallRetry });
 
 export const { runBuiltinTool } = proxyActivities<AgentActivities>({
   startToCloseTimeout: '1 minute',

@@ -32,7 +32,8 @@ export class StoredConversation {
   /** One model call on the conversation so far; its assistant message is stored at `seq`. */
   async callModel(options: { files: readonly InputFileRef[]; stream: boolean; streamSeq: number }): Promise<{ step: ModelStep; seq: number }> {
     const { files, stream, streamSeq } = options;
-    const step = await acts.callModel({ requestId: this.requestId, projectId: this.projectId, conversation: this.ref, files, stream, ...(stream ? { streamSeq } : {}) });
+    const call = stream ? acts.callModelStreaming : acts.callModel;
+    const step = await call({ requestId: this.requestId, projectId: this.projectId, conversation: this.ref, files, stream, ...(stream ? { streamSeq } : {}) });
     return { step, seq: this.grow(1) };
   }
 

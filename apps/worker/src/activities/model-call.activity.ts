@@ -42,6 +42,9 @@ export class ModelCallActivity {
     }
     const messages = await this.withFiles(stored, input.files, input.projectId);
     const context = Context.current();
+    // A regular activity (streamed runs) heartbeats, so a worker that died is noticed in 30 s; a
+    // local one (runs waited for) is kept alive by its workflow task.
+    const heartbeat = context.info.isLocal ? undefined : setInterval(() => context.heartbeat(), 5000);
     // Streaming: tokens go out as the provider produces them (the first at once, then in small
     // batches); a retried attempt re-sends the same seqs, which readers keep only once.
     const writer = input.stream && input.streamSeq !== undefined ? this.stream.tokenWriter(input.requestId, input.projectId, input.streamSeq) : undefined;
@@ -80,6 +83,8 @@ export class ModelCallActivity {
       }
       // Retryable (429, 5xx, unreachable): the activity's retry policy backs off and tries again.
       throw ApplicationFailure.create({ type: 'model_unavailable', message: e instanceof Error ? e.message : String(e) });
+    } finally {
+      clearInterval(heartbeat);
     }
   };
 
