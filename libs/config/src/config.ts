@@ -61,7 +61,19 @@ export interface AppConfig {
   /** How often the ledger reconciler's Temporal Schedule runs (RECONCILER_INTERVAL_SECONDS, 300);
    * 0: the worker does not create the schedule (another deployment of the same namespace does). */
   readonly reconcilerIntervalSeconds: number;
+  /** Ports of the /metrics listeners of the apps that serve no HTTP otherwise (0: none; the api
+   * serves /metrics on PORT). `temporalSdkPort` is where the worker's Temporal runtime exposes its
+   * own Prometheus metrics on loopback, merged into the worker's /metrics. */
+  readonly metrics: { readonly workerPort: number; readonly relayPort: number; readonly projectorPort: number; readonly temporalSdkPort: number };
+  /** `json`: one JSON object a line; `pretty`: pino-pretty; unset: pretty on a terminal, JSON otherwise (LOG_FORMAT). */
+  readonly logFormat: 'json' | 'pretty' | undefined;
+  /** The lowest level logged (LOG_LEVEL: trace, debug, info, warn, error, fatal; info). */
+  readonly logLevel: LogLevelName;
 }
+
+/** pino's level names, lowest first. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
 
 /** The Temporal address, or a ConfigError naming TEMPORAL_ADDRESS (for processes that cannot run without it). */
 export function requireTemporalAddress(config: AppConfig): string {
@@ -95,6 +107,22 @@ class Reader {
       this.problems.push(`${name} must be a TCP port (1-65535), got "${raw}"`);
     }
     return n;
+  }
+
+  /** A TCP port, or 0 for "none". */
+  optionalPort(name: string): number {
+    const raw = this.optional(name);
+    if (raw === undefined) return 0;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) this.problems.push(`${name} must be a TCP port (1-65535) or 0 for none, got "${raw}"`);
+    return n;
+  }
+
+  oneOf<T extends string>(name: string, values: readonly T[]): T | undefined {
+    const raw = this.optional(name);
+    if (raw === undefined) return undefined;
+    if (!(values as readonly string[]).includes(raw)) this.problems.push(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+    return raw as T;
   }
 
   positiveInt(name: string, fallback: number): number {
@@ -264,6 +292,14 @@ export function loadConfig(env: Env): AppConfig {
     sessions: { idleTimeoutMs: r.positiveInt('SESSION_IDLE_TIMEOUT_MS', SESSION_LIMITS.idleTimeoutMs) },
     reconcilerIntervalSeconds: r.nonNegativeInt('RECONCILER_INTERVAL_SECONDS', 300),
     toolOutputsTimeoutMs: r.positiveInt('TOOL_OUTPUTS_TIMEOUT_MS', 5 * 60 * 1000),
+    metrics: {
+      workerPort: r.optionalPort('WORKER_METRICS_PORT'),
+      relayPort: r.optionalPort('RELAY_METRICS_PORT'),
+      projectorPort: r.optionalPort('PROJECTOR_METRICS_PORT'),
+      temporalSdkPort: r.optionalPort('TEMPORAL_SDK_METRICS_PORT'),
+    },
+    logFormat: r.oneOf('LOG_FORMAT', ['json', 'pretty'] as const),
+    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS) ?? 'info',
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;
