@@ -2,6 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
 import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities } from '#libs/contracts';
+import { withActivityLogContext } from '#libs/observability';
 import { payloadDataConverter, TemporalClientService } from '#libs/temporal';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { ConversationActivityHandlers } from './activities/conversation.activity.js';
@@ -54,7 +55,7 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     ...workflowBundleOptions(),
-    activities: { ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app) },
+    activities: withActivityLogContext({ ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app) }),
     // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
     // they are cancelled and retried on another worker; workflow tasks always finish.
     shutdownGraceTime: '30 seconds',

@@ -5,3 +5,4 @@ export * from './metrics/http-metrics.js';
 export * from './logging/log-context.js';
 export * from './logging/logger.js';
 export * from './logging/activity-log-context.js';
+export * from './logging/http-logging.js';

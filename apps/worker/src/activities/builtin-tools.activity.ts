@@ -1,5 +1,6 @@
 import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
 import { CAPABILITIES, type AgentActivities, type Capability, type FileRef } from '#libs/contracts';
+import { toolRuns } from '#libs/observability';
 import type { BlobStore, ConversationStore, FileStore } from '#libs/persistence';
 import { executeBuiltInTool, toolFileFromInput, toolSpecsFor, TOOLS_BY_CAPABILITY, type BuiltInToolsOptions, type ToolFile } from '#libs/tools';
 
@@ -31,6 +32,7 @@ export class BuiltinToolActivities {
     }
     heartbeat();
     const result = await executeBuiltInTool(call.name, call.arguments, { inputFiles, options: this.options });
+    toolRuns.inc({ tool: call.name, outcome: result.ok ? 'ok' : 'error' });
     const generated: FileRef[] = [];
     for (const file of result.ok ? (result.files ?? []) : []) {
       const id = await this.files.put(projectId, requestId, { name: file.name, mediaType: file.mediaType, encoding: file.encoding, content: file.content });
