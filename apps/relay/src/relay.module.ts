@@ -3,7 +3,7 @@ import { DataSource } from 'typeorm';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { oldestUnsentAgeSeconds, OUTBOX_LAG_LIMIT_S, OutboxRelay } from '#libs/events';
 import { createKafka } from '#libs/kafka';
-import { addMetricsCollector, outboxOldestPendingAge, outboxPendingRows } from '#libs/observability';
+import { addMetricsCollector, outboxGauges } from '#libs/observability';
 import { PersistenceModule } from '#libs/persistence';
 import { pruneAll } from './retention.js';
 
@@ -43,8 +43,9 @@ export class RelayService implements OnApplicationBootstrap, OnApplicationShutdo
     const [row]: { pending: number; age: number }[] = await this.db.query(
       `select count(*)::int as pending, coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as age from outbox where published_at is null`,
     );
-    outboxPendingRows.set(row?.pending ?? 0);
-    outboxOldestPendingAge.set(row?.age ?? 0);
+    const gauges = outboxGauges();
+    gauges.pendingRows.set(row?.pending ?? 0);
+    gauges.oldestPendingAge.set(row?.age ?? 0);
   }
 
   async onApplicationShutdown(): Promise<void> {

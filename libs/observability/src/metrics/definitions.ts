@@ -1,3 +1,4 @@
+import type { Gauge } from 'prom-client';
 import { counter, gauge, histogram } from './registry.js';
 
 // Every metric of the service, named by Prometheus's conventions (`mas_` prefix, base units,
@@ -62,17 +63,14 @@ export const toolRuns = counter({
   labelNames: ['tool', 'outcome'] as const,
 });
 
-/** Unsent rows of the transactional outbox (read at each scrape of the relay). */
-export const outboxPendingRows = gauge({
-  name: 'mas_outbox_pending_rows',
-  help: 'Outbox rows not yet published to Kafka.',
-});
-
-/** Age of the oldest unsent outbox row (0 when none is pending). */
-export const outboxOldestPendingAge = gauge({
-  name: 'mas_outbox_oldest_pending_age_seconds',
-  help: 'Age of the oldest outbox row not yet published to Kafka (0 when none is pending).',
-});
+/** The outbox gauges, read from PostgreSQL at each scrape of a relay; created by the relay only,
+ * so that no other app reports an outbox of 0. */
+export function outboxGauges(): { pendingRows: Gauge; oldestPendingAge: Gauge } {
+  return {
+    pendingRows: gauge({ name: 'mas_outbox_pending_rows', help: 'Outbox rows not yet published to Kafka.' }),
+    oldestPendingAge: gauge({ name: 'mas_outbox_oldest_pending_age_seconds', help: 'Age of the oldest outbox row not yet published to Kafka (0 when none is pending).' }),
+  };
+}
 
 /** Outbox rows the relay published, by topic. */
 export const outboxPublished = counter({
