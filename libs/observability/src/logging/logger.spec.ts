@@ -70,7 +70,11 @@ describe('NestPinoLogger', () => {
     const { logger, lines } = capture();
     temporalLogger(logger).info('Workflow started', { workflowId: 'agent-request-r9', sdkComponent: 'worker' });
     temporalLogger(logger).debug('below the level');
+    temporalLogger(logger).warn('Activity failed', { error: new Error('boom') });
     await flush();
-    expect(lines).toEqual([expect.objectContaining({ level: 'info', msg: 'Workflow started', workflow_id: 'agent-request-r9', sdkComponent: 'worker', context: 'temporal' })]);
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'info', msg: 'Workflow started', workflow_id: 'agent-request-r9', sdkComponent: 'worker', context: 'temporal' }),
+      expect.objectContaining({ level: 'warn', msg: 'Activity failed', err: expect.objectContaining({ message: 'boom', type: 'Error' }) }),
+    ]);
   });
 });

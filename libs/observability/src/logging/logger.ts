@@ -118,8 +118,10 @@ const TEMPORAL_TO_PINO: Record<TemporalLogLevel, Level> = { TRACE: 'trace', DEBU
  * `log`) over pino, with the workflow id as `workflow_id`. */
 export function temporalLogger(logger: Logger): TemporalLogger {
   const log = (level: TemporalLogLevel, message: string, meta?: LogMetadata): void => {
-    const { workflowId, ...rest } = (meta ?? {}) as LogMetadata & { workflowId?: unknown };
-    logger[TEMPORAL_TO_PINO[level]]({ context: 'temporal', ...(typeof workflowId === 'string' ? { workflow_id: workflowId } : {}), ...rest }, message);
+    const { workflowId, error, ...rest } = (meta ?? {}) as LogMetadata & { workflowId?: unknown; error?: unknown };
+    // `err` is the key pino serialises an Error under (message, type, stack); `error` would print {}.
+    const err = error === undefined ? {} : { err: error };
+    logger[TEMPORAL_TO_PINO[level]]({ context: 'temporal', ...(typeof workflowId === 'string' ? { workflow_id: workflowId } : {}), ...rest, ...err }, message);
   };
   return {
     log,
