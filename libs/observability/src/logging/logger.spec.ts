@@ -1,4 +1,6 @@
 import { PassThrough } from 'node:stream';
+import { context, trace, TraceFlags } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { createLogger, NestPinoLogger, temporalLogger } from './logger.js';
 import { addLogContext, runWithLogContext } from './log-context.js';
 
@@ -30,6 +32,24 @@ describe('the JSON logger', () => {
       { level: 'warn', app: 'test', msg: 'nested', request_id: 'r1', project_id: 'p1', workflow_id: 'agent-request-r1' },
     ]);
     expect(lines[0]).not.toHaveProperty('trace_id');
+  });
+
+  it('adds the active span\'s trace_id and span_id when a tracer has set one', async () => {
+    const { logger, lines } = capture();
+    const manager = new AsyncLocalStorageContextManager().enable();
+    context.setGlobalContextManager(manager);
+    try {
+      const span = trace.wrapSpanContext({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.SAMPLED });
+      context.with(trace.setSpan(context.active(), span), () => logger.info('in a span'));
+      logger.info('outside a span');
+    } finally {
+      context.disable();
+    }
+    await flush();
+    expect(lines.map(({ msg, trace_id, span_id }) => ({ msg, trace_id, span_id }))).toEqual([
+      { msg: 'in a span', trace_id: '0af7651916cd43dd8448eb211c80319c', span_id: 'b7ad6b7169203331' },
+      { msg: 'outside a span', trace_id: undefined, span_id: undefined },
+    ]);
   });
 
   it('redacts secret-named fields and key-shaped strings', async () => {

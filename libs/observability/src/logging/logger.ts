@@ -39,7 +39,7 @@ export function createLogger(options: LoggerOptions): Logger {
   const destination =
     options.destination ??
     (format === 'pretty'
-      ? pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,app', messageFormat: '{if context}[{context}] {end}{msg}', sync: true })
+      ? pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,app,context', singleLine: true, messageFormat: '{if context}[{context}] {end}{msg}', sync: true })
       : pino.destination({ dest: 1, sync: true }));
   return pino(
     {

@@ -6,6 +6,9 @@ interface ProcessMetrics {
   readonly registry: Registry;
   /** Read before each scrape (gauges that are queried, not counted: outbox, consumer lag). */
   readonly collectors: Set<() => Promise<void>>;
+  /** Whether prom-client's process metrics are on: from the first scrape, so a process that is
+   * never scraped (a test) starts no event-loop or GC observer. */
+  defaults: boolean;
 }
 
 const KEY = Symbol.for('mas.observability.metrics');
@@ -13,9 +16,7 @@ const KEY = Symbol.for('mas.observability.metrics');
 function processMetrics(): ProcessMetrics {
   const holder = globalThis as { [KEY]?: ProcessMetrics };
   if (!holder[KEY]) {
-    const registry = new Registry();
-    collectDefaultMetrics({ register: registry });
-    holder[KEY] = { registry, collectors: new Set() };
+    holder[KEY] = { registry: new Registry(), collectors: new Set(), defaults: false };
   }
   return holder[KEY];
 }
@@ -48,7 +49,12 @@ export function addMetricsCollector(collect: () => Promise<void>): () => void {
 /** The Prometheus text exposition of this process, after the collectors have run (a failing one
  * leaves its gauges as they were rather than failing the scrape). */
 export async function metricsText(): Promise<string> {
-  await Promise.allSettled([...processMetrics().collectors].map((collect) => collect()));
+  const metrics = processMetrics();
+  if (!metrics.defaults) {
+    metrics.defaults = true;
+    collectDefaultMetrics({ register: metrics.registry });
+  }
+  await Promise.allSettled([...metrics.collectors].map((collect) => collect()));
   return metricsRegistry.metrics();
 }
 
