@@ -82,15 +82,21 @@ export class ProjectionRunner {
       this.admin = undefined;
       throw e;
     });
-    const admin = await this.admin;
-    await Promise.all(
-      this.groups.map(async ({ groupId, topic }) => {
-        const [committed, ends] = await Promise.all([admin.fetchOffsets({ groupId, topics: [topic] }), admin.fetchTopicOffsets(topic)]);
-        const at = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-        const lag = ends.reduce((sum, p) => sum + Number(p.high) - Math.max(at.get(p.partition) ?? -1, Number(p.low)), 0);
-        projectorLag.set({ group: groupId, topic }, lag);
-      }),
-    );
+    try {
+      const admin = await this.admin;
+      await Promise.all(
+        this.groups.map(async ({ groupId, topic }) => {
+          const [committed, ends] = await Promise.all([admin.fetchOffsets({ groupId, topics: [topic] }), admin.fetchTopicOffsets(topic)]);
+          const at = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+          const lag = ends.reduce((sum, p) => sum + Number(p.high) - Math.max(at.get(p.partition) ?? -1, Number(p.low)), 0);
+          projectorLag.set({ group: groupId, topic }, lag);
+        }),
+      );
+    } catch (e) {
+      // Kafka cannot be read: no series rather than a stale number (a gap on the dashboard).
+      projectorLag.reset();
+      throw e;
+    }
   }
 
   async stop(): Promise<void> {
