@@ -13,6 +13,12 @@ bash scripts/stack.sh up
 npm run --silent build
 node dist/apps/cli/src/main.js migrate
 
+# Prometheus's /metrics of the apps that serve no HTTP otherwise (the api's is on $PORT), and
+# the Temporal SDK's own metrics, which the worker merges into its /metrics (docs/operations.md).
+export WORKER_METRICS_PORT="${WORKER_METRICS_PORT:-9101}" RELAY_METRICS_PORT="${RELAY_METRICS_PORT:-9102}"
+export PROJECTOR_METRICS_PORT="${PROJECTOR_METRICS_PORT:-9103}" TEMPORAL_SDK_METRICS_PORT="${TEMPORAL_SDK_METRICS_PORT:-9104}"
+# The apps' stdout is a pipe to the supervisor: human-readable lines when this terminal is one.
+if [ -t 1 ]; then export LOG_FORMAT="${LOG_FORMAT:-pretty}"; fi
 node scripts/run-apps.mjs api worker relay projector &
 apps=$!
 trap 'kill -TERM "$apps" 2>/dev/null; wait "$apps"' INT TERM
@@ -32,6 +38,7 @@ cat <<TXT
     Operator CLI npm run cli -- --help
     API          $api   (health: $api/readyz)
     Temporal UI  $TEMPORAL_UI_URL
+    Metrics      $api/metrics, worker :$WORKER_METRICS_PORT, relay :$RELAY_METRICS_PORT, projector :$PROJECTOR_METRICS_PORT (/metrics)
 $demo
     Logs         $MAS_HOME/logs   (stack: npm run stack -- logs kafka|temporal|postgres)
   Ctrl-C stops the apps; \`npm run stack -- down\` stops PostgreSQL, Kafka and Temporal.

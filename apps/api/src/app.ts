@@ -3,8 +3,9 @@ import { Logger, type INestApplication, type LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
+import { configFromEnvironment } from '#libs/config';
 import { ServiceError } from '#libs/contracts';
-import { httpTracing } from '#libs/observability';
+import { createLogger, httpLogging, httpMetrics, httpTracing, NestPinoLogger, serveMetrics } from '#libs/observability';
 import { ApiModule } from './app.module.js';
 import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
 import { serveOpenApi } from './openapi/openapi.js';
@@ -98,14 +99,18 @@ export async function drainAndClose(app: INestApplication, timeoutMs = DRAIN_TIM
 
 /** Builds the api application (used by main.ts and by the end-to-end tests). */
 export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Promise<INestApplication> {
-  const app = await NestFactory.create<NestExpressApplication>(ApiModule, {
-    logger: options.logLevels ?? ['log', 'warn', 'error', 'fatal'],
-    bodyParser: false,
-  });
+  const config = configFromEnvironment();
+  const logger = new NestPinoLogger(createLogger({ app: 'api', format: config.logFormat, level: config.logLevel }));
+  if (options.logLevels) logger.setLogLevels(options.logLevels);
+  const app = await NestFactory.create<NestExpressApplication>(ApiModule, { logger, bodyParser: false });
   app.disable('x-powered-by');
   // First, so the request's span covers authentication and continues a client's traceparent.
   const tracing = httpTracing();
   if (tracing) app.use(tracing);
+  // Prometheus's scrape, outside /v1 (no API key: keep it off the public ingress, docs/operations.md).
+  app.use((req: Request, res: Response, next: NextFunction) => (req.path === '/metrics' ? void serveMetrics(req, res) : next()));
+  app.use(httpMetrics);
+  app.use(httpLogging(logger.pino));
   const tracker = new InFlight();
   inFlight.set(app, tracker);
   app.use(tracker.track);

@@ -1,11 +1,16 @@
 import 'reflect-metadata';
 import { once } from 'node:events';
-import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import { configFromEnvironment } from '#libs/config';
+import { createLogger, NestPinoLogger, startMetricsServer } from '#libs/observability';
 import { ProjectorModule } from './projector.module.js';
 
-const app = await NestFactory.createApplicationContext(ProjectorModule);
+const config = configFromEnvironment();
+const logger = createLogger({ app: 'projector', format: config.logFormat, level: config.logLevel });
+const app = await NestFactory.createApplicationContext(ProjectorModule, { logger: new NestPinoLogger(logger) });
 await app.init();
-new Logger('projector').log('running projections; SIGINT or SIGTERM stops it');
+const metrics = config.metrics.projectorPort ? await startMetricsServer(config.metrics.projectorPort) : undefined;
+logger.info({ context: 'projector', metrics_port: metrics?.port }, 'running projections; SIGINT or SIGTERM stops it');
 await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
+await metrics?.close();
 await app.close();

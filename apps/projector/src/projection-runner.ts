@@ -1,8 +1,9 @@
 import { Logger } from '@nestjs/common';
-import type { Consumer, Kafka } from 'kafkajs';
+import type { Admin, Consumer, Kafka } from 'kafkajs';
 import type { DataSource } from 'typeorm';
 import { isUuid } from '#libs/contracts';
 import type { CloudEvent } from '#libs/events';
+import { projectorEvents, projectorLag } from '#libs/observability';
 import type { Projection } from './projections/projection.js';
 
 /** A message's CloudEvent, or undefined for one that is not JSON or lacks its id or type. */
@@ -21,6 +22,8 @@ export function parseCloudEvent(value: Buffer | null): CloudEvent<Record<string,
 export class ProjectionRunner {
   private readonly logger = new Logger('projector');
   private readonly consumers: Consumer[] = [];
+  private readonly groups: { groupId: string; topic: string }[] = [];
+  private admin: Promise<Admin> | undefined;
 
   constructor(
     private readonly db: DataSource,
@@ -32,7 +35,8 @@ export class ProjectionRunner {
   /** Starts every projection; `groupSuffix` gives a fresh group that reads from offset 0. */
   async start(groupSuffix = ''): Promise<void> {
     for (const projection of this.projections) {
-      const consumer = this.kafka.consumer({ groupId: `${this.groupPrefix}-projector-${projection.name}${groupSuffix}`, allowAutoTopicCreation: false });
+      const groupId = `${this.groupPrefix}-projector-${projection.name}${groupSuffix}`;
+      const consumer = this.kafka.consumer({ groupId, allowAutoTopicCreation: false });
       await consumer.connect();
       await consumer.subscribe({ topic: projection.topic, fromBeginning: true });
       await consumer.run({
@@ -49,6 +53,7 @@ export class ProjectionRunner {
         },
       });
       this.consumers.push(consumer);
+      this.groups.push({ groupId, topic: projection.topic });
       this.logger.log(`projection ${projection.name} consuming ${projection.topic}`);
     }
   }
@@ -61,23 +66,58 @@ export class ProjectionRunner {
   /** Applies events in order in one transaction, each with its processed-event row (an event
    * delivered before is skipped); returns how many were new. */
   async apply(projection: Projection, events: readonly CloudEvent<Record<string, unknown>>[]): Promise<number> {
-    return this.db.transaction(async (tx) => {
-      let applied = 0;
+    const applied = await this.db.transaction(async (tx) => {
+      let fresh = 0;
       for (const event of events) {
-        const fresh: unknown[] = await tx.query(
+        const inserted: unknown[] = await tx.query(
           `insert into projection_processed (projection, event_id) values ($1, $2) on conflict do nothing returning 1`,
           [projection.name, event.id],
         );
-        if (fresh.length === 0) continue;
+        if (inserted.length === 0) continue;
         await projection.apply(tx, event);
-        applied++;
+        fresh++;
       }
-      return applied;
+      return fresh;
     });
+    projectorEvents.inc({ projection: projection.name, result: 'applied' }, applied);
+    projectorEvents.inc({ projection: projection.name, result: 'duplicate' }, events.length - applied);
+    return applied;
+  }
+
+  /** Sets each consumer group's lag (the topic's end offsets minus the group's committed ones,
+   * summed over partitions; a partition without a commit counts from its first offset). */
+  async readLag(): Promise<void> {
+    this.admin ??= (async () => {
+      const admin = this.kafka.admin();
+      await admin.connect();
+      return admin;
+    })().catch((e: unknown) => {
+      this.admin = undefined;
+      throw e;
+    });
+    try {
+      const admin = await this.admin;
+      await Promise.all(
+        this.groups.map(async ({ groupId, topic }) => {
+          const [committed, ends] = await Promise.all([admin.fetchOffsets({ groupId, topics: [topic] }), admin.fetchTopicOffsets(topic)]);
+          const at = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
+          const lag = ends.reduce((sum, p) => sum + Number(p.high) - Math.max(at.get(p.partition) ?? -1, Number(p.low)), 0);
+          projectorLag.set({ group: groupId, topic }, lag);
+        }),
+      );
+    } catch (e) {
+      // Kafka cannot be read: no series rather than a stale number (a gap on the dashboard).
+      projectorLag.reset();
+      throw e;
+    }
   }
 
   async stop(): Promise<void> {
     await Promise.all(this.consumers.map((c) => c.disconnect()));
     this.consumers.length = 0;
+    this.groups.length = 0;
+    const admin = this.admin;
+    this.admin = undefined;
+    await admin?.then((a) => a.disconnect()).catch(() => undefined);
   }
 }

@@ -2,6 +2,7 @@ import { Inject, Injectable, Module, type OnApplicationBootstrap, type OnApplica
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { createKafka } from '#libs/kafka';
+import { addMetricsCollector } from '#libs/observability';
 import { PersistenceModule } from '#libs/persistence';
 import { ProjectionRunner } from './projection-runner.js';
 import { PROJECTIONS } from './projections/index.js';
@@ -10,6 +11,7 @@ import { PROJECTIONS } from './projections/index.js';
 @Injectable()
 export class ProjectorService implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly runner: ProjectionRunner;
+  private stopCollecting: (() => void) | undefined;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig, db: DataSource) {
     this.runner = new ProjectionRunner(db, createKafka(config, 'mas-projector'), PROJECTIONS, config.kafkaGroupPrefix);
@@ -17,9 +19,11 @@ export class ProjectorService implements OnApplicationBootstrap, OnApplicationSh
 
   async onApplicationBootstrap(): Promise<void> {
     await this.runner.start();
+    this.stopCollecting = addMetricsCollector(() => this.runner.readLag());
   }
 
   async onApplicationShutdown(): Promise<void> {
+    this.stopCollecting?.();
     await this.runner.stop();
   }
 }

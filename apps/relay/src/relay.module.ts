@@ -3,6 +3,7 @@ import { DataSource } from 'typeorm';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { oldestUnsentAgeSeconds, OUTBOX_LAG_LIMIT_S, OutboxRelay } from '#libs/events';
 import { createKafka } from '#libs/kafka';
+import { addMetricsCollector, outboxGauges } from '#libs/observability';
 import { PersistenceModule } from '#libs/persistence';
 import { pruneAll } from './retention.js';
 
@@ -16,6 +17,7 @@ export class RelayService implements OnApplicationBootstrap, OnApplicationShutdo
   readonly relay: OutboxRelay;
   private readonly logger = new Logger('relay');
   private watch: NodeJS.Timeout | undefined;
+  private stopCollecting: (() => void) | undefined;
 
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
@@ -26,6 +28,7 @@ export class RelayService implements OnApplicationBootstrap, OnApplicationShutdo
 
   async onApplicationBootstrap(): Promise<void> {
     await this.relay.start();
+    this.stopCollecting = addMetricsCollector(() => this.readOutbox());
     // Its own health, in its log (the api's /readyz shows the same as the `outbox` component).
     this.watch = setInterval(() => {
       oldestUnsentAgeSeconds(this.db).then(
@@ -35,7 +38,18 @@ export class RelayService implements OnApplicationBootstrap, OnApplicationShutdo
     }, 30_000);
   }
 
+  /** The outbox gauges, read from PostgreSQL at each scrape (every relay reports the same table). */
+  private async readOutbox(): Promise<void> {
+    const [row]: { pending: number; age: number }[] = await this.db.query(
+      `select count(*)::int as pending, coalesce(extract(epoch from now() - min(created_at)), 0)::float8 as age from outbox where published_at is null`,
+    );
+    const gauges = outboxGauges();
+    gauges.pendingRows.set(row?.pending ?? 0);
+    gauges.oldestPendingAge.set(row?.age ?? 0);
+  }
+
   async onApplicationShutdown(): Promise<void> {
+    this.stopCollecting?.();
     clearInterval(this.watch);
     await this.relay.stop();
   }

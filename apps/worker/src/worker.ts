@@ -2,7 +2,7 @@ import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
 import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities, WebhookActivities } from '#libs/contracts';
-import { temporalWorkerTracing } from '#libs/observability';
+import { temporalWorkerTracing, withActivityLogContext } from '#libs/observability';
 import { payloadDataConverter, TemporalClientService } from '#libs/temporal';
 import { BeginRequestActivity } from './activities/begin-request.activity.js';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
@@ -64,7 +64,7 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
     namespace: config.temporal.namespace,
     taskQueue: config.temporal.taskQueue,
     ...workflowBundleOptions({ withInterceptorModules: Boolean(tracing.interceptors?.workflowModules?.length) }),
-    activities: { ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app), ...webhookActivities(app) },
+    activities: withActivityLogContext({ ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app), ...webhookActivities(app) }),
     // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
     // they are cancelled and retried on another worker; workflow tasks always finish.
     shutdownGraceTime: '30 seconds',

@@ -111,4 +111,18 @@ describe('loadConfig', () => {
   it('strips a trailing slash from PUBLIC_BASE_URL', () => {
     expect(loadConfig({ ...valid, PUBLIC_BASE_URL: 'https://agents.example.com/' }).publicBaseUrl).toBe('https://agents.example.com');
   });
+
+  it('reads the metrics ports (0 or unset: none) and the log format and level', () => {
+    const config = loadConfig(valid);
+    expect(config.metrics).toEqual({ workerPort: 0, relayPort: 0, projectorPort: 0, temporalSdkPort: 0 });
+    expect({ format: config.logFormat, level: config.logLevel }).toEqual({ format: undefined, level: 'info' });
+    const set = loadConfig({ ...valid, WORKER_METRICS_PORT: '9101', RELAY_METRICS_PORT: '0', TEMPORAL_SDK_METRICS_PORT: '9104', LOG_FORMAT: 'json', LOG_LEVEL: 'warn' });
+    expect(set.metrics).toEqual({ workerPort: 9101, relayPort: 0, projectorPort: 0, temporalSdkPort: 9104 });
+    expect({ format: set.logFormat, level: set.logLevel }).toEqual({ format: 'json', level: 'warn' });
+    expect(problemsOf({ ...valid, PROJECTOR_METRICS_PORT: '-1', LOG_FORMAT: 'yaml', LOG_LEVEL: 'loud' })).toEqual([
+      'PROJECTOR_METRICS_PORT must be a TCP port (1-65535) or 0 for none, got "-1"',
+      'LOG_FORMAT must be one of json, pretty, got "yaml"',
+      'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, got "loud"',
+    ]);
+  });
 });

@@ -85,7 +85,19 @@ export interface AppConfig {
      * unset: no tracing. */
     readonly otlpEndpoint: string | undefined;
   };
+  /** Ports of the /metrics listeners of the apps that serve no HTTP otherwise (0: none; the api
+   * serves /metrics on PORT). `temporalSdkPort` is where the worker's Temporal runtime exposes its
+   * own Prometheus metrics on loopback, merged into the worker's /metrics. */
+  readonly metrics: { readonly workerPort: number; readonly relayPort: number; readonly projectorPort: number; readonly temporalSdkPort: number };
+  /** `json`: one JSON object a line; `pretty`: pino-pretty; unset: pretty on a terminal, JSON otherwise (LOG_FORMAT). */
+  readonly logFormat: 'json' | 'pretty' | undefined;
+  /** The lowest level logged (LOG_LEVEL: trace, debug, info, warn, error, fatal; info). */
+  readonly logLevel: LogLevelName;
 }
+
+/** pino's level names, lowest first. */
+export const LOG_LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+export type LogLevelName = (typeof LOG_LEVELS)[number];
 
 /** The Temporal address, or a ConfigError naming TEMPORAL_ADDRESS (for processes that cannot run without it). */
 export function requireTemporalAddress(config: AppConfig): string {
@@ -119,6 +131,22 @@ class Reader {
       this.problems.push(`${name} must be a TCP port (1-65535), got "${raw}"`);
     }
     return n;
+  }
+
+  /** A TCP port, or 0 for "none". */
+  optionalPort(name: string): number {
+    const raw = this.optional(name);
+    if (raw === undefined) return 0;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 0 || n > 65535) this.problems.push(`${name} must be a TCP port (1-65535) or 0 for none, got "${raw}"`);
+    return n;
+  }
+
+  oneOf<T extends string>(name: string, values: readonly T[]): T | undefined {
+    const raw = this.optional(name);
+    if (raw === undefined) return undefined;
+    if (!(values as readonly string[]).includes(raw)) this.problems.push(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+    return raw as T;
   }
 
   positiveInt(name: string, fallback: number): number {
@@ -302,6 +330,14 @@ export function loadConfig(env: Env): AppConfig {
     toolOutputsTimeoutMs: r.positiveInt('TOOL_OUTPUTS_TIMEOUT_MS', 5 * 60 * 1000),
     streamRetentionSeconds: r.positiveInt('STREAM_RETENTION_SECONDS', 24 * 60 * 60),
     tracing: { otlpEndpoint: r.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']) },
+    metrics: {
+      workerPort: r.optionalPort('WORKER_METRICS_PORT'),
+      relayPort: r.optionalPort('RELAY_METRICS_PORT'),
+      projectorPort: r.optionalPort('PROJECTOR_METRICS_PORT'),
+      temporalSdkPort: r.optionalPort('TEMPORAL_SDK_METRICS_PORT'),
+    },
+    logFormat: r.oneOf('LOG_FORMAT', ['json', 'pretty'] as const),
+    logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS) ?? 'info',
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

@@ -1,2 +1,2 @@
-export { ConfigError, loadConfig, requireTemporalAddress, type AppConfig } from './config.js';
+export { ConfigError, loadConfig, LOG_LEVELS, requireTemporalAddress, type AppConfig, type LogLevelName } from './config.js';
 export { APP_CONFIG, ConfigModule, configFromEnvironment, rawEnvironment } from './config.module.js';

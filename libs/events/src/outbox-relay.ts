@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import type { Kafka, Producer } from 'kafkajs';
 import pg from 'pg';
 import type { DataSource } from 'typeorm';
+import { outboxPublished } from '#libs/observability';
 import { OUTBOX_CHANNEL } from './event-store.js';
 
 const BATCH = 200;
@@ -66,6 +67,7 @@ export class OutboxRelay {
       }
       await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
       await tx.query(`update outbox set published_at = now() where id = any($1::bigint[])`, [rows.map((r) => r.id)]);
+      for (const [topic, messages] of byTopic) outboxPublished.inc({ topic }, messages.length);
       return rows.length;
     });
   }

@@ -1,6 +1,7 @@
 import type { DataSource, EntityManager } from 'typeorm';
 import { EVENT_TYPES, TOPICS, USAGE_EVENT_TYPE, type AgentError, type AgentStatus, type StopRecord, type UsageEventData } from '#libs/contracts';
 import { deterministicUuid, EventStore, RequestStream, SessionStream, toCloudEvent } from '#libs/events';
+import { agentCapabilityUses, agentRequests, creditsCharged } from '#libs/observability';
 import { currentPeriod } from './billing-period.js';
 import { creditsFor } from './pricing.js';
 
@@ -100,7 +101,7 @@ export class MeteringService {
    * twice and answers what the first attempt answered.
    */
   async recordStop(input: StopRecord): Promise<{ creditsThisRequest: number; creditsRemaining: number }> {
-    return this.db.transaction(async (tx) => {
+    const { answer, recorded, settled } = await this.db.transaction(async (tx) => {
       const project = await this.lockProject(tx, input.projectId);
       const ledger = await this.ledger(tx, input.requestId);
       let charged = 0;
@@ -143,8 +144,11 @@ export class MeteringService {
           toCloudEvent({ id: usageId, type: USAGE_EVENT_TYPE, subject: `agent-request-${input.requestId}`, time: new Date(event.recordedAt), data: usage, projectId: input.projectId, correlationId: input.requestId, causationId: event.eventId }),
         );
       }
-      return { creditsThisRequest: charged, creditsRemaining: balance };
+      return { answer: { creditsThisRequest: charged, creditsRemaining: balance }, recorded: event !== undefined, settled: settlement?.charged ?? 0 };
     });
+    // Counted once the transaction has committed, and only by the attempt that recorded the stop.
+    if (recorded) countStop(input, settled);
+    return answer;
   }
 
   /** Gives a request's whole reservation back when it ends without a settled stop; a settled or
@@ -252,4 +256,11 @@ export class MeteringService {
     }
     return project;
   }
+}
+
+/** The metrics of a recorded stop: its outcome, the capabilities it used, the credits it settled. */
+function countStop(input: StopRecord, settled: number): void {
+  agentRequests.inc({ outcome: input.status });
+  for (const capability of input.capabilitiesUsed.length > 0 ? input.capabilitiesUsed : ['none']) agentCapabilityUses.inc({ outcome: input.status, capability });
+  if (settled > 0) creditsCharged.inc({ plan: input.plan }, settled);
 }

@@ -19,6 +19,7 @@ import { backgroundAnswer } from './background.js';
 import { computeInstanceOf } from './compute-instance.js';
 import { bodyHash, IdempotencyKeys, parseIdempotencyKey } from './idempotency.js';
 import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
+import { addLogContext } from '#libs/observability';
 
 const AUTH_ERRORS = ['invalid_api_key', 'rate_limited'] as const;
 const COMPUTE_ERRORS = ['compute_error', 'compute_unavailable', 'service_unavailable'] as const;
@@ -76,6 +77,7 @@ export class AgentController {
     if (claim?.answer) return sendAnswer(res, claim.answer);
     // Every attempt with the key runs under the claim's request id: Temporal joins them into one run.
     const requestId = claim?.requestId ?? randomUUID();
+    addLogContext({ request_id: requestId });
     if (request.background) {
       let started;
       try {

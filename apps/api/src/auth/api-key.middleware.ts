@@ -3,6 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { AccountsService, type Principal } from '#libs/accounts';
 import { ServiceError } from '#libs/contracts';
 import { MeteringService, RATE_LIMIT_PER_MINUTE } from '#libs/metering';
+import { addLogContext } from '#libs/observability';
 
 export type AuthenticatedRequest = Request & { principal?: Principal };
 
@@ -30,6 +31,7 @@ export class ApiKeyMiddleware {
     if (!needsApiKey(req.path)) return next();
     this.authenticate(req.headers.authorization).then((principal) => {
       req.principal = principal;
+      addLogContext({ project_id: principal.project.id });
       next();
     }, next);
   };

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { ApplicationFailure, Context, heartbeat } from '@temporalio/activity';
 import { CAPABILITIES, parseMcpToolName, type AgentActivities, type BuiltinTool, type Capability, type FileRef, type McpServerTarget, type ToolSpec } from '#libs/contracts';
+import { toolRuns } from '#libs/observability';
 import type { BlobStore, ConversationStore, FileStore } from '#libs/persistence';
 import { callMcpTool, executeBuiltInTool, listMcpTools, toolError, toolFileFromInput, toolSpecsFor, TOOLS_BY_CAPABILITY, type BuiltInToolsOptions, type McpOptions, type ToolFile, type ToolResult } from '#libs/tools';
 
@@ -67,6 +68,7 @@ export class BuiltinToolActivities {
     }
     heartbeat();
     const result = parseMcpToolName(call.name) ? await this.runMcpTool(projectId, call.name, call.arguments) : await executeBuiltInTool(call.name, call.arguments, { inputFiles, options: this.options });
+    toolRuns.inc({ tool: call.name, outcome: result.ok ? 'ok' : 'error' });
     const generated: FileRef[] = [];
     for (const file of result.ok ? (result.files ?? []) : []) {
       const id = await this.files.put(projectId, requestId, { name: file.name, mediaType: file.mediaType, encoding: file.encoding, content: file.content });

@@ -2,7 +2,7 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { AccountsService } from '#libs/accounts';
 import type { AgentActivities, ChatMessage, InputFileRef, ModelStep, ModelTurn } from '#libs/contracts';
 import { callModel, ModelError } from '#libs/llm';
-import { requestAttributes, SpanKind, withSpan } from '#libs/observability';
+import { modelCallDuration, modelCallErrors, modelTokens, requestAttributes, SpanKind, withSpan } from '#libs/observability';
 import { ConversationNotFoundError, type BlobStore, type ConversationStore } from '#libs/persistence';
 import type { StreamPublisher } from '#libs/streaming';
 
@@ -45,6 +45,8 @@ export class ModelCallActivity {
     // A regular activity (streamed runs) heartbeats, so a worker that died is noticed in 30 s; a
     // local one (runs waited for) is kept alive by its workflow task.
     const heartbeat = context.info.isLocal ? undefined : setInterval(() => context.heartbeat(), 5000);
+    const timer = modelCallDuration.startTimer({ provider: credentials.provider });
+    let answered = false;
     // Streaming: tokens go out as the provider produces them (the first at once, then in small
     // batches); a retried attempt re-sends the same seqs, which readers keep only once.
     const writer = input.stream && input.streamSeq !== undefined ? this.stream.tokenWriter(input.requestId, input.projectId, input.streamSeq) : undefined;
@@ -64,6 +66,10 @@ export class ModelCallActivity {
           ...(writer ? { onToken: (text: string) => writer.push(text) } : {}),
         }),
       );
+      answered = true;
+      timer({ outcome: 'ok' });
+      modelTokens.inc({ provider: credentials.provider, type: 'input' }, turn.usage.inputTokens);
+      modelTokens.inc({ provider: credentials.provider, type: 'output' }, turn.usage.outputTokens);
       if (writer) await writer.close();
       // Stored at the next seq; a retried attempt replaces an earlier attempt's message, so the
       // stored message is the one this result describes.
@@ -78,6 +84,11 @@ export class ModelCallActivity {
       };
       return step;
     } catch (e) {
+      const reason = e instanceof ModelError && !e.retryable ? 'permanent' : 'retryable';
+      if (!answered) {
+        timer({ outcome: `${reason}_error` });
+        modelCallErrors.inc({ provider: credentials.provider, reason });
+      }
       if (e instanceof ModelError && !e.retryable) {
         throw ApplicationFailure.create({ type: 'compute_error', message: e.message, nonRetryable: true });
       }

@@ -4,6 +4,7 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { SEARCH_ATTRIBUTES, ServiceError, SESSION_LIMITS, sessionWorkflowId, type SessionWorkflowInput } from '#libs/contracts';
+import { addLogContext } from '#libs/observability';
 import { TemporalClientService } from '#libs/temporal';
 import { IdempotencyKeys, type StoredAnswer } from '../../agent/idempotency.js';
 import { fromTemporalError } from '../../agent/temporal-errors.js';
@@ -46,6 +47,7 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
       lastActivityAt: new Date(now),
       expiresAt: new Date(now + idleTimeoutMs),
     };
+    addLogContext({ session_id: record.id });
     const input: SessionWorkflowInput = { sessionId: record.id, projectId: project.id, createdAt: now, idleTimeoutMs };
     const plan = this.config.plans[project.plan];
     const capabilities = project.capabilities.filter((c) => plan.capabilities.includes(c));

@@ -17,6 +17,7 @@ import { closedSessionError, sessionNotFound, UUID } from '../session-resource.j
 import { sessionCallError, withinPickup } from '../session-temporal.js';
 import { SessionsRepository } from '../sessions.repository.js';
 import { SendSessionMessageCommand, type AcceptedSessionMessage, type ReplayedSessionMessage } from './send-session-message.command.js';
+import { addLogContext } from '#libs/observability';
 
 /**
  * A session message is the session's `sendMessage` Update, its id the message's request id. With an
@@ -57,6 +58,7 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
     const claim = idempotency ? await this.idempotency.claim(project.id, idempotency.key, `POST /v1/sessions/${sessionId}/messages`, idempotency.body) : undefined;
     if (claim?.answer) return { kind: 'replay', answer: claim.answer };
     const requestId = claim?.requestId ?? randomUUID();
+    addLogContext({ request_id: requestId });
     const duplicate = claim !== undefined && !claim.first;
     try {
       if (duplicate) {
