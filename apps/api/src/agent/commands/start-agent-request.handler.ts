@@ -23,6 +23,8 @@ export const FIRST_STOP_UPDATE_ID = 'first-stop';
  * Update answers instead). Nothing is terminated when no worker takes the request up in time: the
  * workflow carries `acceptBy` and fails at once, before admitting anything, if it starts later.
  */
+const isUpdateHandle = (x: WorkflowUpdateHandle<AgentStop> | AgentStop): x is WorkflowUpdateHandle<AgentStop> => typeof (x as { result?: unknown }).result === 'function';
+
 /** 503 for a run that found no room in this api within its wait: nothing was started or recorded. */
 const atCapacity = (waitedMs: number): ServiceError =>
   new ServiceError('service_unavailable', `The service is at capacity: no run could start within ${waitedMs / 1000} seconds. Nothing was started or charged; retry after the number of seconds in Retry-After.`, { 'Retry-After': '1' });
@@ -54,7 +56,8 @@ export class AgentRequestStarter {
     }
   }
 
-  private async startRun({ principal, body, requestId }: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
+  private async startRun(command: StartAgentRequestCommand | StreamAgentRequestCommand): Promise<StartedAgentRequest> {
+    const { principal, body, requestId } = command;
     const { project } = principal;
     const client = this.temporal.client!;
     const connection = this.temporal.connection!;
@@ -74,14 +77,18 @@ export class AgentRequestStarter {
         { key: SEARCH_ATTRIBUTES.capabilities, value: [...input.capabilities] },
       ],
     });
-    let handle: WorkflowUpdateHandle<AgentStop>;
+    let handle: WorkflowUpdateHandle<AgentStop> | AgentStop;
     const run = { connection, describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw };
+    const update = { startWorkflowOperation, updateId: FIRST_STOP_UPDATE_ID };
     try {
       // One round trip starts (or joins) the workflow and registers (or joins) the Update. The
       // Update is accepted when the run's first workflow task completes, which (local activities)
-      // may be its first stop: the wait is bounded by a worker taking the task up, not by its length.
-      handle = await awaitAnswer(run, pickupMs, () =>
-        client.workflow.startUpdateWithStart(firstStopUpdate, { startWorkflowOperation, updateId: FIRST_STOP_UPDATE_ID, waitForStage: 'ACCEPTED' }),
+      // is its first stop for a caller who waits for it: that caller gets the stop in the same round
+      // trip. Bounded by a worker taking the task up, not by its length.
+      handle = await awaitAnswer<WorkflowUpdateHandle<AgentStop> | AgentStop>(run, pickupMs, () =>
+        command instanceof StartAgentRequestCommand
+          ? client.workflow.executeUpdateWithStart(firstStopUpdate, update)
+          : client.workflow.startUpdateWithStart(firstStopUpdate, { ...update, waitForStage: 'ACCEPTED' }),
       );
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) {
@@ -97,6 +104,10 @@ export class AgentRequestStarter {
         );
       }
       throw error;
+    }
+    if (!isUpdateHandle(handle)) {
+      const stop = handle;
+      return { requestId, firstStop: () => Promise.resolve(stop) };
     }
     const accepted = handle;
     return {
