@@ -1,10 +1,9 @@
 import { ActivityFailure, ApplicationFailure, RetryState } from '@temporalio/common';
-import { DEFAULT_CAPABILITY_SURCHARGES, type AgentRequestInput, type ModelStep } from '#libs/contracts';
+import { DEFAULT_CAPABILITY_SURCHARGES, initialStop, type AgentRequestInput, type ModelStep } from '#libs/contracts';
 import {
   completedMessage,
   endEvents,
   failedStop,
-  initialStop,
   MAX_MODEL_CALLS_PER_LEG,
   nextStep,
   offerTools,

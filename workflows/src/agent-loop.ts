@@ -98,22 +98,6 @@ export function completedMessage(reply: string, notes: readonly string[], option
   return options.firstStop && options.capabilitiesRequested && notes.length > 0 ? `${reply}\n\n${notes.join('\n')}` : reply;
 }
 
-/** A request before its first stop; requests and sessions build it here alone. */
-export function initialStop(request: { readonly requestId: string; readonly projectId: string; readonly sessionId?: string }): AgentStop {
-  return {
-    requestId: request.requestId,
-    projectId: request.projectId,
-    status: 'in_progress',
-    stop: 0,
-    capabilitiesUsed: [],
-    files: [],
-    tokensUsed: 0,
-    creditsThisRequest: 0,
-    creditsRemaining: 0,
-    requestsUsed: 0,
-    ...(request.sessionId ? { sessionId: request.sessionId } : {}),
-  };
-}
 
 /** A stop that failed with `error`, charging nothing (a session's request that could not run). */
 export function failedStop(before: AgentStop, error: AgentError): AgentStop {

@@ -1,9 +1,9 @@
 import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import { blobMarker, FINAL_STATUSES, firstStopUpdate, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type BeginRequestResult, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
+import { blobMarker, FINAL_STATUSES, firstStopUpdate, initialStop, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type BeginRequestResult, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
 import * as acts from './proxies.js';
 import { StoredConversation, streamedSoFar } from './stored-conversation.js';
 import { notifySession } from './session-notify.js';
-import { completedMessage, endEvents, initialStop, nextStep, offerTools, outputMessages, Tally, toAgentError, toolOutputsRefusal, type LegEnd } from './agent-loop.js';
+import { completedMessage, endEvents, nextStep, offerTools, outputMessages, Tally, toAgentError, toolOutputsRefusal, type LegEnd } from './agent-loop.js';
 
 /** How long the caller has to submit tool outputs (contract section 3.1). */
 export const TOOL_CONTEXT_LIFETIME = '5 minutes';

@@ -14,6 +14,7 @@ import {
   agentRequestWorkflowId,
   endSessionUpdate,
   FINAL_STATUSES,
+  initialStop,
   SEARCH_ATTRIBUTES,
   sendSessionMessageUpdate,
   SESSION_LIMITS,
@@ -30,7 +31,7 @@ import {
 } from '#libs/contracts';
 import { appendExchange } from './proxies.js';
 import type { agentRequestWorkflow } from './agent-request.workflow.js';
-import { failedStop, initialStop } from './agent-loop.js';
+import { failedStop } from './agent-loop.js';
 
 /** Continue as new after this many history events (well below Temporal's limits; a message costs
  * about twenty), unless the input says otherwise or the server suggests it earlier. */

@@ -258,3 +258,20 @@ export function endEvents(stop: AgentStop): Omit<StreamEvent, 'seq'>[] {
   }
   return [];
 }
+
+/** A request before its first stop; the workflows and the api (a background run's first answer) build it here alone. */
+export function initialStop(request: { readonly requestId: string; readonly projectId: string; readonly sessionId?: string }): AgentStop {
+  return {
+    requestId: request.requestId,
+    projectId: request.projectId,
+    status: 'in_progress',
+    stop: 0,
+    capabilitiesUsed: [],
+    files: [],
+    tokensUsed: 0,
+    creditsThisRequest: 0,
+    creditsRemaining: 0,
+    requestsUsed: 0,
+    ...(request.sessionId ? { sessionId: request.sessionId } : {}),
+  };
+}

@@ -1,5 +1,5 @@
 import type { QueryBus } from '@nestjs/cqrs';
-import type { AgentStop } from '#libs/contracts';
+import { initialStop, type AgentStop } from '#libs/contracts';
 import type { SseResponder } from '../streaming/sse-responder.js';
 import { stopAnswer, withRequestId, type StopAnswerContext } from './agent-response.js';
 import type { StoredAnswer } from './idempotency.js';
@@ -28,18 +28,10 @@ export async function backgroundAnswer(sse: SseResponder, queries: QueryBus, sta
   // Admitted (or still waiting for a worker, which GET then shows): the figures after admission.
   const read: AgentStop | undefined = await queries.execute(new GetAgentRequestQuery(ctx.principal, requestId)).catch(() => undefined);
   const stop: AgentStop = {
-    requestId,
-    projectId: ctx.principal.project.id,
-    status: 'in_progress',
-    stop: 0,
-    capabilitiesUsed: [],
-    files: [],
-    tokensUsed: 0,
-    creditsThisRequest: 0,
+    ...initialStop({ requestId, projectId: ctx.principal.project.id, ...(started.sessionId ? { sessionId: started.sessionId } : {}) }),
     creditsRemaining: read?.creditsRemaining ?? ctx.principal.project.creditBalance,
     // 0 before admission (no worker has taken the run up yet): the headers count this request, as a stream's do.
     requestsUsed: read?.requestsUsed || ctx.principal.project.requestsUsed + (started.duplicate ? 0 : 1),
-    ...(started.sessionId ? { sessionId: started.sessionId } : {}),
   };
   return stopAnswer(stop, { ...ctx, requestsUsed: stop.requestsUsed });
 }
