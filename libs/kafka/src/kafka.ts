@@ -1,3 +1,4 @@
+import './request-queue-timeout.js';
 import { Kafka, logLevel, type LogEntry } from 'kafkajs';
 import { Logger } from '@nestjs/common';
 import type { AppConfig } from '#libs/config';
