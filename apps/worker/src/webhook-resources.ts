@@ -4,12 +4,9 @@ import type { PlanName } from '#libs/contracts';
 import { evolveRequest, evolveSession, fromStored, type DomainEvent, type EventStore, type RequestStream } from '#libs/events';
 import type { FileStore } from '#libs/persistence';
 import type { WebhookResources } from '#libs/webhooks';
-// The api's own renderers, so a webhook carries exactly what GET /v1/agent/{id} and
+// The api's renderers (libs/resources), so a webhook carries exactly what GET /v1/agent/{id} and
 // GET /v1/sessions/{id} show (one renderer per resource).
-import { renderStop, responseFiles } from '../../api/src/agent/agent-response.js';
-import { computeInstanceOf } from '../../api/src/agent/compute-instance.js';
-import { RequestReadModel } from '../../api/src/agent/queries/request-read-model.js';
-import { renderRecord } from '../../api/src/sessions/session-resource.js';
+import { computeInstanceOf, renderRecord, renderStop, RequestReadModel, responseFiles } from '#libs/resources';
 
 /**
  * The resource of a webhook event as it stood at that event (its stream folded up to the event's

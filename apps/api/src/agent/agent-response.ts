@@ -1,65 +1,12 @@
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
-import { ServiceError, type AgentStop, type PlanName, type ResponseFile, type ToolCall } from '#libs/contracts';
+import { ServiceError, type AgentStop } from '#libs/contracts';
 import { quotaFigures } from '#libs/metering';
 import type { FileStore } from '#libs/persistence';
 import { renderError } from '../errors/contract-exception.filter.js';
-import { computeInstanceOf } from './compute-instance.js';
+import { computeInstanceOf, renderStop, responseFiles } from '#libs/resources';
 import type { StoredAnswer } from './idempotency.js';
-
-/** AgentResponse (contract section 2.4), also the session message response (2.10). */
-export interface AgentResponse {
-  id: string;
-  object: 'agent.response' | 'session.message';
-  session_id?: string;
-  status: AgentStop['status'];
-  message?: string;
-  tool_calls?: readonly ToolCall[];
-  capabilities_used: readonly string[];
-  files: readonly ResponseFile[];
-  usage: { credits_this_request: number; credits_remaining: number; tokens_used: number };
-  meta: { duration_ms: number; project_id: string; plan: PlanName };
-  _compute_instance: string;
-  error?: { code: string; message: string };
-}
-
-export interface RenderContext {
-  readonly object: AgentResponse['object'];
-  readonly sessionId?: string;
-  readonly computeInstance: string;
-  readonly startedAt: number;
-  readonly plan: PlanName;
-}
-
-/** The generated files of a stop with their content (text as is, binary as base64) and download URL. */
-export async function responseFiles(stop: AgentStop, store: FileStore, config: Pick<AppConfig, 'publicBaseUrl'>): Promise<ResponseFile[]> {
-  const files: ResponseFile[] = [];
-  for (const ref of stop.files) {
-    const file = await store.get(ref.id, stop.projectId);
-    if (file) files.push({ name: file.name, content: file.content, url: `${config.publicBaseUrl}/v1/files/${file.id}` });
-  }
-  return files;
-}
-
-/** The contract's view of a stop. `message` when completed (and, partial, when cancelled),
- * `tool_calls` when paused. */
-export function renderStop(stop: AgentStop, ctx: RenderContext, files: readonly ResponseFile[]): AgentResponse {
-  return {
-    id: stop.requestId,
-    object: ctx.object,
-    ...(ctx.sessionId ? { session_id: ctx.sessionId } : {}),
-    status: stop.status,
-    ...(stop.status === 'completed' || stop.status === 'cancelled' ? { message: stop.message ?? '' } : {}),
-    ...(stop.status === 'requires_tool_outputs' ? { tool_calls: stop.toolCalls ?? [] } : {}),
-    capabilities_used: stop.capabilitiesUsed,
-    files,
-    usage: { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed },
-    meta: { duration_ms: Math.max(0, Math.round(performance.now() - ctx.startedAt)), project_id: stop.projectId, plan: ctx.plan },
-    _compute_instance: ctx.computeInstance,
-    ...(stop.status === 'failed' && stop.error ? { error: stop.error } : {}),
-  };
-}
 
 /** A stop that answers a POST: a failed run becomes its contract error instead of a 200. */
 export function requireSuccessfulStop(stop: AgentStop, principal: Principal): AgentStop {

@@ -9,14 +9,14 @@ import { endEvents, FINAL_STATUSES, ServiceError, type AgentStop, type StreamEve
 import { FileStore } from '#libs/persistence';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from './agent-request.validation.js';
-import { renderStop, responseFiles, sendAnswer, setResponseHeaders, stopAnswer, withRequestId, type AgentResponse } from './agent-response.js';
+import { computeInstanceOf, renderStop, responseFiles, type AgentResponse } from '#libs/resources';
+import { sendAnswer, setResponseHeaders, stopAnswer, withRequestId } from './agent-response.js';
 import { StartAgentRequestCommand, StreamAgentRequestCommand } from './commands/start-agent-request.command.js';
 import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command.js';
 import { requireToolOutputsTarget } from './commands/submit-tool-outputs.handler.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
 import { SseResponder } from '../streaming/sse-responder.js';
 import { backgroundAnswer } from './background.js';
-import { computeInstanceOf } from './compute-instance.js';
 import { bodyHash, IdempotencyKeys, parseIdempotencyKey } from './idempotency.js';
 import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
 import { addLogContext } from '#libs/observability';

@@ -8,10 +8,10 @@ import { FINAL_STATUSES, type AgentStop } from '#libs/contracts';
 import { FileStore } from '#libs/persistence';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
-import { renderStop, responseFiles, responseHeaders, sendAnswer, withRequestId } from './agent-response.js';
+import { computeInstanceOf, renderStop, responseFiles } from '#libs/resources';
+import { responseHeaders, sendAnswer, withRequestId } from './agent-response.js';
 import { CancelAgentRequestCommand } from './commands/cancel-agent-request.command.js';
 import { notCancellable } from './commands/cancel-agent-request.handler.js';
-import { computeInstanceOf } from './compute-instance.js';
 import { IdempotencyKeys, parseIdempotencyKey, type StoredAnswer } from './idempotency.js';
 import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
 

@@ -1,5 +1,6 @@
 import { ServiceError } from '#libs/contracts';
-import { parseListParams, renderRecord, renderView } from './session-resource.js';
+import { renderRecord, renderView } from '#libs/resources';
+import { parseListParams } from './session-resource.js';
 
 function codeOf(fn: () => unknown): string {
   try {

@@ -1,16 +1,5 @@
-import { ServiceError, SESSION_STATUSES, type SessionStatus, type SessionView } from '#libs/contracts';
-import type { SessionRecord } from './sessions.repository.js';
-
-/** The session resource (contract 2.9, DESIGN.md section 7); times in unix seconds. */
-export interface SessionResource {
-  id: string;
-  object: 'session';
-  status: SessionStatus;
-  created_at: number;
-  last_activity_at: number;
-  expires_at: number;
-  message_count: number;
-}
+import { ServiceError, SESSION_STATUSES, type SessionStatus } from '#libs/contracts';
+import type { SessionResource } from '#libs/resources';
 
 /** `GET /v1/sessions` (DESIGN.md section 7). */
 export interface SessionList {
@@ -18,32 +7,6 @@ export interface SessionList {
   data: SessionResource[];
   has_more: boolean;
   next_cursor: string | null;
-}
-
-const seconds = (ms: number): number => Math.floor(ms / 1000);
-
-export function renderRecord(r: SessionRecord): SessionResource {
-  return {
-    id: r.id,
-    object: 'session',
-    status: r.status,
-    created_at: seconds(r.createdAt.getTime()),
-    last_activity_at: seconds(r.lastActivityAt.getTime()),
-    expires_at: seconds(r.expiresAt.getTime()),
-    message_count: r.messageCount,
-  };
-}
-
-export function renderView(v: SessionView): SessionResource {
-  return {
-    id: v.sessionId,
-    object: 'session',
-    status: v.status,
-    created_at: seconds(v.createdAt),
-    last_activity_at: seconds(v.lastActivityAt),
-    expires_at: seconds(v.expiresAt),
-    message_count: v.messageCount,
-  };
 }
 
 export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

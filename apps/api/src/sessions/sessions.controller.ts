@@ -18,7 +18,8 @@ import { EndSessionCommand } from './commands/end-session.command.js';
 import { SendSessionMessageCommand } from './commands/send-session-message.command.js';
 import { GetSessionQuery } from './queries/get-session.query.js';
 import { ListSessionsQuery } from './queries/list-sessions.query.js';
-import { parseListParams, renderRecord, renderView, type SessionList, type SessionResource } from './session-resource.js';
+import { renderRecord, renderView, type SessionResource } from '#libs/resources';
+import { parseListParams, type SessionList } from './session-resource.js';
 
 /** `POST /v1/sessions`, `GET /v1/sessions[/{id}]`, `DELETE /v1/sessions/{id}`, `POST /v1/sessions/{id}/messages`. */
 const SESSION = { description: 'Session', content: { 'application/json': { schema: { $ref: '#/components/schemas/Session' } } } };

@@ -2,17 +2,9 @@ import { Injectable } from '@nestjs/common';
 import { DataSource, type EntityManager } from 'typeorm';
 import { sessionStreamId, type SessionStatus } from '#libs/contracts';
 import { pastRetention, SessionStream, sessionStateFromRow, type SessionRow, type SessionState } from '#libs/events';
+import type { SessionRecord } from '#libs/resources';
 
 /** A session as the api reads it. */
-export interface SessionRecord {
-  readonly id: string;
-  readonly projectId: string;
-  readonly status: SessionStatus;
-  readonly messageCount: number;
-  readonly createdAt: Date;
-  readonly lastActivityAt: Date;
-  readonly expiresAt: Date;
-}
 
 const COLUMNS = 's.id, s.project_id, s.status, s.message_count, s.created_at, s.last_activity_at, s.expires_at, s.revision, s.version';
 

@@ -4,7 +4,7 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { agentRequestWorkflowId, ServiceError, submitToolOutputsUpdate, type AgentStop, type ToolOutputsSubmission, isUuid } from '#libs/contracts';
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
-import { computeInstanceOf } from '../compute-instance.js';
+import { computeInstanceOf } from '#libs/resources';
 import { awaitAnswer, fromTemporalError } from '../temporal-errors.js';
 import type { ToolOutputsBody } from '../agent-request.validation.js';
 import { SubmitToolOutputsCommand } from './submit-tool-outputs.command.js';

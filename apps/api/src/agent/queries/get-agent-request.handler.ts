@@ -4,7 +4,7 @@ import { agentRequestWorkflowId, ServiceError, stateQuery, type AgentStop, isUui
 import { TemporalClientService } from '#libs/temporal';
 import { fromTemporalError } from '../temporal-errors.js';
 import { GetAgentRequestQuery } from './get-agent-request.query.js';
-import { RequestReadModel } from './request-read-model.js';
+import { RequestReadModel } from '#libs/resources';
 
 @QueryHandler(GetAgentRequestQuery)
 export class GetAgentRequestHandler implements IQueryHandler<GetAgentRequestQuery> {

@@ -1,7 +1,7 @@
 import { Command } from '@nestjs/cqrs';
 import type { Principal } from '#libs/accounts';
 import type { StoredAnswer } from '../../agent/idempotency.js';
-import type { SessionRecord } from '../sessions.repository.js';
+import type { SessionRecord } from '#libs/resources';
 
 /** An Idempotency-Key and the parsed body it is bound to. */
 export interface IdempotencyRequest {

@@ -9,7 +9,8 @@ import { TemporalClientService } from '#libs/temporal';
 import { IdempotencyKeys, type StoredAnswer } from '../../agent/idempotency.js';
 import { fromTemporalError } from '../../agent/temporal-errors.js';
 import { withinPickup } from '../session-temporal.js';
-import { SessionsRepository, type SessionRecord } from '../sessions.repository.js';
+import type { SessionRecord } from '#libs/resources';
+import { SessionsRepository } from '../sessions.repository.js';
 import { CreateSessionCommand, type CreateSessionOutcome } from './create-session.command.js';
 
 @CommandHandler(CreateSessionCommand)

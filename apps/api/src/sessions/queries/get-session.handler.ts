@@ -1,6 +1,7 @@
 import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { sessionNotFound, UUID } from '../session-resource.js';
-import { SessionsRepository, type SessionRecord } from '../sessions.repository.js';
+import type { SessionRecord } from '#libs/resources';
+import { SessionsRepository } from '../sessions.repository.js';
 import { GetSessionQuery } from './get-session.query.js';
 
 @QueryHandler(GetSessionQuery)

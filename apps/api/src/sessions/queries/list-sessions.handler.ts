@@ -1,6 +1,7 @@
 import { QueryHandler, type IQueryHandler } from '@nestjs/cqrs';
 import { ServiceError } from '#libs/contracts';
-import { SessionsRepository, type SessionRecord } from '../sessions.repository.js';
+import type { SessionRecord } from '#libs/resources';
+import { SessionsRepository } from '../sessions.repository.js';
 import { ListSessionsQuery } from './list-sessions.query.js';
 
 @QueryHandler(ListSessionsQuery)
