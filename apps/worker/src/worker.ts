@@ -68,6 +68,10 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
     // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
     // they are cancelled and retried on another worker; workflow tasks always finish.
     shutdownGraceTime: '30 seconds',
+    // As many polls on the task queue as on this worker's sticky queue (the SDK's default is 1:5):
+    // a request the caller waits for runs in one workflow task, its first, which always comes
+    // from the task queue, so a poll must be waiting there (task dispatch p50 17 -> 3 ms, docs/performance.md).
+    nonStickyToStickyPollRatio: 1,
     // Payloads (inputs, results, updates, signals) encrypted outside the workflow sandbox.
     dataConverter: payloadDataConverter(config),
     ...tracing,
