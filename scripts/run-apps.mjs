@@ -4,6 +4,7 @@
 // Ctrl-C or SIGTERM stops them all with SIGTERM, so each drains its in-flight work before it exits.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
+import { appProcess } from './app-process.mjs';
 
 const apps = process.argv.slice(2);
 const children = new Map();
@@ -19,7 +20,8 @@ const say = (app, line) => process.stdout.write(`[${app}] ${line}\n`);
 function start(app, backoffMs) {
   if (stopping) return;
   const startedAt = Date.now();
-  const child = spawn(process.execPath, ['--enable-source-maps', `dist/apps/${app}/src/main.js`], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const { args, env } = appProcess(app);
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.set(app, child);
   say(app, `started (pid ${child.pid})`);
   for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => say(app, line));

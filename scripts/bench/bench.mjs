@@ -27,6 +27,7 @@ import {
   machineSnapshot,
   otherLoad,
   rssMb,
+  rssPartsMb,
   rssSampler,
   startNode,
   startProcess,
@@ -35,6 +36,7 @@ import {
   threadCpu,
 } from './lib/procs.mjs';
 import { buildRows, printTable } from './lib/report.mjs';
+import { appProcess } from '../app-process.mjs';
 import { closedLoop, difference, fmt, ok, summary } from './lib/stats.mjs';
 import { findMetricsUrl, perRequest as temporalPerRequest, scrape, temporalPid } from './lib/temporal-metrics.mjs';
 import { openTemporal, waitForTemporal } from './lib/temporal-phases.mjs';
@@ -122,6 +124,8 @@ const MODEL_KEY = need('BENCH_MODEL_KEY');
 const API = `http://127.0.0.1:${API_PORT}`;
 const MODEL = { 0: `http://127.0.0.1:${MODEL_PORTS[0]}/v1`, 200: `http://127.0.0.1:${MODEL_PORTS[200]}/v1` };
 const PROFILE_DIR = join(RUN_DIR, 'profiles');
+/** The worker's /metrics, read for its heap figures next to its RSS. */
+const [WORKER_METRICS_PORT] = await freePorts(1);
 const RESULTS_DIR = join(ROOT, 'bench/results');
 
 const MESSAGE = 'Say something short.';
@@ -212,9 +216,10 @@ async function startApps({ names = ['api', 'worker', 'relay', 'projector'], port
   for (const app of names) {
     apps[app] = startNode({
       name: `${app}${tag}`,
-      args: ['--enable-source-maps', '--import', join(ROOT, 'scripts/bench/profiler-preload.mjs'), join(ROOT, `dist/apps/${app}/src/main.js`)],
+      args: appProcess(app, { preload: [join(ROOT, 'scripts/bench/profiler-preload.mjs')] }).args,
       env: {
         ...env,
+        ...appProcess(app).env,
         PORT: String(port),
         PUBLIC_BASE_URL: base,
         TEMPORAL_ADDRESS: temporalAddress,
@@ -222,6 +227,7 @@ async function startApps({ names = ['api', 'worker', 'relay', 'projector'], port
         MAS_PLANS: plans,
         BENCH_PROFILE_DIR: PROFILE_DIR,
         BENCH_PROFILE_NAME: `${app}${tag}`,
+        ...(app === 'worker' && !tag ? { WORKER_METRICS_PORT: String(WORKER_METRICS_PORT) } : {}),
       },
       logFile: join(RUN_DIR, `${app}${tag}.log`),
       pidFile: PID_FILE,
@@ -865,6 +871,19 @@ function memorySnapshot(apps) {
   return Object.fromEntries(['api', 'worker', 'projector'].map((a) => [a, rssMb(apps[a].pid)]));
 }
 
+/** What the worker's resident memory is made of (MB): anonymous and file-backed pages, and of the
+ * anonymous ones the V8 heap (used and reserved) and external buffers, from its own /metrics. */
+async function workerMemoryParts(pid) {
+  const parts = rssPartsMb(pid) ?? {};
+  const r = await send({ method: 'GET', url: `http://127.0.0.1:${WORKER_METRICS_PORT}/metrics`, timeoutMs: 3000 });
+  const gauge = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(r.body ?? '')?.[1] ?? NaN) / 2 ** 20;
+  const spaces = {};
+  for (const [, kind, space, value] of (r.body ?? '').matchAll(/^nodejs_heap_space_size_(total|used)_bytes\{space="(\w+)"\} (\S+)$/gm)) {
+    spaces[space] = { ...spaces[space], [kind]: Math.round(Number(value) / 2 ** 20) };
+  }
+  return { ...parts, heapUsed: gauge('nodejs_heap_size_used_bytes'), heapTotal: gauge('nodejs_heap_size_total_bytes'), external: gauge('nodejs_external_memory_bytes'), spaces };
+}
+
 // ---------------------------------------------------------------------------------------------
 
 function gitInfo() {
@@ -927,6 +946,8 @@ async function main() {
   await warmUp(pools);
   await sleep(PLAN.settleMs);
   const idle = memorySnapshot(apps);
+  const idleWorkerParts = await workerMemoryParts(apps.worker.pid);
+  log(`idle worker memory (MB): ${Object.entries(idleWorkerParts).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : fmt(v)}`).join(', ')}`);
   const idleCpu = await idleCpuRates(components, PLAN.idleMs);
   log(`idle CPU (ms/s): ${Object.entries(idleCpu).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`);
   const machineBefore = machineSnapshot();
@@ -965,7 +986,7 @@ async function main() {
     }
   }
   const topLevel = results.throughput.levels.at(-1);
-  results.memory = { idle, underLoad: topLevel && { clients: topLevel.clients, peak: topLevel.peakRssMb } };
+  results.memory = { idle, workerIdleParts: idleWorkerParts, underLoad: topLevel && { clients: topLevel.clients, peak: topLevel.peakRssMb } };
   results.startupS = startupS;
 
   // Usage events of the top load level, if the pipeline exists: give the stragglers some time.

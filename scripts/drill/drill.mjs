@@ -28,6 +28,7 @@ import { TOPICS } from '#libs/contracts';
 import { send } from '../bench/lib/http.mjs';
 import { openAccounts } from '../bench/lib/key-pool.mjs';
 import { freePorts, startNode, stopAll, tail } from '../bench/lib/procs.mjs';
+import { appProcess } from '../app-process.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
@@ -82,8 +83,8 @@ class App {
     this.logOffset = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0;
     this.proc = startNode({
       name: this.label,
-      args: ['--enable-source-maps', join(ROOT, `dist/apps/${this.name}/src/main.js`)],
-      env: { ...env, ...(this.port ? { PORT: String(this.port), PUBLIC_BASE_URL: this.url } : {}), TEMPORAL_TASK_QUEUE: TASK_QUEUE, MAS_PLANS, AGENT_PICKUP_TIMEOUT_MS: String(PICKUP_MS), RECONCILER_INTERVAL_SECONDS: '30', KAFKA_GROUP_PREFIX: `mas-drill-${TS}` },
+      args: appProcess(this.name).args,
+      env: { ...env, ...appProcess(this.name).env, ...(this.port ? { PORT: String(this.port), PUBLIC_BASE_URL: this.url } : {}), TEMPORAL_TASK_QUEUE: TASK_QUEUE, MAS_PLANS, AGENT_PICKUP_TIMEOUT_MS: String(PICKUP_MS), RECONCILER_INTERVAL_SECONDS: '30', KAFKA_GROUP_PREFIX: `mas-drill-${TS}` },
       logFile,
       pidFile: PID_FILE,
     });

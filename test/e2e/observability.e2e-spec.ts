@@ -9,6 +9,7 @@ import { eventually } from '../support/eventually.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
+import { appProcess } from '../../scripts/app-process.mjs';
 import { sampleSum, scrapeMetrics, type Sample } from '../support/prometheus.js';
 
 // The compiled apps as `npm start` runs them (dist/apps/*/src/main.js, one process each, JSON
@@ -62,7 +63,8 @@ describe('metrics and logs of the running apps', () => {
       LOG_LEVEL: 'trace',
     };
     for (const app of APPS) {
-      const child = spawn(process.execPath, ['--enable-source-maps', `dist/apps/${app}/src/main.js`], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const started = appProcess(app, { root });
+      const child = spawn(process.execPath, started.args, { cwd: root, env: { ...env, ...started.env }, stdio: ['ignore', 'pipe', 'pipe'] });
       const lines: string[] = [];
       for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => lines.push(line));
       running.set(app, { process: child, lines });

@@ -53,6 +53,18 @@ export function tail(file, lines = 30) {
 }
 
 /** Resident set size in MB from /proc/<pid>/status, or undefined when the process is gone. */
+/** Where a process's resident memory is (MB, from /proc/<pid>/smaps_rollup): anonymous (heaps,
+ * native allocations) against file-backed (code, mapped files). */
+export function rssPartsMb(pid) {
+  try {
+    const text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+    const kb = (field) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
+    return { anonymous: kb('Anonymous') / 1024, file: (kb('Rss') - kb('Anonymous')) / 1024 };
+  } catch {
+    return undefined;
+  }
+}
+
 export function rssMb(pid) {
   try {
     const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));

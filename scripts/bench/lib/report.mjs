@@ -98,6 +98,8 @@ export function buildRows(r) {
       `after: ${fmt(m.after[app])} MB`,
     );
   }
+  const w = m.workerIdleParts;
+  if (w) row('memory (RSS), worker at idle, of which', '', '', `anonymous ${fmt(w.anonymous)} MB (V8 heap ${fmt(w.heapTotal)} MB, ${fmt(w.heapUsed)} used; external ${fmt(w.external)} MB), file-backed ${fmt(w.file)} MB`, '', '', '');
 
   if (r.startupS) {
     others = '';

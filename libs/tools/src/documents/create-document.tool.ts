@@ -1,7 +1,6 @@
 import { MAX_FILE_NAME_LENGTH, fileExtension, fileNameProblem, formatBytes } from '../files/tool-file.util.js';
 import { defineTool } from '../tool-definition.js';
 import { toolError, toolOk, type ToolDefinition } from '../tool.js';
-import { renderMarkdownPdf } from './pdf.renderer.js';
 
 /** Operator limits of create_document. */
 export interface CreateDocumentOptions {
@@ -53,6 +52,8 @@ export const createDocumentTool: ToolDefinition<CreateDocumentOptions> = defineT
       ]);
     }
 
+    // pdfkit (and its fonts) load on the first PDF, not in every worker at start.
+    const { renderMarkdownPdf } = await import('./pdf.renderer.js');
     const pdf = await renderMarkdownPdf(args.content, title);
     if (pdf.bytes.length > maxBytes) {
       return toolError(`Cannot create "${args.name}": the PDF would be ${pdf.bytes.length.toLocaleString('en-US')} bytes, over the ${maxBytes.toLocaleString('en-US')}-byte limit.`);

@@ -1,5 +1,4 @@
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { HostAllowList } from '../research/address.policy.js';
 import { DestinationRefused, describeNetworkError, systemResolve, type Resolve } from '../research/destination.js';
 import { FETCH_URL_DEFAULTS } from '../research/fetch-url.tool.js';
@@ -107,6 +106,8 @@ async function withClient<T>(
   const timer = setTimeout(() => controller.abort(), timeoutMs);
   const onCancel = (): void => controller.abort();
   signal?.addEventListener('abort', onCancel, { once: true });
+  // The MCP SDK (and its zod schemas) load with the first MCP call, not in every worker at start.
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]);
   const transport = new StreamableHTTPClientTransport(url, {
     fetch: guardedFetch({ allow, resolve: limits.resolve, maxBytes: limits.maxBytes, signal: controller.signal, policyNote: POLICY_NOTE, userAgent: `${CLIENT_INFO.name}/${CLIENT_INFO.version}` }),
     requestInit: { headers: { ...server.headers } },

@@ -1,0 +1,27 @@
+// How an app's process is started, in one place: `npm start` (run-apps.mjs), the drill, the
+// benchmark and the observability test use it, and docker-compose.yml repeats it (YAML cannot
+// import). Measured in docs/performance.md (issue 16):
+// - `--max-semi-space-size=16`: Node 24's V8 grows the young generation to 2 x 64 MB under load
+//   and keeps it; 16 MB semi-spaces (Node 20's size) take the warm worker from ~346 to ~297 MB
+//   idle at the same CPU per request (8 MB costs about 20% more CPU in scavenges);
+// - `MALLOC_ARENA_MAX=2`: glibc gives each thread that allocates its own malloc arena; the
+//   worker's Rust core runs many threads, and two arenas take its idle RSS down by about 17 MB;
+// - the source-maps preload instead of `--enable-source-maps`: the service's own stack traces
+//   stay mapped to TypeScript without reading every dependency's source maps.
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '..');
+
+/** Node's arguments and the environment additions for running `app` (api, worker, relay, projector or cli). */
+export function appProcess(app, { root = ROOT, preload = [] } = {}) {
+  return {
+    args: [
+      '--max-semi-space-size=16',
+      '--import',
+      join(root, 'dist/libs/observability/src/source-maps.js'),
+      ...preload.flatMap((file) => ['--import', file]),
+      join(root, `dist/apps/${app}/src/main.js`),
+    ],
+    env: { MALLOC_ARENA_MAX: '2' },
+  };
+}
