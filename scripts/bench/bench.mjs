@@ -964,8 +964,11 @@ async function main() {
   const phaseSource = results.overhead.find((o) => o.latency === 0 && o.clients === 1);
   const floors = await watched(() => floorsScenario(pools));
   const phases = await temporal.phases(phaseSource.samples.slice(-PLAN.phaseSamples));
-  log(`profile: ${phases.length} histories read`);
-  results.profile = { phases, floors, idleCpuMsPerSecond: idleCpu };
+  // The same breakdown at 8 clients: where a request waits when requests overlap.
+  const phaseSource8 = results.overhead.find((o) => o.latency === 0 && o.clients === 8);
+  const phases8 = phaseSource8 ? await temporal.phases(phaseSource8.samples.slice(-PLAN.phaseSamples)) : [];
+  log(`profile: ${phases.length + phases8.length} histories read`);
+  results.profile = { phases, phases8, floors, idleCpuMsPerSecond: idleCpu };
   if (PLAN.profileMs > 0) Object.assign(results.profile, await profileScenario(pools, apps, components, idleCpu, db));
 
   results.throughput = await throughputScenario(pools, apps, components, idleCpu, db);

@@ -231,10 +231,19 @@ export class AccountsService {
   async authenticate(presented: string): Promise<Principal | null> {
     if (!isWellFormedApiKey(presented)) return null;
     const hash = hashApiKey(presented, this.config.apiKeyPepper);
-    const key = await this.db.getRepository(ApiKeyEntity).findOneBy({ keyHash: hash });
-    if (!key || key.revokedAt !== null || !hashesEqual(key.keyHash, hash)) return null;
-    const project = await this.db.getRepository(ProjectEntity).findOneBy({ id: key.projectId });
-    return project && { keyId: key.id, project };
+    // The key and its project in one round trip (it runs before every request).
+    const { entities, raw } = await this.db
+      .getRepository(ProjectEntity)
+      .createQueryBuilder('project')
+      .innerJoin(ApiKeyEntity, 'key', 'key.project_id = project.id')
+      .addSelect('key.id', 'key_id')
+      .addSelect('key.key_hash', 'key_hash')
+      .addSelect('key.revoked_at', 'key_revoked_at')
+      .where('key.key_hash = :hash', { hash })
+      .getRawAndEntities<{ key_id: string; key_hash: Buffer; key_revoked_at: Date | null }>();
+    const [project, key] = [entities[0], raw[0]];
+    if (!project || !key || key.key_revoked_at !== null || !hashesEqual(key.key_hash, hash)) return null;
+    return { keyId: key.key_id, project };
   }
 
   private assertCapabilities(capabilities: readonly unknown[]): void {

@@ -21,7 +21,8 @@ export interface NewEvent {
   readonly metadata: EventMetadata;
 }
 
-/** Postgres channel the relay listens on for new outbox rows. */
+/** Postgres channel the relay listens on for new outbox rows (notified by the outbox's insert
+ * trigger, migration 1763700000019). */
 export const OUTBOX_CHANNEL = 'mas_outbox';
 
 const UNIQUE_VIOLATION = '23505';
@@ -36,71 +37,80 @@ export class EventStore {
    * stream's row in `streams` moves from it with a conditional update (a new stream's row is
    * inserted), and a writer that lost the race gets a ConcurrencyError. 'any' appends after
    * whatever is there: the stream row's update locks it, so concurrent appenders queue on it
-   * instead of reading a maximum. Events whose id is already stored are skipped, so a retried step
-   * appends once.
+   * instead of reading a maximum. A group whose events are stored already is skipped (the stream
+   * moves only when none of its ids is in the store), so a retried step appends once.
+   * Round trips: one to move the stream, one per event for the event and its outbox row (the
+   * relay's wake-up is the outbox's insert trigger).
    */
   async append(tx: EntityManager, streamId: string, expectedVersion: number | 'any', events: readonly NewEvent[]): Promise<StoredEvent[]> {
+    if (events.length === 0) return [];
     const ids = events.map((e) => e.eventId);
-    const existing: { event_id: string }[] = ids.length ? await tx.query(`select event_id from events where event_id = any($1::uuid[])`, [ids]) : [];
-    const seen = new Set(existing.map((r) => r.event_id));
-    const fresh = events.filter((e) => !seen.has(e.eventId));
-    if (fresh.length === 0) return [];
-    const version = await this.advance(tx, streamId, expectedVersion, fresh.length, fresh[0]!.metadata.projectId);
+    const version = await this.advance(tx, streamId, expectedVersion, ids, events[0]!.metadata.projectId);
+    if (version === undefined) {
+      // Nothing moved: the group was stored by an earlier attempt, or another writer moved the
+      // stream (only a stream with an expected version can be moved by another writer).
+      if (expectedVersion === 'any') return [];
+      const existing: unknown[] = await tx.query(`select 1 from events where event_id = any($1::uuid[])`, [ids]);
+      if (existing.length > 0) return [];
+      throw new ConcurrencyError(streamId, expectedVersion);
+    }
+    // Recorded at the appender's clock, to the millisecond, so that the stored event and the
+    // CloudEvent queued with it carry the same time.
+    const recordedAt = new Date();
     const stored: StoredEvent[] = [];
     try {
-      for (const [i, e] of fresh.entries()) {
-        const rows: { recorded_at: Date }[] = await tx.query(
-          `insert into events (event_id, stream_id, version, type, data, metadata) values ($1, $2, $3, $4, $5, $6) returning recorded_at`,
-          [e.eventId, streamId, version + i + 1, e.type, JSON.stringify(e.data), JSON.stringify(e.metadata)],
+      for (const [i, e] of events.entries()) {
+        const event: StoredEvent = { eventId: e.eventId, streamId, version: version + i + 1, type: e.type, data: e.data, metadata: e.metadata, recordedAt: recordedAt.toISOString() };
+        const cloudEvent = toCloudEvent({
+          id: event.eventId,
+          type: event.type,
+          subject: streamId,
+          time: recordedAt,
+          data: event.data,
+          projectId: event.metadata.projectId,
+          correlationId: event.metadata.correlationId,
+          causationId: event.metadata.causationId,
+          streamVersion: event.version,
+        });
+        await tx.query(
+          `with appended as (insert into events (event_id, stream_id, version, type, data, metadata, recorded_at) values ($1, $2, $3, $4, $5, $6, $7))
+           insert into outbox (event_id, topic, key, payload) values ($1, $8, $2, $9) on conflict (event_id, topic) do nothing`,
+          [e.eventId, streamId, event.version, e.type, JSON.stringify(e.data), JSON.stringify(e.metadata), recordedAt, TOPICS.events, JSON.stringify(cloudEvent)],
         );
-        stored.push({ eventId: e.eventId, streamId, version: version + i + 1, type: e.type, data: e.data, metadata: e.metadata, recordedAt: rows[0]!.recorded_at.toISOString() });
+        stored.push(event);
       }
     } catch (e) {
       if (isUniqueViolation(e) && /stream_id/.test((e as { detail?: string }).detail ?? '')) throw new ConcurrencyError(streamId, version);
       throw e;
     }
-    for (const event of stored) {
-      await this.enqueue(tx, TOPICS.events, streamId, event.eventId, toCloudEvent({
-        id: event.eventId,
-        type: event.type,
-        subject: streamId,
-        time: new Date(event.recordedAt),
-        data: event.data,
-        projectId: event.metadata.projectId,
-        correlationId: event.metadata.correlationId,
-        causationId: event.metadata.causationId,
-        streamVersion: event.version,
-      }));
-    }
     return stored;
   }
 
-  /** Moves the stream's version row by `count`; the version before the move. */
-  private async advance(tx: EntityManager, streamId: string, expected: number | 'any', count: number, projectId: string): Promise<number> {
+  /** Moves the stream's version row by the group's size unless one of `ids` is stored already; the
+   * version before the move, or undefined when nothing moved (stored already, or not at `expected`). */
+  private async advance(tx: EntityManager, streamId: string, expected: number | 'any', ids: readonly string[], projectId: string): Promise<number | undefined> {
+    const fresh = `not exists (select 1 from events where event_id = any($4::uuid[]))`;
+    const count = ids.length;
     if (expected === 'any') {
       const rows: { version: number }[] = await tx.query(
-        `insert into streams (stream_id, version, project_id) values ($1, $2, $3)
+        `insert into streams (stream_id, version, project_id) select $1, $2, $3 where ${fresh}
          on conflict (stream_id) do update set version = streams.version + excluded.version returning version`,
-        [streamId, count, projectId],
+        [streamId, count, projectId, ids],
       );
-      return rows[0]!.version - count;
+      return rows[0] ? rows[0].version - count : undefined;
     }
     if (expected === 0) {
-      // A savepoint keeps the caller's transaction usable when another writer created the stream first.
-      try {
-        await tx.query(`savepoint stream_create`);
-        await tx.query(`insert into streams (stream_id, version, project_id) values ($1, $2, $3)`, [streamId, count, projectId]);
-        await tx.query(`release savepoint stream_create`);
-      } catch (e) {
-        if (!isUniqueViolation(e)) throw e;
-        await tx.query(`rollback to savepoint stream_create`);
-        throw new ConcurrencyError(streamId, expected);
-      }
-      return 0;
+      // A stream another writer created first is left alone (do nothing), and the caller is told.
+      const rows: unknown[] = await tx.query(`insert into streams (stream_id, version, project_id) select $1, $2, $3 where ${fresh} on conflict (stream_id) do nothing returning version`, [
+        streamId,
+        count,
+        projectId,
+        ids,
+      ]);
+      return rows.length > 0 ? 0 : undefined;
     }
-    const [rows] = (await tx.query(`update streams set version = version + $2 where stream_id = $1 and version = $3 returning version`, [streamId, count, expected])) as [unknown[], number];
-    if (rows.length === 0) throw new ConcurrencyError(streamId, expected);
-    return expected;
+    const [rows] = (await tx.query(`update streams set version = version + $2 where stream_id = $1 and version = $3 and ${fresh} returning version`, [streamId, count, expected, ids])) as [unknown[], number];
+    return rows.length > 0 ? expected : undefined;
   }
 
   /** The stream's current version (0 for a stream with no events). */
@@ -117,7 +127,6 @@ export class EventStore {
       key,
       JSON.stringify(payload),
     ]);
-    await tx.query(`select pg_notify($1, '')`, [OUTBOX_CHANNEL]);
   }
 
   /** The stream's events after `afterVersion` (all of them by default), in order. */

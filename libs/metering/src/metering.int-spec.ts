@@ -86,6 +86,21 @@ describe('MeteringService', () => {
     expect(await metering.recordStop(stop(requestId, project.id))).toEqual({ creditsThisRequest: 0, creditsRemaining: 20 });
   });
 
+  it('settles once when attempts of a stop race each other and a release of the same request', async () => {
+    // Each step waits for the project lock, then reads the ledger as the previous holder left it.
+    for (let round = 0; round < 5; round++) {
+      const { project } = await fixtures.project({ credits: 20 });
+      const requestId = randomUUID();
+      await metering.admit({ requestId, projectId: project.id, credits: 6, monthlyQuota: 100 });
+      await Promise.all([metering.recordStop(stop(requestId, project.id)), metering.recordStop(stop(requestId, project.id)), metering.release({ requestId, projectId: project.id, reason: 'release' })]);
+      const settlements: { credits: number }[] = await fixtures.db.query(`select credits from credit_ledger where request_id = $1 and kind = 'settle'`, [requestId]);
+      expect(settlements).toHaveLength(1);
+      expect(await balance(project.id)).toBe(20 - settlements[0]!.credits);
+      // One stop, one usage event (its tokens count even when the release settled first), carrying what was settled.
+      expect((await usageRows(requestId)).map((u) => u.payload.data.credits)).toEqual([settlements[0]!.credits]);
+    }
+  });
+
   it('never lets concurrent admissions overdraw the balance', async () => {
     const { project } = await fixtures.project({ credits: 10 });
     const results = await Promise.all(Array.from({ length: 8 }, () => metering.admit({ requestId: randomUUID(), projectId: project.id, credits: 3, monthlyQuota: 100 })));

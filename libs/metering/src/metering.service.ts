@@ -58,8 +58,7 @@ export class MeteringService {
    * request id (a retried activity finds its reservation and changes nothing). */
   async admit(input: { requestId: string; projectId: string; credits: number; monthlyQuota: number }): Promise<Admission> {
     return this.db.transaction(async (tx) => {
-      const project = await this.lockProject(tx, input.projectId);
-      const ledger = await this.ledger(tx, input.requestId);
+      const { project, ledger } = await this.lockProject(tx, input.projectId, input.requestId);
       if (ledger.reserve) return { ok: true, balance: project.credit_balance, requestsUsed: project.requests_used };
       if (project.requests_used >= input.monthlyQuota) {
         return {
@@ -77,19 +76,17 @@ export class MeteringService {
           requestsUsed: project.requests_used,
         };
       }
+      // The reservation and its ledger row in one statement.
       const [row] = (await tx.query(
-        `update projects set credit_balance = credit_balance - $2, requests_used = requests_used + 1 where id = $1 returning credit_balance, requests_used`,
-        [input.projectId, input.credits],
-      )) as [[ProjectRow], number];
-      const balance = row[0].credit_balance;
-      await tx.query(`insert into credit_ledger (request_id, kind, project_id, credits, balance_after, reason) values ($1, 'reserve', $2, $3, $4, 'admission')`, [
-        input.requestId,
-        input.projectId,
-        input.credits,
-        balance,
-      ]);
-      await this.requests.accepted(tx, input.projectId, { requestId: input.requestId, creditsReserved: input.credits, requestsUsed: row[0].requests_used, creditsRemaining: balance });
-      return { ok: true, balance, requestsUsed: row[0].requests_used };
+        `with reserved as (update projects set credit_balance = credit_balance - $3, requests_used = requests_used + 1 where id = $2 returning credit_balance, requests_used)
+         insert into credit_ledger (request_id, kind, project_id, credits, balance_after, reason)
+         select $1, 'reserve', $2, $3, credit_balance, 'admission' from reserved
+         returning balance_after as credit_balance, (select requests_used from reserved)`,
+        [input.requestId, input.projectId, input.credits],
+      )) as [{ credit_balance: number; requests_used: number }];
+      const balance = row.credit_balance;
+      await this.requests.accepted(tx, input.projectId, { requestId: input.requestId, creditsReserved: input.credits, requestsUsed: row.requests_used, creditsRemaining: balance });
+      return { ok: true, balance, requestsUsed: row.requests_used };
     });
   }
 
@@ -102,8 +99,7 @@ export class MeteringService {
    */
   async recordStop(input: StopRecord): Promise<{ creditsThisRequest: number; creditsRemaining: number }> {
     const { answer, recorded, settled } = await this.db.transaction(async (tx) => {
-      const project = await this.lockProject(tx, input.projectId);
-      const ledger = await this.ledger(tx, input.requestId);
+      const { project, ledger } = await this.lockProject(tx, input.projectId, input.requestId);
       let charged = 0;
       let balance = project.credit_balance;
       let settlement: { charged: number; reserved: number } | undefined;
@@ -155,8 +151,7 @@ export class MeteringService {
    * never-admitted request is left as it is. True when this call released it. */
   async release(input: { requestId: string; projectId: string; reason: 'release' | 'reconciled' }): Promise<boolean> {
     return this.db.transaction(async (tx) => {
-      await this.lockProject(tx, input.projectId);
-      const ledger = await this.ledger(tx, input.requestId);
+      const { ledger } = await this.lockProject(tx, input.projectId, input.requestId);
       if (!ledger.reserve || ledger.settle) return false;
       const balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, 0, { stop: null, reason: input.reason });
       await this.appendCharge(tx, input.requestId, input.projectId, ledger.reserve.credits, 0, balance);
@@ -212,17 +207,13 @@ export class MeteringService {
 
   /** The settlement row and the refund of what was reserved beyond the charge; the new balance. */
   private async settle(tx: EntityManager, requestId: string, projectId: string, reserved: number, charged: number, how: { stop: number | null; reason: 'stop' | 'release' | 'reconciled' }): Promise<number> {
-    const [rows] = (await tx.query(`update projects set credit_balance = credit_balance + $2 where id = $1 returning credit_balance`, [projectId, reserved - charged])) as [ProjectRow[], number];
-    const balance = rows[0]!.credit_balance;
-    await tx.query(`insert into credit_ledger (request_id, kind, project_id, credits, stop, balance_after, reason) values ($1, 'settle', $2, $3, $4, $5, $6)`, [
-      requestId,
-      projectId,
-      charged,
-      how.stop,
-      balance,
-      how.reason,
-    ]);
-    return balance;
+    const [row] = (await tx.query(
+      `with refunded as (update projects set credit_balance = credit_balance + $4 where id = $2 returning credit_balance)
+       insert into credit_ledger (request_id, kind, project_id, credits, stop, balance_after, reason)
+       select $1, 'settle', $2, $3, $5, credit_balance, $6 from refunded returning balance_after`,
+      [requestId, projectId, charged, reserved - charged, how.stop, how.reason],
+    )) as [{ balance_after: number }];
+    return row.balance_after;
   }
 
   private async appendCharge(tx: EntityManager, requestId: string, projectId: string, reserved: number, charged: number, balance: number): Promise<void> {
@@ -237,14 +228,12 @@ export class MeteringService {
     ]);
   }
 
-  private async ledger(tx: EntityManager, requestId: string): Promise<{ reserve?: LedgerRow; settle?: LedgerRow }> {
-    const rows: LedgerRow[] = await tx.query(`select kind, credits, stop, balance_after from credit_ledger where request_id = $1`, [requestId]);
-    return { reserve: rows.find((r) => r.kind === 'reserve'), settle: rows.find((r) => r.kind === 'settle') };
-  }
-
-  /** Locks the project row and rolls its billing period over if the period has ended. */
-  private async lockProject(tx: EntityManager, projectId: string): Promise<ProjectRow> {
-    const rows: ProjectRow[] = await tx.query(`select credit_balance, requests_used, period_start from projects where id = $1 for update`, [projectId]);
+  /** Locks the project row, reads the request's ledger rows in the same round trip, and rolls the
+   * project's billing period over if the period has ended. */
+  private async lockProject(tx: EntityManager, projectId: string, requestId: string): Promise<{ project: ProjectRow; ledger: { reserve?: LedgerRow; settle?: LedgerRow } }> {
+    // One round trip (the lock_project function, migration 1763700000019): the row lock, then the
+    // ledger read by a statement of its own, which sees what the lock's previous holder committed.
+    const rows: (ProjectRow & { ledger: LedgerRow[] | null })[] = await tx.query(`select credit_balance, requests_used, period_start, ledger from lock_project($1, $2)`, [projectId, requestId]);
     const project = rows[0];
     if (!project) throw new Error(`project ${projectId} does not exist`);
     const { start } = currentPeriod(project.period_start, new Date());
@@ -254,7 +243,8 @@ export class MeteringService {
       project.requests_used = 0;
       project.period_start = start;
     }
-    return project;
+    const ledger = project.ledger ?? [];
+    return { project, ledger: { reserve: ledger.find((r) => r.kind === 'reserve'), settle: ledger.find((r) => r.kind === 'settle') } };
   }
 }
 

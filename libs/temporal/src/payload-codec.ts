@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { METADATA_ENCODING_KEY, ValueError, type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
 import proto from '@temporalio/proto';
@@ -23,11 +23,16 @@ const text = (bytes: Uint8Array | null | undefined): string | undefined => (byte
  * decode unchanged (histories written before encryption was turned on).
  */
 export class AesGcmPayloadCodec implements PayloadCodec {
+  /** The keys as KeyObjects, made once: Node 24 turns a Buffer key into one on every cipher, which
+   * made each payload's seal about 2.5 times slower (issue 16). */
+  private readonly keys: ReadonlyMap<string, KeyObject>;
+
   constructor(
-    private readonly keys: ReadonlyMap<string, Buffer>,
+    keys: ReadonlyMap<string, Buffer>,
     private readonly currentKeyId: string,
   ) {
     if (!keys.has(currentKeyId)) throw new Error(`the current payload key "${currentKeyId}" is not among the configured keys`);
+    this.keys = new Map([...keys].map(([id, key]) => [id, createSecretKey(key)]));
   }
 
   /** The codec of the configured payload keys (MAS_PAYLOAD_KEYS, MAS_PAYLOAD_KEY_CURRENT). */

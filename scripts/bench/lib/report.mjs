@@ -113,6 +113,7 @@ export function buildRows(r) {
   others = othersOf(r.overhead.find((o) => o.latency === 0 && o.clients === 1)?.others);
   if (p.phases?.length) {
     for (const part of phaseTable(p.phases, summary)) row(`profile: ${part.label}`, 1, part.n, triple(part));
+    if (p.phases8?.length) for (const part of phaseTable(p.phases8, summary)) row(`profile: ${part.label}`, 8, part.n, triple(part));
   }
   others = othersOf(p.floors.others);
   row('profile: GET /healthz (HTTP + Nest floor)', 1, p.floors.healthz.latency.n, triple(p.floors.healthz.latency), '', '', count(p.floors.healthz.errors));
