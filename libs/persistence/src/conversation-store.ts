@@ -13,12 +13,20 @@ export const CONVERSATION_RETENTION_HOURS = 24;
 export class ConversationStore {
   constructor(private readonly db: DataSource) {}
 
-  /** Creates the conversation, or keeps it for another day; idempotent. */
-  async open(id: string, projectId: string, tools: readonly OfferedTool[] = []): Promise<void> {
+  /** Creates the conversation, or keeps it for another day, with `messages` stored from seq 0 (as
+   * `put` stores them), in one statement; idempotent. */
+  async open(id: string, projectId: string, tools: readonly OfferedTool[] = [], messages: readonly ChatMessage[] = []): Promise<void> {
     await this.db.query(
-      `insert into conversations (id, project_id, tools, expires_at) values ($1, $2, $3::json, now() + make_interval(hours => $4))
-       on conflict (id) do update set expires_at = excluded.expires_at where conversations.project_id = excluded.project_id`,
-      [id, projectId, JSON.stringify(tools), CONVERSATION_RETENTION_HOURS],
+      `with c as (
+         insert into conversations (id, project_id, tools, expires_at) values ($1, $2, $3::json, now() + make_interval(hours => $4))
+         on conflict (id) do update set expires_at = excluded.expires_at where conversations.project_id = excluded.project_id
+         returning id
+       )
+       insert into conversation_messages (conversation_id, seq, message, attempt)
+       select c.id, m.ord - 1, m.message, 0 from c, json_array_elements($5::json) with ordinality as m (message, ord)
+       on conflict (conversation_id, seq) do update set message = excluded.message, attempt = excluded.attempt
+         where conversation_messages.attempt <= excluded.attempt`,
+      [id, projectId, JSON.stringify(tools), CONVERSATION_RETENTION_HOURS, JSON.stringify(messages)],
     );
   }
 
@@ -54,15 +62,17 @@ export class ConversationStore {
     );
   }
 
-  /** The first `length` messages, in order; throws when any is missing (the conversation expired). */
-  async load(id: string, projectId: string, length: number): Promise<ChatMessage[]> {
-    const rows: { message: ChatMessage }[] = await this.db.query(
-      `select m.message from conversation_messages m join conversations c on c.id = m.conversation_id
-        where c.id = $1 and c.project_id = $2 and m.seq < $3 order by m.seq`,
+  /** The first `length` messages, in order, and the tools offered, in one query; throws when the
+   * conversation or any of the messages is missing (it expired). */
+  async read(id: string, projectId: string, length: number): Promise<{ messages: ChatMessage[]; tools: OfferedTool[] }> {
+    const rows: { tools: OfferedTool[]; messages: ChatMessage[] | null }[] = await this.db.query(
+      `select c.tools, (select json_agg(m.message order by m.seq) from conversation_messages m where m.conversation_id = c.id and m.seq < $3) as messages
+         from conversations c where c.id = $1 and c.project_id = $2`,
       [id, projectId, length],
     );
-    if (rows.length !== length) throw new ConversationNotFoundError(id);
-    return rows.map((r) => r.message);
+    const messages = rows[0]?.messages ?? [];
+    if (!rows[0] || messages.length !== length) throw new ConversationNotFoundError(id);
+    return { messages, tools: rows[0].tools };
   }
 
   /** The message at `seq`, or the last one when `seq` is omitted. */
@@ -73,13 +83,6 @@ export class ConversationStore {
       [id, projectId, seq ?? null],
     );
     return rows[0];
-  }
-
-  /** The tools offered in the conversation. */
-  async tools(id: string, projectId: string): Promise<OfferedTool[]> {
-    const rows: { tools: OfferedTool[] }[] = await this.db.query(`select tools from conversations where id = $1 and project_id = $2`, [id, projectId]);
-    if (!rows[0]) throw new ConversationNotFoundError(id);
-    return rows[0].tools;
   }
 
   /** Forgets the messages before `seq` (a session keeps only the window that reaches the model). */

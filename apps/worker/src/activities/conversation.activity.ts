@@ -23,10 +23,16 @@ export class ConversationActivityHandlers {
   async open({ projectId, conversationId, tools, history, message }: OpenConversation): Promise<{ ok: true; length: number } | { ok: false; error: AgentError }> {
     const text = 'text' in message ? message.text : (await this.blobs.get(message.blobId, projectId))?.content;
     if (text === undefined) return { ok: false, error: { code: 'compute_error', message: 'The message is no longer stored (it expired before the request ran).' } };
-    await this.conversations.open(conversationId, projectId, tools);
+    const user: ChatMessage = { role: 'user', content: text };
     const copied = history ? Math.max(0, history.to - history.from) : 0;
-    if (history && copied > 0) await this.conversations.copy(history.id, projectId, history.from, history.to, conversationId, 0);
-    await this.conversations.put(conversationId, projectId, copied, [{ role: 'user', content: text }]);
+    if (!history || copied === 0) {
+      // A request without history: the conversation and its message in one statement.
+      await this.conversations.open(conversationId, projectId, tools, [user]);
+      return { ok: true, length: 1 };
+    }
+    await this.conversations.open(conversationId, projectId, tools);
+    await this.conversations.copy(history.id, projectId, history.from, history.to, conversationId, 0);
+    await this.conversations.put(conversationId, projectId, copied, [user]);
     return { ok: true, length: copied + 1 };
   }
 

@@ -27,19 +27,23 @@ export class ModelCallActivity {
   readonly streamedText: AgentActivities['streamedText'] = ({ requestId, projectId, fromSeq }) => this.stream.streamedText(requestId, projectId, fromSeq);
 
   readonly callModel: AgentActivities['callModel'] = async (input) => {
-    const credentials = await this.accounts.modelCredentials(input.projectId);
+    const { id, length } = input.conversation;
+    // The model's settings and the conversation side by side (two round trips at once).
+    const [credentials, conversation] = await Promise.all([
+      this.accounts.modelCredentials(input.projectId),
+      this.conversations.read(id, input.projectId, length).then(
+        (read) => ({ ok: true as const, ...read }),
+        (error: unknown) => ({ ok: false as const, error }),
+      ),
+    ]);
     if (!credentials) {
       throw ApplicationFailure.create({ type: 'service_unavailable', message: 'No language model is configured for this project.', nonRetryable: true });
     }
-    const { id, length } = input.conversation;
-    let stored: ChatMessage[];
-    let offered: Awaited<ReturnType<ConversationStore['tools']>>;
-    try {
-      [stored, offered] = await Promise.all([this.conversations.load(id, input.projectId, length), this.conversations.tools(id, input.projectId)]);
-    } catch (e) {
-      if (e instanceof ConversationNotFoundError) throw ApplicationFailure.create({ type: 'compute_error', message: 'The conversation is no longer stored.', nonRetryable: true });
-      throw e;
+    if (!conversation.ok) {
+      if (conversation.error instanceof ConversationNotFoundError) throw ApplicationFailure.create({ type: 'compute_error', message: 'The conversation is no longer stored.', nonRetryable: true });
+      throw conversation.error;
     }
+    const { messages: stored, tools: offered } = conversation;
     const messages = await this.withFiles(stored, input.files, input.projectId);
     const context = Context.current();
     // A regular activity (streamed runs) heartbeats, so a worker that died is noticed in 30 s; a
