@@ -18,7 +18,7 @@ describe('overload: runs past API_MAX_RUNS_IN_FLIGHT', () => {
     stack.models.reply({ content: 'slow answer', delayMs: SLOW_MS });
     const first = request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'first' } });
     // The first run holds the slot once the model has its call.
-    await eventually(() => expect(stack.models.requests.length).toBe(1));
+    await eventually(async () => expect(stack.models.requests.length).toBe(1));
     const second = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'second' } });
     expect(second.status).toBe(503);
     expect(second.body).toMatchObject({ error: { code: 'service_unavailable', message: expect.any(String) } });
