@@ -1,6 +1,6 @@
 # One image for the four apps (api, worker, relay, projector) and the operator CLI; docker-compose.yml
 # picks the app with the command. Built and run only where a Docker engine exists.
-FROM node:20-bookworm-slim AS build
+FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
@@ -10,7 +10,7 @@ COPY libs libs
 COPY workflows workflows
 RUN npm run build && npm prune --omit=dev
 
-FROM node:20-bookworm-slim
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json ./
