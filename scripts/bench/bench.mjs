@@ -134,6 +134,13 @@ const TEMPORAL_VARIANTS = [
   { name: 'private', label: 'private Temporal dev server, as the stack runs it', dynamicConfig: [] },
   { name: 'eager-activities', label: 'private Temporal + eager activity dispatch', dynamicConfig: ['system.enableActivityEagerExecution=true'] },
   { name: 'sqlite-wal', label: 'private Temporal, SQLite file in WAL mode', dynamicConfig: [], pragmas: ['journal_mode=WAL', 'synchronous=NORMAL'] },
+  // Task dispatch was 3 ms in some runs and 25 ms in others (docs/performance.md, session 4): a
+  // task on one of the 4 default partitions with no poll waiting there is forwarded to the root.
+  {
+    name: 'one-partition',
+    label: 'private Temporal, task queues of one partition',
+    dynamicConfig: ['matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1'],
+  },
   {
     name: 'wal-eager',
     label: 'private Temporal, WAL + eager activity dispatch',
