@@ -100,6 +100,14 @@ postgres_up() {
   done
 }
 
+# A fresh mas_test for a test run: tests that read whole tables (the projection rebuilds read the
+# whole event store) then see this run's rows only, not every earlier run's on this machine.
+fresh_test_database() {
+  [ -n "$MAS_EXTERNAL_DATABASE" ] && return
+  local bin; bin="$(pg_bin)"
+  "$bin/psql" -q -h 127.0.0.1 -p "$MAS_PG_PORT" -U mas -d postgres -c "drop database if exists mas_test with (force)" -c "create database mas_test"
+}
+
 postgres_down() {
   [ -n "$MAS_EXTERNAL_DATABASE" ] && return
   local bin; bin="$(pg_bin)"
@@ -338,8 +346,9 @@ case "${1:-}" in
       "$DATABASE_URL" "$KAFKA_BROKERS" "$TEMPORAL_ADDRESS" "$TEMPORAL_NAMESPACE" "$TEMPORAL_UI_URL"
     ;;
   test-server) test_server ;;
+  fresh-test-database) fresh_test_database ;;
   *)
-    echo "usage: $0 up|down|status|logs [postgres|kafka|temporal]|env|test-server|stop|start|restart <component>" >&2
+    echo "usage: $0 up|down|status|logs [postgres|kafka|temporal]|env|test-server|fresh-test-database|stop|start|restart <component>" >&2
     exit 2
     ;;
 esac

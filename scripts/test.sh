@@ -16,6 +16,8 @@ if [ -n "$MAS_EXTERNAL_DATABASE" ]; then
   export DATABASE_URL="${TEST_DATABASE_URL:-$DATABASE_URL}"
 else
   export DATABASE_URL="postgres://mas@127.0.0.1:$MAS_PG_PORT/mas_test"
+  # Fresh for each run, so a test's time does not grow with this machine's earlier runs.
+  bash scripts/stack.sh fresh-test-database
 fi
 # The tests' projector reads the shared Kafka in consumer groups of its own, so a running
 # `npm start` (another database) never takes the tests' events, nor the tests its.
