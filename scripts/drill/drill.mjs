@@ -23,8 +23,10 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel } from 'kafkajs';
 import { TOPICS } from '#libs/contracts';
+import { clearTaskQueue } from '#libs/temporal';
 import { send } from '../bench/lib/http.mjs';
 import { openAccounts } from '../bench/lib/key-pool.mjs';
 import { freePorts, startNode, stopAll, tail } from '../bench/lib/procs.mjs';
@@ -386,6 +388,14 @@ const component = (name, how) => async () => {
 async function main() {
   const { accounts, db, close } = await openAccounts();
   cleanups.push(close);
+  // At the end (after the apps have stopped): the drill's workflows still open and its reconciler
+  // schedule go, so the shared Temporal server does not keep firing their timers.
+  const temporal = new Client({ connection: await Connection.connect({ address: env.TEMPORAL_ADDRESS }), namespace: env.TEMPORAL_NAMESPACE || 'default' });
+  cleanups.push(async () => {
+    const n = await clearTaskQueue(temporal, TASK_QUEUE, 'npm run drill finished');
+    if (n) log(`terminated ${n} open workflow(s) of ${TASK_QUEUE}`);
+    await temporal.connection.close();
+  });
   const usage = await usageWatcher();
   cleanups.push(usage.close);
   const rows = [];

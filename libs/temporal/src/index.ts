@@ -9,3 +9,4 @@ export {
   payloadToJson,
   type JsonPayload,
 } from './payload-codec.js';
+export { clearTaskQueue } from './task-queue-leftovers.js';

@@ -5,6 +5,7 @@
 // run. The workflow's shape may change (more local activities, more tasks); the parts follow it.
 import { Client, Connection } from '@temporalio/client';
 import { agentRequestWorkflowId } from '#libs/contracts';
+import { clearTaskQueue } from '#libs/temporal';
 import { wallOf } from './http.mjs';
 
 const ms = (ts) => (ts ? Number(ts.seconds?.toString?.() ?? ts.seconds ?? 0) * 1000 + (ts.nanos ?? 0) / 1e6 : undefined);
@@ -98,23 +99,9 @@ export async function openTemporal({ address, namespace }) {
       }
       return out;
     },
-    /** Terminates this run's workflows that are still open (bounded), e.g. after a failed tool round. */
-    async terminateOpen(taskQueue, max = 2000) {
-      let terminated = 0;
-      try {
-        for await (const wf of client.workflow.list({ query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'` })) {
-          if (terminated >= max) break;
-          await client.workflow
-            .getHandle(wf.workflowId, wf.runId)
-            .terminate('npm run bench finished')
-            .catch(() => undefined);
-          terminated++;
-        }
-      } catch {
-        // Visibility may lag or be unavailable; the workflows then expire on their own.
-      }
-      return terminated;
-    },
+    /** Terminates this run's workflows that are still open (bounded), e.g. after a failed tool
+     * round, and deletes its reconciler schedule. */
+    terminateOpen: (taskQueue) => clearTaskQueue(client, taskQueue, 'npm run bench finished'),
     /** Custom search attributes as `Name=Type` for `temporal server start-dev --search-attribute`. */
     async searchAttributes() {
       const types = { 1: 'Text', 2: 'Keyword', 3: 'Int', 4: 'Double', 5: 'Bool', 6: 'Datetime', 7: 'KeywordList' };
