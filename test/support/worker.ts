@@ -1,7 +1,5 @@
 import { NestFactory } from '@nestjs/core';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { clearTaskQueue, TemporalClientService } from '#libs/temporal';
 import { WorkerModule } from '../../apps/worker/src/worker.module.js';
 import { createAgentWorker } from '../../apps/worker/src/worker.js';
 import { withEnv } from './env.js';
@@ -37,11 +35,6 @@ export async function startWorker(env: Record<string, string | undefined> = {}):
     close: async () => {
       worker.shutdown();
       await running;
-      // The test's task queue has no worker from now on: its open workflows (sessions, paused
-      // requests, webhook retries) would keep firing timers on the shared server for hours.
-      // Bounded: a test that left Temporal unreachable does not hold its file open.
-      const cleared = clearTaskQueue(app.get(TemporalClientService).client!, app.get<AppConfig>(APP_CONFIG).temporal.taskQueue, 'test file finished');
-      await Promise.race([cleared, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
       await connection.close();
       await app.close();
     },

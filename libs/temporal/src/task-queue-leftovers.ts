@@ -2,7 +2,7 @@ import type { Client } from '@temporalio/client';
 import { ledgerReconcilerScheduleId } from '#libs/contracts';
 
 /**
- * Clears what a throwaway task queue (a test file's, a benchmark's, a drill's) leaves on a shared
+ * Clears what a throwaway task queue (a benchmark's, a drill's) leaves on a shared
  * Temporal server once its workers are gone: its open workflows, whose timers (session expiries,
  * tool-output waits, webhook retries) would otherwise keep firing for hours with no worker, and its
  * reconciler schedule. The stack's server had gathered 5,800 such workflows and 52 schedules, and
