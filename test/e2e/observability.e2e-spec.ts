@@ -1,21 +1,16 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
-import { existsSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
-import { createInterface } from 'node:readline';
+import { startAppProcess, type AppProcess } from '../support/app-process.js';
 import { testConfig } from '../support/config.js';
 import { eventually } from '../support/eventually.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { appProcess } from '../../scripts/app-process.mjs';
 import { sampleSum, scrapeMetrics, type Sample } from '../support/prometheus.js';
 
 // The compiled apps as `npm start` runs them (dist/apps/*/src/main.js, one process each, JSON
 // logs), on their own task queue and ports: each app's /metrics answers and its series move after
 // a request, and no line any app writes carries the project's model key or its API key.
-const root = new URL('../..', import.meta.url).pathname;
 const config = testConfig();
 const APPS = ['api', 'worker', 'relay', 'projector'] as const;
 type App = (typeof APPS)[number];
@@ -28,13 +23,8 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-interface Running {
-  readonly process: ChildProcess;
-  readonly lines: string[];
-}
-
 describe('metrics and logs of the running apps', () => {
-  const running = new Map<App, Running>();
+  const running = new Map<App, AppProcess>();
   const metricsUrl = new Map<App, string>();
   let fixtures: Fixtures;
   let models: ModelServer;
@@ -43,7 +33,6 @@ describe('metrics and logs of the running apps', () => {
   const modelKey = `mk-${randomBytes(24).toString('hex')}`;
 
   beforeAll(async () => {
-    if (!existsSync(`${root}dist/apps/worker/src/main.js`)) throw new Error('dist/ is missing: `npm test` builds it first');
     fixtures = await Fixtures.open(config);
     models = await startModelServer();
     const ports = { PORT: await freePort(), WORKER_METRICS_PORT: await freePort(), RELAY_METRICS_PORT: await freePort(), PROJECTOR_METRICS_PORT: await freePort(), TEMPORAL_SDK_METRICS_PORT: await freePort() };
@@ -53,7 +42,6 @@ describe('metrics and logs of the running apps', () => {
     metricsUrl.set('relay', `http://127.0.0.1:${ports.RELAY_METRICS_PORT}/metrics`);
     metricsUrl.set('projector', `http://127.0.0.1:${ports.PROJECTOR_METRICS_PORT}/metrics`);
     const env = {
-      ...process.env,
       ...Object.fromEntries(Object.entries(ports).map(([k, v]) => [k, String(v)])),
       PUBLIC_BASE_URL: apiUrl,
       TEMPORAL_TASK_QUEUE: `e2e-observability-${randomUUID()}`,
@@ -62,32 +50,13 @@ describe('metrics and logs of the running apps', () => {
       // Everything any app can say, so that a key in any message would show.
       LOG_LEVEL: 'trace',
     };
-    for (const app of APPS) {
-      const started = appProcess(app, { root });
-      const child = spawn(process.execPath, started.args, { cwd: root, env: { ...env, ...started.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-      const lines: string[] = [];
-      for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => lines.push(line));
-      running.set(app, { process: child, lines });
-    }
-    const started = (app: App, pattern: RegExp) =>
-      eventually(async () => {
-        const { process: child, lines } = running.get(app)!;
-        if (child.exitCode !== null) throw new Error(`${app} exited (${child.exitCode}):\n${lines.slice(-20).join('\n')}`);
-        if (!lines.some((l) => pattern.test(l))) throw new Error(`${app} has not started:\n${lines.slice(-20).join('\n')}`);
-      }, 90_000);
+    for (const app of APPS) running.set(app, startAppProcess(app, env));
+    const started = (app: App, pattern: RegExp) => running.get(app)!.started(pattern);
     await Promise.all([started('api', /listening on/), started('worker', /polling task queue/), started('relay', /relaying the outbox/), started('projector', /running projections/)]);
   }, 120_000);
 
   afterAll(async () => {
-    await Promise.all(
-      [...running.values()].map(async ({ process: child }) => {
-        if (child.exitCode !== null) return;
-        child.kill('SIGTERM');
-        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-        await once(child, 'exit');
-        clearTimeout(timer);
-      }),
-    );
+    await Promise.all([...running.values()].map((app) => app.stop()));
     await models?.close();
     await fixtures?.close();
   });

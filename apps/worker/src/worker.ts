@@ -15,6 +15,7 @@ import { SessionEventsActivities } from './activities/session.activity.js';
 import { WebhookDeliveryActivities } from './activities/webhook-delivery.activity.js';
 import { ensureReconcilerSchedule } from './reconciler-schedule.js';
 import { workflowBundleOptions } from './workflow-bundle.js';
+import { withWorkflowPromiseHooks } from './workflow-promise-hooks.js';
 
 /** The activities of the agent task queue, bound from the Nest container. */
 export function agentActivities(app: INestApplicationContext): AgentActivities {
@@ -59,31 +60,34 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
   const connection = await NativeConnection.connect({ address: requireTemporalAddress(config) });
   // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
   const tracing = temporalWorkerTracing();
-  const worker = await Worker.create({
-    connection,
-    namespace: config.temporal.namespace,
-    taskQueue: config.temporal.taskQueue,
-    ...workflowBundleOptions({ withInterceptorModules: Boolean(tracing.interceptors?.workflowModules?.length) }),
-    activities: withActivityLogContext({ ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app), ...webhookActivities(app) }),
-    // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
-    // they are cancelled and retried on another worker; workflow tasks always finish.
-    shutdownGraceTime: '30 seconds',
-    // As many polls on the task queue as on this worker's sticky queue (the SDK's default is 1:5):
-    // a request the caller waits for runs in one workflow task, its first, which always comes
-    // from the task queue, so a poll must be waiting there (task dispatch p50 17 -> 3 ms, docs/performance.md).
-    nonStickyToStickyPollRatio: 1,
-    // Workflow code runs in this thread's V8 context (the SDK's "debugMode", the way its replay
-    // worker runs) instead of a worker thread: an activation no longer crosses threads twice, and
-    // the thread's own V8 isolate (about 50 MB) is gone: worker RSS at idle 273 -> 220 MB, the one
-    // workflow task of a request about 5 ms shorter (docs/performance.md). The SDK then drops its
-    // 5 s limit on one activation's run time; it is set again here (SDK default, passed through
-    // the options the SDK compiles), so a workflow stuck in a loop still fails its task.
-    debugMode: true,
-    ...({ isolateExecutionTimeout: '5s' } as object),
-    // Payloads (inputs, results, updates, signals) encrypted outside the workflow sandbox.
-    dataConverter: payloadDataConverter(config),
-    ...tracing,
-  });
+  // The SDK's promise hooks only when stack traces are asked for, and then for the workflows' promises only.
+  const worker = await withWorkflowPromiseHooks(config.temporal.workflowStackTraces, () =>
+    Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue: config.temporal.taskQueue,
+      ...workflowBundleOptions({ withInterceptorModules: Boolean(tracing.interceptors?.workflowModules?.length) }),
+      activities: withActivityLogContext({ ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app), ...webhookActivities(app) }),
+      // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
+      // they are cancelled and retried on another worker; workflow tasks always finish.
+      shutdownGraceTime: '30 seconds',
+      // As many polls on the task queue as on this worker's sticky queue (the SDK's default is 1:5):
+      // a request the caller waits for runs in one workflow task, its first, which always comes
+      // from the task queue, so a poll must be waiting there (task dispatch p50 17 -> 3 ms, docs/performance.md).
+      nonStickyToStickyPollRatio: 1,
+      // Workflow code runs in this thread's V8 context (the SDK's "debugMode", the way its replay
+      // worker runs) instead of a worker thread: an activation no longer crosses threads twice, and
+      // the thread's own V8 isolate (about 50 MB) is gone: worker RSS at idle 273 -> 220 MB, the one
+      // workflow task of a request about 5 ms shorter (docs/performance.md). The SDK then drops its
+      // 5 s limit on one activation's run time; it is set again here (SDK default, passed through
+      // the options the SDK compiles), so a workflow stuck in a loop still fails its task.
+      debugMode: true,
+      ...({ isolateExecutionTimeout: '5s' } as object),
+      // Payloads (inputs, results, updates, signals) encrypted outside the workflow sandbox.
+      dataConverter: payloadDataConverter(config),
+      ...tracing,
+    }),
+  );
   await ensureReconcilerSchedule(app.get(TemporalClientService).client!, config);
   return { worker, connection };
 }

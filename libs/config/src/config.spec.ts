@@ -26,7 +26,9 @@ describe('loadConfig', () => {
     expect(config.port).toBe(3000);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
     expect(config.kafkaBrokers).toEqual(['127.0.0.1:19092', '127.0.0.2:19092']);
-    expect(config.temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'mas-agent', uiUrl: undefined, pickupTimeoutMs: 10000 });
+    expect(config.temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'mas-agent', uiUrl: undefined, pickupTimeoutMs: 10000, workflowStackTraces: false });
+    expect(loadConfig({ ...valid, WORKFLOW_STACK_TRACES: 'true' }).temporal.workflowStackTraces).toBe(true);
+    expect(problemsOf({ ...valid, WORKFLOW_STACK_TRACES: 'yes' })).toEqual(['WORKFLOW_STACK_TRACES must be true or false, got "yes"']);
     expect(config.runs).toEqual({ maxInFlight: 64, maxWaitMs: 5000 });
     expect(config.masterKey).toHaveLength(32);
     expect(config.kafkaGroupPrefix).toBe('mas');

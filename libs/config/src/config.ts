@@ -36,6 +36,10 @@ export interface AppConfig {
     readonly uiUrl: string | undefined;
     /** How long the api waits for a worker to take up a new request before 502 compute_unavailable. */
     readonly pickupTimeoutMs: number;
+    /** Worker: record where each workflow promise was made, for the stack trace query the Temporal
+     * UI shows for a running workflow (WORKFLOW_STACK_TRACES, off: it costs a sixth of the
+     * worker's main thread under load, docs/operations.md). */
+    readonly workflowStackTraces: boolean;
   };
   /** Runs one api process has waiting for their first stop at once (API_MAX_RUNS_IN_FLIGHT); past
    * that a new run waits up to API_RUN_WAIT_MS for a turn, then gets 503 service_unavailable. */
@@ -121,6 +125,15 @@ class Reader {
 
   optional(name: string): string | undefined {
     return this.env[name]?.trim() || undefined;
+  }
+
+  /** `true` or `false` (unset: false). */
+  flag(name: string): boolean {
+    const raw = this.env[name]?.trim().toLowerCase();
+    if (!raw || raw === 'false') return false;
+    if (raw === 'true') return true;
+    this.problems.push(`${name} must be true or false, got "${raw}"`);
+    return false;
   }
 
   port(name: string, fallback: number): number {
@@ -309,6 +322,7 @@ export function loadConfig(env: Env): AppConfig {
       taskQueue: r.string('TEMPORAL_TASK_QUEUE', 'mas-agent'),
       uiUrl: r.optional('TEMPORAL_UI_URL'),
       pickupTimeoutMs: r.positiveInt('AGENT_PICKUP_TIMEOUT_MS', 10_000),
+      workflowStackTraces: r.flag('WORKFLOW_STACK_TRACES'),
     },
     runs: { maxInFlight: r.positiveInt('API_MAX_RUNS_IN_FLIGHT', 64), maxWaitMs: r.positiveInt('API_RUN_WAIT_MS', 5_000) },
     masterKey: r.secret('MAS_MASTER_KEY', 32),

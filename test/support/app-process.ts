@@ -1,0 +1,44 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { appProcess } from '../../scripts/app-process.mjs';
+import { eventually } from './eventually.js';
+
+const root = new URL('../..', import.meta.url).pathname;
+
+/** A compiled app (dist/apps/<app>/src/main.js) running as `npm start` runs it, in a process of its own. */
+export interface AppProcess {
+  readonly process: ChildProcess;
+  /** What it wrote so far, stdout and stderr, line by line. */
+  readonly lines: string[];
+  /** Waits until a line matches `pattern` (fails if the app exits first). */
+  started(pattern: RegExp): Promise<void>;
+  /** SIGTERM, then SIGKILL after 30 s. */
+  stop(): Promise<void>;
+}
+
+/** Starts `app` from dist/ with `env` (on top of this process's environment). */
+export function startAppProcess(app: 'api' | 'worker' | 'relay' | 'projector', env: Record<string, string | undefined>): AppProcess {
+  if (!existsSync(`${root}dist/apps/${app}/src/main.js`)) throw new Error('dist/ is missing: `npm test` builds it first');
+  const started = appProcess(app, { root });
+  const child = spawn(process.execPath, started.args, { cwd: root, env: { ...process.env, ...env, ...started.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const lines: string[] = [];
+  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => lines.push(line));
+  return {
+    process: child,
+    lines,
+    started: (pattern) =>
+      eventually(async () => {
+        if (child.exitCode !== null) throw new Error(`${app} exited (${child.exitCode}):\n${lines.slice(-20).join('\n')}`);
+        if (!lines.some((l) => pattern.test(l))) throw new Error(`${app} has not started:\n${lines.slice(-20).join('\n')}`);
+      }, 90_000),
+    stop: async () => {
+      if (child.exitCode !== null) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await once(child, 'exit');
+      clearTimeout(timer);
+    },
+  };
+}
