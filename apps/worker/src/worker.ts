@@ -16,6 +16,7 @@ import { WebhookDeliveryActivities } from './activities/webhook-delivery.activit
 import { ensureReconcilerSchedule } from './reconciler-schedule.js';
 import { workflowBundleOptions } from './workflow-bundle.js';
 import { withWorkflowPromiseHooks } from './workflow-promise-hooks.js';
+import { callWorkflowsWithoutWatchdog } from './workflow-vm-calls.js';
 
 /** The activities of the agent task queue, bound from the Nest container. */
 export function agentActivities(app: INestApplicationContext): AgentActivities {
@@ -60,7 +61,9 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
   const connection = await NativeConnection.connect({ address: requireTemporalAddress(config) });
   // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
   const tracing = temporalWorkerTracing();
-  // The SDK's promise hooks only when stack traces are asked for, and then for the workflows' promises only.
+  // Calls into the workflows' context without a watchdog thread each (workflow-vm-calls.ts), and
+  // the SDK's promise hook only when stack traces are asked for (workflow-promise-hooks.ts).
+  callWorkflowsWithoutWatchdog();
   const worker = await withWorkflowPromiseHooks(config.temporal.workflowStackTraces, () =>
     Worker.create({
       connection,
@@ -78,11 +81,9 @@ export async function createAgentWorker(app: INestApplicationContext): Promise<{
       // Workflow code runs in this thread's V8 context (the SDK's "debugMode", the way its replay
       // worker runs) instead of a worker thread: an activation no longer crosses threads twice, and
       // the thread's own V8 isolate (about 50 MB) is gone: worker RSS at idle 273 -> 220 MB, the one
-      // workflow task of a request about 5 ms shorter (docs/performance.md). The SDK then drops its
-      // 5 s limit on one activation's run time; it is set again here (SDK default, passed through
-      // the options the SDK compiles), so a workflow stuck in a loop still fails its task.
+      // workflow task of a request about 5 ms shorter (docs/performance.md). There is no limit on
+      // one activation's run time in this mode (docs/decisions.md says what that means).
       debugMode: true,
-      ...({ isolateExecutionTimeout: '5s' } as object),
       // Payloads (inputs, results, updates, signals) encrypted outside the workflow sandbox.
       dataConverter: payloadDataConverter(config),
       ...tracing,
