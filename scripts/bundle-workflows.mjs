@@ -1,7 +1,8 @@
 // `npm run build`'s last step: the workflow code bundled once, at build time, into
 // dist/workflows/bundle.js, so a compiled worker starts without webpack (seconds of CPU and tens
 // of MB it would keep). A worker with tracing on bundles at start instead (its interceptor modules
-// go into the bundle); workers run from the TypeScript sources (tests) bundle from the sources.
+// go into the bundle). Test workers (ts-jest) use it too while it is newer than the sources
+// (apps/worker/src/workflow-bundle.ts).
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
