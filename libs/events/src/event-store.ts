@@ -29,6 +29,11 @@ const UNIQUE_VIOLATION = '23505';
 
 const isUniqueViolation = (e: unknown): boolean => (e as { code?: string }).code === UNIQUE_VIOLATION;
 
+/** The outbox row of one message (the placeholders given); a message queued twice is kept once.
+ * One text for `append` (with its event) and `enqueue`. */
+const queueMessage = (p: { eventId: string; topic: string; key: string; payload: string }): string =>
+  `insert into outbox (event_id, topic, key, payload) values (${p.eventId}, ${p.topic}, ${p.key}, ${p.payload}) on conflict (event_id, topic) do nothing`;
+
 /** Append-only event store with a transactional outbox. Every method takes the caller's
  * transaction, so the state change, its events and their outbox rows commit together. */
 export class EventStore {
@@ -74,7 +79,7 @@ export class EventStore {
         });
         await tx.query(
           `with appended as (insert into events (event_id, stream_id, version, type, data, metadata, recorded_at) values ($1, $2, $3, $4, $5, $6, $7))
-           insert into outbox (event_id, topic, key, payload) values ($1, $8, $2, $9) on conflict (event_id, topic) do nothing`,
+           ${queueMessage({ eventId: '$1', topic: '$8', key: '$2', payload: '$9' })}`,
           [e.eventId, streamId, event.version, e.type, JSON.stringify(e.data), JSON.stringify(e.metadata), recordedAt, TOPICS.events, JSON.stringify(cloudEvent)],
         );
         stored.push(event);
@@ -121,7 +126,7 @@ export class EventStore {
 
   /** Queues a message for Kafka in the caller's transaction; the relay publishes it after commit. */
   async enqueue(tx: EntityManager, topic: string, key: string, eventId: string, payload: CloudEvent): Promise<void> {
-    await tx.query(`insert into outbox (event_id, topic, key, payload) values ($1, $2, $3, $4) on conflict (event_id, topic) do nothing`, [
+    await tx.query(queueMessage({ eventId: '$1', topic: '$2', key: '$3', payload: '$4' }), [
       eventId,
       topic,
       key,

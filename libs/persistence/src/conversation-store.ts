@@ -10,6 +10,15 @@ export const CONVERSATION_RETENTION_HOURS = 24;
  * its activities load what they need and store what they produce. The only writer of
  * `conversations` and `conversation_messages`. Every read and write is scoped to the project.
  */
+/** The insert that stores a JSON array of messages into the conversation of the statement's `c`
+ * CTE from seq `at` onwards (the placeholders given), replacing a message stored at a seq only by
+ * a write of the same or a later `attempt`. One text for `open` and `put`. */
+const storeMessages = (p: { at: string; messages: string; attempt: string }): string =>
+  `insert into conversation_messages (conversation_id, seq, message, attempt)
+   select c.id, ${p.at} + m.ord - 1, m.message, ${p.attempt} from c, json_array_elements(${p.messages}::json) with ordinality as m (message, ord)
+   on conflict (conversation_id, seq) do update set message = excluded.message, attempt = excluded.attempt
+     where conversation_messages.attempt <= excluded.attempt`;
+
 export class ConversationStore {
   constructor(private readonly db: DataSource) {}
 
@@ -22,10 +31,7 @@ export class ConversationStore {
          on conflict (id) do update set expires_at = excluded.expires_at where conversations.project_id = excluded.project_id
          returning id
        )
-       insert into conversation_messages (conversation_id, seq, message, attempt)
-       select c.id, m.ord - 1, m.message, 0 from c, json_array_elements($5::json) with ordinality as m (message, ord)
-       on conflict (conversation_id, seq) do update set message = excluded.message, attempt = excluded.attempt
-         where conversation_messages.attempt <= excluded.attempt`,
+       ${storeMessages({ at: '0', messages: '$5', attempt: '0' })}`,
       [id, projectId, JSON.stringify(tools), CONVERSATION_RETENTION_HOURS, JSON.stringify(messages)],
     );
   }
@@ -41,10 +47,7 @@ export class ConversationStore {
       `with c as (
          update conversations set expires_at = now() + make_interval(hours => $6) where id = $1 and project_id = $2 returning id
        )
-       insert into conversation_messages (conversation_id, seq, message, attempt)
-       select c.id, $3 + m.ord - 1, m.message, $5 from c, json_array_elements($4::json) with ordinality as m (message, ord)
-       on conflict (conversation_id, seq) do update set message = excluded.message, attempt = excluded.attempt
-         where conversation_messages.attempt <= excluded.attempt`,
+       ${storeMessages({ at: '$3', messages: '$4', attempt: '$5' })}`,
       [id, projectId, at, JSON.stringify(messages), attempt, CONVERSATION_RETENTION_HOURS],
     )) as [unknown, number];
     if (count === 0 && !(await this.exists(id, projectId))) throw new ConversationNotFoundError(id);
