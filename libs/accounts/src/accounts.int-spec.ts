@@ -65,6 +65,27 @@ describe('AccountsService against PostgreSQL', () => {
     expect(await accounts.authenticate(key)).toBeNull();
   });
 
+  it("counts a request's hit on the rate limit with its key's lookup, and never for a revoked, unknown or malformed key", async () => {
+    const project = await accounts.createProject({ name: uniqueName(), plan: 'pro', capabilities: ['chat'] });
+    const { key, record } = await accounts.createApiKey(project.id);
+    const hitsOf = async (): Promise<number> => Number(((await db.query(`select count(*) as n from rate_limit_hits where project_id = $1`, [project.id])) as { n: string }[])[0]!.n);
+
+    const first = await accounts.authenticateRequest(key);
+    expect(first?.principal).toMatchObject({ keyId: record.id, project: { id: project.id, plan: 'pro', capabilities: ['chat'], creditBalance: 0, requestsUsed: 0 } });
+    expect(first?.principal.project.periodStart).toBeInstanceOf(Date);
+    expect(first?.hits).toEqual({ count: 0, oldest: null });
+    const second = await accounts.authenticateRequest(key);
+    expect(second?.hits.count).toBe(1);
+    expect(second?.hits.oldest).toBeInstanceOf(Date);
+    expect(await hitsOf()).toBe(2);
+
+    await accounts.revokeApiKey(record.id);
+    expect(await accounts.authenticateRequest(key)).toBeNull();
+    expect(await accounts.authenticateRequest(`${key.slice(0, -1)}${key.endsWith('a') ? 'b' : 'a'}`)).toBeNull();
+    expect(await accounts.authenticateRequest('not a key')).toBeNull();
+    expect(await hitsOf()).toBe(2);
+  });
+
   it('refuses bad operator input with a clear message', async () => {
     const name = uniqueName();
     await accounts.createProject({ name, plan: 'free' });

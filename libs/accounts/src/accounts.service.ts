@@ -17,6 +17,29 @@ export class AccountsError extends Error {
 
 export { MODEL_PROVIDERS };
 
+/** The hits of a project's sliding minute before this one, and when the oldest of them was. */
+export interface RecentHits {
+  readonly count: number;
+  readonly oldest: Date | null;
+}
+
+/** A valid key's row: its project's columns, the key, and (when counted) the rate-limit hit. */
+interface KeyRow {
+  id: string;
+  name: string;
+  plan: PlanName;
+  capabilities: Capability[];
+  credit_balance: number;
+  credits_purchased: boolean;
+  period_start: Date;
+  requests_used: number;
+  created_at: Date;
+  key_id: string;
+  key_hash: Buffer;
+  n?: string;
+  oldest?: Date | null;
+}
+
 /** Who a valid API key speaks for. */
 export interface Principal {
   readonly keyId: string;
@@ -229,21 +252,43 @@ export class AccountsService {
   /** The project a presented key speaks for, or null for a malformed, unknown or revoked key.
    * The lookup is by the key's HMAC, so its timing depends on the hash, not on the secret. */
   async authenticate(presented: string): Promise<Principal | null> {
+    return (await this.lookUpKey(presented, false))?.principal ?? null;
+  }
+
+  /** `authenticate` as every /v1 request needs it: for a valid key, in the same round trip, its
+   * project's hit on the per-minute rate limit (libs/metering's `rate_limit_hit` function counts
+   * it and answers the hits before it; libs/metering's `rateLimitVerdict` decides). */
+  async authenticateRequest(presented: string): Promise<{ principal: Principal; hits: RecentHits } | null> {
+    const found = await this.lookUpKey(presented, true);
+    return found && { principal: found.principal, hits: { count: Number(found.row.n), oldest: found.row.oldest ?? null } };
+  }
+
+  /** The key, its project and optionally the rate-limit hit, in one statement (it runs before
+   * every request): a revoked or unknown key finds no row, so it is not counted. */
+  private async lookUpKey(presented: string, hit: boolean): Promise<{ principal: Principal; row: KeyRow } | null> {
     if (!isWellFormedApiKey(presented)) return null;
     const hash = hashApiKey(presented, this.config.apiKeyPepper);
-    // The key and its project in one round trip (it runs before every request).
-    const { entities, raw } = await this.db
-      .getRepository(ProjectEntity)
-      .createQueryBuilder('project')
-      .innerJoin(ApiKeyEntity, 'key', 'key.project_id = project.id')
-      .addSelect('key.id', 'key_id')
-      .addSelect('key.key_hash', 'key_hash')
-      .addSelect('key.revoked_at', 'key_revoked_at')
-      .where('key.key_hash = :hash', { hash })
-      .getRawAndEntities<{ key_id: string; key_hash: Buffer; key_revoked_at: Date | null }>();
-    const [project, key] = [entities[0], raw[0]];
-    if (!project || !key || key.key_revoked_at !== null || !hashesEqual(key.key_hash, hash)) return null;
-    return { keyId: key.key_id, project };
+    const rows: KeyRow[] = await this.db.query(
+      `select p.id, p.name, p.plan, p.capabilities, p.credit_balance, p.credits_purchased, p.period_start, p.requests_used, p.created_at, k.id as key_id, k.key_hash
+              ${hit ? ', hit.n, hit.oldest' : ''}
+         from api_keys k join projects p on p.id = k.project_id ${hit ? 'cross join lateral rate_limit_hit(p.id::text) hit' : ''}
+        where k.key_hash = $1 and k.revoked_at is null`,
+      [hash],
+    );
+    const row = rows[0];
+    if (!row || !hashesEqual(row.key_hash, hash)) return null;
+    const project = Object.assign(new ProjectEntity(), {
+      id: row.id,
+      name: row.name,
+      plan: row.plan,
+      capabilities: row.capabilities,
+      creditBalance: row.credit_balance,
+      creditsPurchased: row.credits_purchased,
+      periodStart: row.period_start,
+      requestsUsed: row.requests_used,
+      createdAt: row.created_at,
+    });
+    return { principal: { keyId: row.key_id, project }, row };
   }
 
   private assertCapabilities(capabilities: readonly unknown[]): void {

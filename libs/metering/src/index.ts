@@ -1,4 +1,5 @@
 export { addMonths, currentPeriod } from './billing-period.js';
 export { creditsFor, quotaFigures, type QuotaFigures } from './pricing.js';
-export { MeteringService, RATE_LIMIT_PER_MINUTE, type Admission, type OpenReservation } from './metering.service.js';
+export { RATE_LIMIT_PER_MINUTE, rateLimitVerdict } from './rate-limit.js';
+export { MeteringService, type Admission, type OpenReservation } from './metering.service.js';
 export { MeteringModule } from './metering.module.js';

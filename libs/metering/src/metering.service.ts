@@ -5,9 +5,6 @@ import { agentCapabilityUses, agentRequests, creditsCharged } from '#libs/observ
 import { currentPeriod } from './billing-period.js';
 import { creditsFor } from './pricing.js';
 
-/** Requests per sliding minute per project (contract section 8). */
-export const RATE_LIMIT_PER_MINUTE = 60;
-
 interface ProjectRow {
   credit_balance: number;
   requests_used: number;
@@ -42,8 +39,7 @@ const chargeable = (stop: StopRecord): boolean => CHARGEABLE.has(stop.status) ||
 
 /**
  * The money path, in one place: admission (quota and credit reservation), settlement with the stop
- * event and the usage event in one transaction, releases, reconciliation and the rate limit. Every
- * ledger row and every message on mas.usage.v1 is written here and nowhere else. Each step locks
+ * event and the usage event in one transaction, releases and reconciliation. Every ledger row and every message on mas.usage.v1 is written here and nowhere else. Each step locks
  * the project row first, so steps of one project are serialised and the balance never races.
  */
 export class MeteringService {
@@ -191,18 +187,6 @@ export class MeteringService {
   /** Notes that the reconciler found this reservation's workflow still running. */
   async markChecked(requestId: string): Promise<void> {
     await this.db.query(`update credit_ledger set checked_at = now() where request_id = $1 and kind = 'reserve'`, [requestId]);
-  }
-
-  /** Records one request against the project's sliding minute; true when it is within the limit.
-   * One statement (the `rate_limit_hit` function): an advisory lock per project makes the count
-   * exact across api replicas. */
-  async hitRateLimit(projectId: string): Promise<{ allowed: boolean; retryAfterSeconds: number }> {
-    const rows: { n: string; oldest: Date | null }[] = await this.db.query(`select n, oldest from rate_limit_hit($1)`, [projectId]);
-    const count = Number(rows[0]?.n ?? 0);
-    if (count < RATE_LIMIT_PER_MINUTE) return { allowed: true, retryAfterSeconds: 0 };
-    const oldest = rows[0]?.oldest ?? new Date();
-    const retryAfterSeconds = Math.max(1, Math.ceil((oldest.getTime() + 60_000 - Date.now()) / 1000));
-    return { allowed: false, retryAfterSeconds };
   }
 
   /** The settlement row and the refund of what was reserved beyond the charge; the new balance. */

@@ -2,7 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { AccountsService, type Principal } from '#libs/accounts';
 import { ServiceError } from '#libs/contracts';
-import { MeteringService, RATE_LIMIT_PER_MINUTE } from '#libs/metering';
+import { RATE_LIMIT_PER_MINUTE, rateLimitVerdict } from '#libs/metering';
 import { addLogContext } from '#libs/observability';
 
 export type AuthenticatedRequest = Request & { principal?: Principal };
@@ -22,10 +22,7 @@ export const needsApiKey = (path: string): boolean => /^\/v1(?:\/|$)/i.test(path
  */
 @Injectable()
 export class ApiKeyMiddleware {
-  constructor(
-    private readonly accounts: AccountsService,
-    private readonly metering: MeteringService,
-  ) {}
+  constructor(private readonly accounts: AccountsService) {}
 
   readonly use = (req: AuthenticatedRequest, _res: Response, next: NextFunction): void => {
     if (!needsApiKey(req.path)) return next();
@@ -40,14 +37,15 @@ export class ApiKeyMiddleware {
     if (!header) throw new ServiceError('invalid_api_key', 'Missing Authorization header. Send `Authorization: Bearer <API key>`.');
     const match = BEARER.exec(header);
     if (!match?.[1]) throw new ServiceError('invalid_api_key', 'The Authorization header must use the Bearer scheme: `Authorization: Bearer <API key>`.');
-    const principal = await this.accounts.authenticate(match[1]);
-    if (!principal) throw new ServiceError('invalid_api_key', 'The API key is malformed, unknown or revoked.');
-    const rate = await this.metering.hitRateLimit(principal.project.id);
+    // The key, its project and the rate limit's count in one round trip.
+    const found = await this.accounts.authenticateRequest(match[1]);
+    if (!found) throw new ServiceError('invalid_api_key', 'The API key is malformed, unknown or revoked.');
+    const rate = rateLimitVerdict(found.hits);
     if (!rate.allowed) {
       throw new ServiceError('rate_limited', `More than ${RATE_LIMIT_PER_MINUTE} requests in the last 60 seconds for this project. Retry in ${rate.retryAfterSeconds} s.`, {
         'Retry-After': String(rate.retryAfterSeconds),
       });
     }
-    return principal;
+    return found.principal;
   }
 }
