@@ -8,8 +8,12 @@ import { OUTBOX_CHANNEL } from './event-store.js';
 const BATCH = 200;
 /** The relay also polls, so a lost notification delays an event by at most this. */
 const POLL_MS = 1000;
-/** How long a wake-up waits for more rows before publishing. */
-const LINGER_MS = 5;
+/** How long a wake-up waits for more rows before publishing: a relay publishes at most about 10
+ * batches a second, so an event reaches Kafka within about 0.1 s of its commit. Each batch costs
+ * a relay transaction, a Kafka produce, and a fetch and a transaction in each projection; with
+ * 5 ms, every request's admission and stop were a batch each, and that work, running beside the
+ * next request, made one client's requests 7 ms slower (docs/performance.md, session 6). */
+const LINGER_MS = 100;
 const MAX_BACKOFF_MS = 5000;
 
 /**
@@ -94,8 +98,7 @@ export class OutboxRelay {
         continue;
       }
       await Promise.race([woken, sleep(POLL_MS)]);
-      // A moment for the transactions committing alongside the one that woke us: their rows go in
-      // the same batch (one Kafka produce and one relay transaction for several requests).
+      // The transactions committing after the one that woke us go in the same batch.
       await sleep(LINGER_MS);
     }
   }
