@@ -55,6 +55,24 @@ describe('event store and outbox', () => {
     expect(outbox).toHaveLength(1);
   });
 
+  it('queues each event of a group as the CloudEvent of the stored event: its version, time and data, in version order', async () => {
+    const projectId = randomUUID();
+    const stream = `project-${projectId}`;
+    await db.transaction((tx) => store.append(tx, stream, 0, [event(projectId, 1)]));
+    const group = [event(projectId, 2), event(projectId, 3), event(projectId, 4)];
+    const appended = await db.transaction((tx) => store.append(tx, stream, 'any', group));
+    const stored = await store.readStream(db.manager, stream);
+    expect(appended).toEqual(stored.slice(1));
+    expect(stored.map((e) => [e.version, e.data])).toEqual([[1, { n: 1 }], [2, { n: 2 }], [3, { n: 3 }], [4, { n: 4 }]]);
+    const queued: { payload: Record<string, unknown> }[] = await db.query(`select payload from outbox where key = $1 and topic = $2 order by id`, [stream, TOPICS.events]);
+    expect(queued.map((r) => r.payload)).toEqual(
+      stored.map((e) => expect.objectContaining({ id: e.eventId, subject: stream, type: e.type, streamversion: e.version, time: e.recordedAt, data: e.data, projectid: projectId })),
+    );
+    // A stream that moved since it was read refuses a group at the old version, and queues nothing.
+    await expect(db.transaction((tx) => store.append(tx, stream, 2, [event(projectId, 5)]))).rejects.toBeInstanceOf(ConcurrencyError);
+    expect(await db.query(`select 1 from outbox where key = $1`, [stream])).toHaveLength(4);
+  });
+
   it('keeps events in the outbox while Kafka cannot be reached, and delivers each once when it can', async () => {
     const projectId = randomUUID();
     // A relay whose broker address answers nothing: Kafka is down as far as it can tell.
