@@ -63,12 +63,15 @@ export class ProjectionRunner {
     return (await this.apply(projection, [event])) === 1;
   }
 
-  /** Applies events in order in one transaction, each with its processed-event row (an event
-   * delivered before is skipped); returns how many were new. */
+  /** Applies the events it accepts in order in one transaction, each with its processed-event row
+   * (an event delivered before is skipped); returns how many were new. */
   async apply(projection: Projection, events: readonly CloudEvent<Record<string, unknown>>[]): Promise<number> {
+    const accepted = events.filter((e) => projection.accepts(e));
+    if (accepted.length < events.length) projectorEvents.inc({ projection: projection.name, result: 'other' }, events.length - accepted.length);
+    if (accepted.length === 0) return 0;
     const applied = await this.db.transaction(async (tx) => {
       let fresh = 0;
-      for (const event of events) {
+      for (const event of accepted) {
         const inserted: unknown[] = await tx.query(
           `insert into projection_processed (projection, event_id) values ($1, $2) on conflict do nothing returning 1`,
           [projection.name, event.id],
@@ -80,7 +83,7 @@ export class ProjectionRunner {
       return fresh;
     });
     projectorEvents.inc({ projection: projection.name, result: 'applied' }, applied);
-    projectorEvents.inc({ projection: projection.name, result: 'duplicate' }, events.length - applied);
+    projectorEvents.inc({ projection: projection.name, result: 'duplicate' }, accepted.length - applied);
     return applied;
   }
 

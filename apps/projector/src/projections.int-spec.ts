@@ -94,6 +94,28 @@ describe('projections', () => {
     expect(rows).toEqual([{ status: 'active', message_count: 2, last_activity_at: new Date('2026-11-01T10:05:00.000Z'), expires_at: new Date('2026-11-01T10:35:00.000Z'), version: 2 }]);
   });
 
+  it("passes over the events of streams a projection does not read, without a transaction or a processed row", async () => {
+    const projectId = randomUUID();
+    const requestId = randomUUID();
+    const charged = toCloudEvent({
+      id: randomUUID(), type: EVENT_TYPES.projectCreditsCharged, subject: `project-${projectId}`, time: new Date(), data: { requestId, reserved: 3, charged: 1, balance: 9 },
+      projectId, correlationId: requestId, causationId: requestId, streamVersion: 4,
+    });
+    const accepted = toCloudEvent({
+      id: randomUUID(), type: EVENT_TYPES.agentRequestAccepted, subject: `agent-request-${requestId}`, time: new Date(), data: { requestId, creditsReserved: 3, requestsUsed: 1, creditsRemaining: 7 },
+      projectId, correlationId: requestId, causationId: requestId, streamVersion: 1,
+    });
+    const processed = async (eventId: string): Promise<string[]> =>
+      ((await db.query(`select projection from projection_processed where event_id = $1 order by projection`, [eventId])) as { projection: string }[]).map((r) => r.projection);
+    for (const projection of [requestLogProjection, sessionsProjection]) {
+      expect(await runner.apply(projection, [charged])).toBe(0);
+      expect(await runner.apply(projection, [accepted, charged])).toBe(projection === requestLogProjection ? 1 : 0);
+    }
+    expect(await processed(charged.id)).toEqual([]);
+    expect(await processed(accepted.id)).toEqual(['request-log']);
+    expect(await db.query(`select status from request_log where request_id = $1`, [requestId])).toEqual([{ status: 'in_progress' }]);
+  });
+
   it('skips a message that is not a CloudEvent instead of stalling on it', async () => {
     const projectId = randomUUID();
     const kafka = createKafka(config, 'projection-poison-test');

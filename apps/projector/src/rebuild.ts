@@ -53,6 +53,7 @@ export async function rebuildProjection(db: DataSource, projection: Projection, 
     await tx.query(`delete from projection_rebuild_applied where projection = $1`, [projection.name]);
   });
   const applyIn = async (tx: EntityManager, event: CloudEvent<Record<string, unknown>>): Promise<void> => {
+    if (!projection.accepts(event)) return;
     const fresh: unknown[] = await tx.query(`insert into projection_rebuild_applied (projection, event_id) values ($1, $2) on conflict do nothing returning 1`, [projection.name, event.id]);
     if (fresh.length) await projection.apply(tx, event, tables);
   };

@@ -14,6 +14,9 @@ export interface Projection {
   readonly tables: readonly string[];
   /** Whether a rebuild can read its events from the event store (`events`) instead of Kafka. */
   readonly fromEventStore: boolean;
+  /** Whether an event of its topic concerns this read model (by its stream or type): the others
+   * are passed over without a transaction or a processed-event row. */
+  accepts(event: CloudEvent<Record<string, unknown>>): boolean;
   apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>, tables?: TableNames): Promise<void>;
 }
 

@@ -10,9 +10,10 @@ export const requestLogProjection: Projection = {
   topic: TOPICS.events,
   tables: ['request_log'],
   fromEventStore: true,
+  accepts: (event) => typeof event.subject === 'string' && event.subject.startsWith('agent-request-'),
   async apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>, tables?: TableNames): Promise<void> {
     const domain = fromCloudEvent(event);
-    if (!domain || !domain.streamId.startsWith('agent-request-')) return;
+    if (!domain || !requestLogProjection.accepts(event)) return;
     const table = tableName(tables, 'request_log');
     const rows: RequestRow[] = await tx.query(`select * from ${table} where request_id = $1 for update`, [String(domain.data.requestId)]);
     const before = rows[0] && requestStateFromRow(rows[0]);

@@ -10,9 +10,10 @@ export const sessionsProjection: Projection = {
   topic: TOPICS.events,
   tables: ['sessions'],
   fromEventStore: true,
+  accepts: (event) => typeof event.subject === 'string' && event.subject.startsWith('session-'),
   async apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>, tables?: TableNames): Promise<void> {
     const domain = fromCloudEvent(event);
-    if (!domain || !domain.streamId.startsWith('session-')) return;
+    if (!domain || !sessionsProjection.accepts(event)) return;
     const table = tableName(tables, 'sessions');
     const rows: SessionRow[] = await tx.query(`select * from ${table} where id = $1 for update`, [domain.streamId.slice('session-'.length)]);
     const before = rows[0] && sessionStateFromRow(rows[0]);

@@ -10,10 +10,11 @@ export const usageProjection: Projection = {
   tables: ['usage_totals', 'usage_by_capability'],
   // Usage events are not domain events: they live on Kafka (and 7 days in the outbox), not in `events`.
   fromEventStore: false,
+  accepts: (event) => event.type === USAGE_EVENT_TYPE,
   async apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>, tables?: TableNames): Promise<void> {
     const totals = tableName(tables, 'usage_totals');
     const byCapability = tableName(tables, 'usage_by_capability');
-    if (event.type !== USAGE_EVENT_TYPE) return;
+    if (!usageProjection.accepts(event)) return;
     const u = event.data as unknown as UsageEventData;
     const requests = u.kind === 'initial' ? 1 : 0;
     await tx.query(

@@ -86,9 +86,9 @@ export const projectorLag = gauge({
   labelNames: ['group', 'topic'] as const,
 });
 
-/** Events the projector handled, by projection and result (applied, duplicate). */
+/** Events the projector handled, by projection and result (applied, duplicate, other). */
 export const projectorEvents = counter({
   name: 'mas_projector_events_total',
-  help: 'Events handled by the projector, by projection and result (applied, or duplicate: applied before).',
+  help: 'Events handled by the projector, by projection and result (applied; duplicate: applied before; other: of a stream or type the projection does not read).',
   labelNames: ['projection', 'result'] as const,
 });
