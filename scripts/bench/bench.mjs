@@ -324,10 +324,9 @@ const SETTLING = ['temporal', 'postgres', 'kafka'];
 
 /**
  * Waits, at most PLAN.settleMaxMs, until the stack's Temporal, PostgreSQL and Kafka are back
- * within 20 ms/s of their idle CPU. A load phase leaves work behind (the visibility records and
- * task acknowledgements of a thousand workflows): without the wait it ran into the next phase, and
- * the 1-client overhead after the floor's 8 clients was 5-6 ms slower in its first part than in
- * its last (docs/performance.md, session 6). Returns the wait in ms.
+ * within 20 ms/s of their idle CPU, so that no latency scenario runs beside the bookkeeping the
+ * previous load phase left (the visibility records and task acknowledgements of a thousand
+ * workflows). Returns the wait in ms (about 1 s after the floor's 8 clients, docs/performance.md).
  */
 async function settle(components, idleCpu) {
   const started = now();
