@@ -1,9 +1,15 @@
 import { createRequire } from 'node:module';
 
-// kafkajs 2.2.4 (the last release) schedules its throttle check with `throttledUntil - Date.now()`
-// while `throttledUntil` is 0, a negative delay. Node clamps it to 1 ms as it always did, but since
-// Node 24 also prints a TimeoutNegativeWarning on stderr for it, a line that is not JSON in every
-// app's log. The same method with the delay clamped; nothing else changes.
+// kafkajs 2.2.4 (the last release) reschedules its pending-request check after every check, also
+// when nothing is pending and nothing is throttled: with `throttledUntil` at -1 the delay is
+// negative, Node runs it after 1 ms, and every broker connection of every client checks 1000
+// times a second forever (kafkajs issues 1556 and 1704; since Node 24 each also prints a
+// TimeoutNegativeWarning). That was 25-30 ms of CPU a second in each idle app with a Kafka client,
+// and timers in the worker's event loop beside every request (docs/performance.md, session 6).
+// The same method, scheduling only what can need a check: waiting requests (when the throttle
+// ends, else in 10 ms, as upstream), or a throttle still running. A request that arrives later
+// schedules its own check (kafkajs calls this method from `push`), and a request that completes
+// runs the check itself.
 const CHECK_PENDING_REQUESTS_INTERVAL = 10;
 
 interface RequestQueueLike {
@@ -21,6 +27,7 @@ RequestQueue.prototype.scheduleCheckPendingRequests = function (this: RequestQue
   let scheduleAt = this.throttledUntil - Date.now();
   if (!this.throttleCheckTimeoutId) {
     if (this.pending.length > 0) scheduleAt = scheduleAt > 0 ? scheduleAt : CHECK_PENDING_REQUESTS_INTERVAL;
+    else if (scheduleAt <= 0) return;
     this.throttleCheckTimeoutId = setTimeout(
       () => {
         this.throttleCheckTimeoutId = null;
