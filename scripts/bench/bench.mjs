@@ -81,7 +81,7 @@ const PLAN = QUICK
       pool: { 0: 40, 200: 6 },
     }
   : {
-      warmup: 400,
+      warmup: 100,
       warmupMs: 30_000,
       settleMs: 2_000,
       settleMaxMs: 20_000,
