@@ -240,6 +240,8 @@ temporal_up() {
   if ! pid_alive temporal; then
     port_open "$MAS_TEMPORAL_PORT" && die "port $MAS_TEMPORAL_PORT is taken by another process; set MAS_TEMPORAL_PORT"
     say "temporal: starting on 127.0.0.1:$MAS_TEMPORAL_PORT (UI on $MAS_TEMPORAL_UI_PORT)"
+    # The settings beyond the dev server's defaults are repeated in scripts/bench/bench.mjs
+    # (STACK_TEMPORAL), whose private-server experiments run "as the stack runs it": change both.
     $DETACH "$(temporal_bin)" server start-dev \
       --ip 127.0.0.1 --port "$MAS_TEMPORAL_PORT" --ui-port "$MAS_TEMPORAL_UI_PORT" \
       --db-filename "$DATA/temporal.db" --namespace "$TEMPORAL_NAMESPACE" --log-level warn \
