@@ -34,7 +34,8 @@ export function startAppProcess(app: 'api' | 'worker' | 'relay' | 'projector', e
         if (!lines.some((l) => pattern.test(l))) throw new Error(`${app} has not started:\n${lines.slice(-20).join('\n')}`);
       }, 90_000),
     stop: async () => {
-      if (child.exitCode !== null) return;
+      // Gone already (exited, or killed by a signal, as a test's hook kills a worker).
+      if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
       await once(child, 'exit');

@@ -9,6 +9,7 @@ import type {
   Capability,
   ChatMessage,
   FileRef,
+  FirstRecordedStop,
   ModelStep,
   OfferedTool,
   StopRecord,
@@ -120,6 +121,12 @@ export class Tally {
     this.outputTokens += step.usage.outputTokens;
   }
 
+  /** The model call cut short by a cancellation had streamed tokens: the model answered (and the
+   * customer received them), so the run counts as one whose model answered. */
+  streamedAnswer(): void {
+    this.used.add('chat');
+  }
+
   tool(capability: Capability, files: readonly FileRef[]): void {
     this.used.add(capability);
     this.files.push(...files);
@@ -147,6 +154,28 @@ export class Tally {
     const tokensUsed = this.inputTokens + this.outputTokens;
     this.inputTokens = this.outputTokens = 0;
     return { ...state, ...patch, status, stop: state.stop + 1, capabilitiesUsed: [...this.used], files: [...this.files], tokensUsed, ...recorded };
+  }
+
+  /** The stop after `state` as it was first recorded (a re-run of the step adopts it in place of
+   * its own outcome); the next leg starts from zero tokens. */
+  adoptStop(state: AgentStop, first: FirstRecordedStop, charge: { creditsThisRequest: number; creditsRemaining: number }): AgentStop {
+    this.inputTokens = this.outputTokens = 0;
+    for (const capability of first.capabilitiesUsed) this.used.add(capability);
+    const { message, toolCalls, error, requestsUsed } = first.view;
+    return {
+      ...state,
+      status: first.status,
+      stop: state.stop + 1,
+      message,
+      toolCalls,
+      error,
+      requestsUsed: requestsUsed ?? state.requestsUsed,
+      capabilitiesUsed: [...first.capabilitiesUsed],
+      files: [...this.files],
+      tokensUsed: first.tokensUsed,
+      creditsThisRequest: charge.creditsThisRequest,
+      creditsRemaining: charge.creditsRemaining,
+    };
   }
 }
 

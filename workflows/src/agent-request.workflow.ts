@@ -1,4 +1,4 @@
-import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, patched, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import { blobMarker, FINAL_STATUSES, firstStopUpdate, initialStop, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type BeginRequestResult, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
 import * as acts from './proxies.js';
 import { StoredConversation, streamedSoFar } from './stored-conversation.js';
@@ -23,11 +23,14 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
   // Streaming: the SSE id of the next event; token events are published by the model activity.
   let streamSeq = 1;
   const emit = async (events: readonly Omit<StreamEvent, 'seq'>[]): Promise<void> => {
-    if (input.stream && events.length > 0) ({ nextSeq: streamSeq } = await acts.emitStreamEvents({ ...ids, events }));
+    if (input.stream && events.length > 0) ({ nextSeq: streamSeq } = await acts.emitStreamEvents({ ...ids, events, fromSeq: streamSeq }));
   };
   // A stop is recorded before anyone can see it: its event, the settlement of the reservation at
   // the first stop and its usage event, in one transaction (libs/metering prices it); never cut
-  // short by a cancellation, which comes at the next wait.
+  // short by a cancellation, which comes at the next wait. A stop is recorded once: a re-run of
+  // the step (a workflow task retried after recordStop committed) adopts the stop as first
+  // recorded, whatever outcome the re-run brought (a cancellation that arrived meanwhile, say), so
+  // every caller, event and webhook sees one outcome per stop (DESIGN.md section 10).
   const setStatus = (status: Exclude<AgentStatus, 'in_progress'>, patch: Partial<AgentStop>): Promise<void> => CancellationScope.nonCancellable(async () => {
     // The stop's content goes with it to PostgreSQL (request_views), so reads outlive this workflow.
     const shown = { ...state, ...patch };
@@ -37,10 +40,10 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     if (input.sessionId && FINAL_STATUSES.has(status)) await notifySession(input.sessionId, { ...shown, status });
     const view = { message: shown.message, toolCalls: shown.toolCalls, error: shown.error, requestsUsed: shown.requestsUsed };
     const recorded = await acts.recordStop({ ...tally.stopRecord(input, state.stop + 1, status, patch.error), view });
-    const next = tally.nextStop(state, status, patch, recorded);
+    const next = recorded.recorded ? tally.adoptStop(state, recorded.recorded, recorded) : tally.nextStop(state, status, patch, recorded);
     await emit(endEvents(next));
     state = next;
-    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: status }]);
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: next.status }]);
   });
   // The handlers' waits outlive a cancellation: their callers get the cancelled stop.
   const stopAfter = (stop: number): Promise<void> => CancellationScope.nonCancellable(() => condition(() => state.stop > stop && state.status !== 'in_progress'));
@@ -99,33 +102,41 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
       });
       if (next.kind === 'fail') {
         log.warn('agent run failed', { requestId: input.requestId, code: next.error.code });
-        return setStatus('failed', { error: next.error });
-      }
-      if (next.kind === 'reply') {
+        await setStatus('failed', { error: next.error });
+      } else if (next.kind === 'reply') {
         const message = completedMessage(next.text, begun.notes, { firstStop: state.stop === 0, capabilitiesRequested: input.capabilitiesRequested });
-        return setStatus('completed', { message, toolCalls: undefined });
+        await setStatus('completed', { message, toolCalls: undefined });
+      } else {
+        await setStatus('requires_tool_outputs', { message: undefined, toolCalls: next.toolCalls });
       }
-      await setStatus('requires_tool_outputs', { message: undefined, toolCalls: next.toolCalls });
+      // The stop as recorded decides what follows (a re-run may have adopted another outcome).
+      if (state.status !== 'requires_tool_outputs') return;
+      const paused = state.toolCalls ?? [];
       if (input.sessionId) await notifySession(input.sessionId, state);
       if (!(await condition(() => pendingOutputs !== undefined, input.toolOutputsTimeoutMs ?? TOOL_CONTEXT_LIFETIME))) return setStatus('expired', { toolCalls: undefined });
       const outputs = pendingOutputs ?? new Map<string, string>();
       pendingOutputs = undefined;
       await acts.recordToolOutputs({ ...ids, stop: state.stop, toolCallIds: [...outputs.keys()] });
-      answers = [...next.answers, ...outputMessages(next.toolCalls, outputs)];
+      answers = [...(next.kind === 'pause' ? next.answers : []), ...outputMessages(paused, outputs)];
     }
   };
 
   const finish = (): Promise<AgentStop> => CancellationScope.nonCancellable(() => condition(allHandlersFinished).then(() => state));
   try {
     // The api gave up waiting for a worker and told its caller so: nothing runs, nothing is reserved.
-    if (input.acceptBy !== undefined && Date.now() > input.acceptBy) {
+    // Since the patch, admission decides it (a request not admitted by then is refused there), so a
+    // workflow task re-run after the deadline goes on with the request it admitted in time; before
+    // it, this workflow's clock decided, and a re-run past the deadline failed a charged request.
+    const deadlineAtAdmission = patched('stop-recorded-once');
+    if (!deadlineAtAdmission && input.acceptBy !== undefined && Date.now() > input.acceptBy) {
       await setStatus('failed', { error: { code: 'compute_unavailable', message: 'No agent worker took the request up in time. Nothing was run or charged.' } });
       return await finish();
     }
     // Admission (the quota counter and the credit reservation move together, or not at all) and the
     // conversation, whole: a cancellation waits for it, so the cancelled stop settles what it reserved.
     const { maxCredits: credits, monthlyQuota, capabilities, tools: customTools, history, message } = input;
-    const begun = await CancellationScope.nonCancellable(() => acts.beginRequest({ ...ids, credits, monthlyQuota, capabilities, customTools, history, message }));
+    const acceptBy = deadlineAtAdmission ? { acceptBy: input.acceptBy } : {};
+    const begun = await CancellationScope.nonCancellable(() => acts.beginRequest({ ...ids, credits, monthlyQuota, capabilities, customTools, history, message, ...acceptBy }));
     if (!begun.ok) {
       await setStatus('failed', { error: begun.error, requestsUsed: begun.requestsUsed });
       return await finish();
@@ -134,9 +145,15 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     await run(begun);
   } catch (e) {
     // Cancelled while running or paused: the model call is aborted (what it streamed is the partial
-    // message), and the cancelled stop settles the reservation by what ran. A finished one stays so.
+    // message), and the cancelled stop settles the reservation by what ran: a model that streamed
+    // tokens answered, and the customer received that work (DESIGN.md section 10). A finished one
+    // stays so. (A re-run that adopts a pause recorded first records the cancellation after it.)
     if (isCancellation(e)) {
-      if (!FINAL_STATUSES.has(state.status)) await setStatus('cancelled', { toolCalls: undefined, message: state.message ?? (await streamedSoFar(input, streamSeq)) });
+      while (!FINAL_STATUSES.has(state.status)) {
+        const streamed = state.message ?? (await streamedSoFar(input, streamSeq));
+        if (streamed) tally.streamedAnswer();
+        await setStatus('cancelled', { toolCalls: undefined, message: streamed });
+      }
       return finish();
     }
     // Whatever ended the run before its first stop was recorded, the reservation goes back; a

@@ -27,7 +27,7 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
   const conversations = app.get(ConversationActivityHandlers);
   return {
     beginRequest: app.get(BeginRequestActivity).beginRequest,
-    recordStop: metering.recordStop,
+    recordStop: process.env.MAS_TEST_EXIT_AFTER_RECORD_STOP === '1' ? exitAfter(metering.recordStop) : metering.recordStop,
     releaseReservation: metering.releaseReservation,
     callModel: model.callModel,
     emitStreamEvents: model.emitStreamEvents,
@@ -36,6 +36,17 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
     recordToolOutputs: events.recordToolOutputs,
     appendMessages: conversations.appendMessages,
     appendExchange: conversations.appendExchange,
+  };
+}
+
+/** Test-only (MAS_TEST_EXIT_AFTER_RECORD_STOP=1, test/e2e/retried-task.e2e-spec.ts): the worker
+ * dies by SIGKILL right after the step's transaction commits, before its workflow task completes:
+ * the window in which Temporal retries the task on another worker, which runs the step again. */
+function exitAfter<A extends unknown[], R>(step: (...args: A) => Promise<R>): (...args: A) => Promise<R> {
+  return async (...args) => {
+    await step(...args);
+    process.kill(process.pid, 'SIGKILL');
+    return new Promise<R>(() => undefined);
   };
 }
 

@@ -141,6 +141,22 @@ export interface StopRecord {
   readonly view?: AgentRequestStopView;
 }
 
+/** What recording a stop answers: the charge, and, when the stop had been recorded already (a
+ * re-run of the step), the stop as it was first recorded. */
+export interface StopRecorded {
+  readonly creditsThisRequest: number;
+  readonly creditsRemaining: number;
+  readonly recorded?: FirstRecordedStop;
+}
+
+/** A stop as first recorded: what a re-run of the step adopts in place of its own outcome. */
+export interface FirstRecordedStop {
+  readonly status: Exclude<AgentStatus, 'in_progress'>;
+  readonly capabilitiesUsed: readonly Capability[];
+  readonly tokensUsed: number;
+  readonly view: AgentRequestStopView;
+}
+
 /** A built-in tool as offered: its spec and the capability it belongs to. */
 export type BuiltinTool = ToolSpec & { readonly capability: Capability };
 
@@ -170,13 +186,18 @@ export interface AgentActivities extends ConversationActivities {
     customTools: readonly ToolDefinition[];
     history?: ConversationSlice;
     message: TextRef;
+    /** The api's pickup deadline (AgentRequestInput.acceptBy): a request not admitted by then is
+     * refused (compute_unavailable) without a reservation; one admitted already goes on. */
+    acceptBy?: number;
   }): Promise<BeginRequestResult>;
   /** Releases the reservation of a request that is ending without a settled stop (the workflow's
    * clean-up after an unexpected failure). Idempotent: a settled request is left as it is. */
   releaseReservation(input: { requestId: string; projectId: string }): Promise<void>;
   /** Calls the project's model (its key is decrypted here, never passed in) with the first
    * `conversation.length` messages of the stored conversation and its tools, and stores the
-   * assistant message at seq `conversation.length` (a retried attempt replaces it). */
+   * assistant message at seq `conversation.length` with its figures. A call already answered for
+   * that seq (a re-run of the step: an activity retry after the answer was stored, or a workflow
+   * task retried after its local activities ran) is read back from the store, not made again. */
   callModel(input: {
     requestId: string;
     projectId: string;
@@ -187,17 +208,20 @@ export interface AgentActivities extends ConversationActivities {
     streamSeq?: number;
   }): Promise<ModelStep>;
   /** Publishes stream events (tool_start, tool_end, done, error) for live delivery and replay,
-   * numbered after the last stored event (so they follow the tokens of a failed model call too);
-   * returns the next free seq. */
-  emitStreamEvents(input: { requestId: string; projectId: string; events: readonly Omit<StreamEvent, 'seq'>[] }): Promise<{ nextSeq: number }>;
+   * numbered from `fromSeq` (the workflow's next seq, which a model call's `streamed` keeps past
+   * every token it wrote), so a re-run of the step writes the same events at the same seqs, which
+   * the store keeps once; without `fromSeq` (runs started before it existed), numbered after the
+   * last stored event. Returns the next free seq. */
+  emitStreamEvents(input: { requestId: string; projectId: string; events: readonly Omit<StreamEvent, 'seq'>[]; fromSeq?: number }): Promise<{ nextSeq: number }>;
   /** The text of the token events stored from `fromSeq` on: what a model call cut short by a
    * cancellation had streamed, which the cancelled stop keeps as its partial message. */
   streamedText(input: { requestId: string; projectId: string; fromSeq: number }): Promise<string>;
   /** Records a stop: in one transaction, the stop event, the settlement of the reservation at the
    * first stop (to 1 + the surcharges of the capabilities used, or 0 for a failed run) and the usage
-   * event on mas.usage.v1 carrying the settled amount and the leg's tokens. Idempotent by request id
-   * and stop number: a retry answers what the first attempt did. */
-  recordStop(input: StopRecord): Promise<{ creditsThisRequest: number; creditsRemaining: number }>;
+   * event on mas.usage.v1 carrying the settled amount and the leg's tokens. A stop is recorded once
+   * (request id and stop number), whatever the outcome a re-run of the step brings: a second call
+   * records nothing and answers the stop as first recorded (`recorded`), which the workflow adopts. */
+  recordStop(input: StopRecord): Promise<StopRecorded>;
   /** Records that tool outputs arrived for a paused request. Idempotent by request id and stop. */
   recordToolOutputs(input: { requestId: string; projectId: string; stop: number; toolCallIds: readonly string[] }): Promise<void>;
   /** Runs one built-in tool call by reference: its arguments are read from the assistant message at

@@ -42,13 +42,64 @@ describe('MeteringService', () => {
     const first = await metering.recordStop(stop(requestId, project.id));
     expect(first).toEqual({ creditsThisRequest: 3, creditsRemaining: 17 });
     // A retried activity (the first attempt committed but its answer was lost) answers the same.
-    expect(await metering.recordStop(stop(requestId, project.id))).toEqual(first);
+    expect(await metering.recordStop(stop(requestId, project.id))).toMatchObject({ ...first, recorded: { status: 'completed' } });
     expect(await balance(project.id)).toBe(17);
     const usage = await usageRows(requestId);
     expect(usage.map((u) => u.payload.data.credits)).toEqual([3]);
     // A later stop (a continuation) charges nothing and reports its tokens.
     expect(await metering.recordStop(stop(requestId, project.id, { stop: 2, inputTokens: 7, outputTokens: 0 }))).toEqual({ creditsThisRequest: 0, creditsRemaining: 17 });
     expect((await usageRows(requestId)).map((u) => [u.payload.data.credits, u.payload.data.input_tokens])).toEqual(expect.arrayContaining([[3, 10], [0, 7]]));
+  });
+
+  /** The stop events and views of a request's stop `n`. */
+  const recordedStops = async (requestId: string, n: number) => ({
+    events: (await fixtures.db.query(`select type from events where stream_id = $1 and (data->>'stop')::int = $2 and type like 'agent-request.%' and type <> $3`, [
+      `agent-request-${requestId}`,
+      n,
+      EVENT_TYPES.agentRequestToolOutputsSubmitted,
+    ])) as { type: string }[],
+    views: (await fixtures.db.query(`select view from request_views where request_id = $1 and stop = $2`, [requestId, n])) as { view: { message?: string } }[],
+  });
+
+  it('records a stop once: a re-run that brings another outcome (failed after completed) records nothing and is answered the first', async () => {
+    const { project } = await fixtures.project({ credits: 20 });
+    const requestId = randomUUID();
+    await metering.admit({ requestId, projectId: project.id, credits: 6, monthlyQuota: 100 });
+    const first = await metering.recordStop(stop(requestId, project.id, { view: { message: 'the answer' } }));
+    expect(first).toEqual({ creditsThisRequest: 3, creditsRemaining: 17 });
+    // The workflow task is retried past the pickup deadline (or a cancellation raced it): its
+    // re-run computes another outcome for the same stop.
+    const again = await metering.recordStop(stop(requestId, project.id, { status: 'failed', errorCode: 'compute_unavailable', capabilitiesUsed: [], inputTokens: 0, outputTokens: 0, view: { error: { code: 'compute_unavailable', message: 'late' } } }));
+    expect(again).toEqual({ creditsThisRequest: 3, creditsRemaining: 17, recorded: { status: 'completed', capabilitiesUsed: ['chat', 'code'], tokensUsed: 15, view: { message: 'the answer' } } });
+    const recorded = await recordedStops(requestId, 1);
+    expect(recorded.events.map((e) => e.type)).toEqual([EVENT_TYPES.agentRequestCompleted]);
+    expect(recorded.views.map((v) => v.view)).toEqual([{ message: 'the answer' }]);
+    expect(await balance(project.id)).toBe(17);
+    expect((await usageRows(requestId)).map((u) => u.payload.data.credits)).toEqual([3]);
+  });
+
+  it('records a stop once the other way round: completed after failed is answered failed, and charges nothing', async () => {
+    const { project } = await fixtures.project({ credits: 20 });
+    const requestId = randomUUID();
+    await metering.admit({ requestId, projectId: project.id, credits: 6, monthlyQuota: 100 });
+    const failed = stop(requestId, project.id, { status: 'failed', errorCode: 'compute_error', capabilitiesUsed: [], inputTokens: 0, outputTokens: 0, view: { error: { code: 'compute_error', message: 'no' } } });
+    expect(await metering.recordStop(failed)).toEqual({ creditsThisRequest: 0, creditsRemaining: 20 });
+    const again = await metering.recordStop(stop(requestId, project.id, { view: { message: 'for free?' } }));
+    expect(again).toEqual({ creditsThisRequest: 0, creditsRemaining: 20, recorded: { status: 'failed', capabilitiesUsed: [], tokensUsed: 0, view: { error: { code: 'compute_error', message: 'no' } } } });
+    expect((await recordedStops(requestId, 1)).events.map((e) => e.type)).toEqual([EVENT_TYPES.agentRequestFailed]);
+    expect(await balance(project.id)).toBe(20);
+    expect(await usageRows(requestId)).toEqual([]);
+  });
+
+  it('refuses at admission a request first taken up after its pickup deadline, and admits one re-run after it that was admitted in time', async () => {
+    const { project } = await fixtures.project({ credits: 20 });
+    const late = randomUUID();
+    expect(await metering.admit({ requestId: late, projectId: project.id, credits: 6, monthlyQuota: 100, acceptBy: Date.now() - 1 })).toMatchObject({ ok: false, error: { code: 'compute_unavailable' } });
+    expect(await metering.isAdmitted(late)).toBe(false);
+    const inTime = randomUUID();
+    expect(await metering.admit({ requestId: inTime, projectId: project.id, credits: 6, monthlyQuota: 100, acceptBy: Date.now() + 60_000 })).toMatchObject({ ok: true, balance: 14 });
+    expect(await metering.admit({ requestId: inTime, projectId: project.id, credits: 6, monthlyQuota: 100, acceptBy: Date.now() - 1 })).toMatchObject({ ok: true, balance: 14 });
+    expect(await balance(project.id)).toBe(14);
   });
 
   it('charges nothing for a failed run and gives the whole reservation back', async () => {

@@ -1,5 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { EVENT_TYPES, TOPICS, USAGE_EVENT_TYPE, type AgentError, type AgentStatus, type StopRecord, type UsageEventData } from '#libs/contracts';
+import { EVENT_TYPES, TOPICS, USAGE_EVENT_TYPE, type AgentError, type AgentStatus, type StopRecord, type StopRecorded, type UsageEventData } from '#libs/contracts';
 import { deterministicUuid, EventStore, RequestStream, SessionStream, toCloudEvent } from '#libs/events';
 import { agentCapabilityUses, agentRequests, creditsCharged } from '#libs/observability';
 import { currentPeriod } from './billing-period.js';
@@ -30,6 +30,9 @@ export interface OpenReservation {
   readonly reservedAt: Date;
 }
 
+/** The refusal of a request first taken up after the api stopped waiting for it (and told its caller). */
+export const PICKUP_MISSED: AgentError = { code: 'compute_unavailable', message: 'No agent worker took the request up in time. Nothing was run or charged.' };
+
 /** Stops at which the run answered: the charge is 1 + the surcharges of what it used. */
 const CHARGEABLE: ReadonlySet<AgentStatus> = new Set(['completed', 'requires_tool_outputs']);
 
@@ -51,11 +54,16 @@ export class MeteringService {
   ) {}
 
   /** Counts a request against the monthly quota and reserves `credits`, atomically and once per
-   * request id (a retried activity finds its reservation and changes nothing). */
-  async admit(input: { requestId: string; projectId: string; credits: number; monthlyQuota: number }): Promise<Admission> {
+   * request id (a retried activity finds its reservation and changes nothing). Past `acceptBy` (the
+   * api's pickup deadline) a request not admitted yet is refused without a reservation; one admitted
+   * already goes on, however late its step is re-run. */
+  async admit(input: { requestId: string; projectId: string; credits: number; monthlyQuota: number; acceptBy?: number }): Promise<Admission> {
     return this.db.transaction(async (tx) => {
       const { project, ledger } = await this.lockProject(tx, input.projectId, input.requestId);
       if (ledger.reserve) return { ok: true, balance: project.credit_balance, requestsUsed: project.requests_used };
+      if (input.acceptBy !== undefined && Date.now() > input.acceptBy) {
+        return { ok: false, error: PICKUP_MISSED, balance: project.credit_balance, requestsUsed: project.requests_used };
+      }
       if (project.requests_used >= input.monthlyQuota) {
         return {
           ok: false,
@@ -87,15 +95,27 @@ export class MeteringService {
   }
 
   /**
-   * Records a stop of a request. In one transaction: the first stop that finds the reservation
-   * open settles it (the charge: 1 + the surcharges of the capabilities used, at most what was
-   * reserved; 0 when the run failed), the stop event is appended, and the usage event carrying the
-   * settled credits and the leg's tokens is queued for mas.usage.v1. Retried, it appends nothing
-   * twice and answers what the first attempt answered.
+   * Records a stop of a request, once. In one transaction: the stop is claimed (its view row); the
+   * first stop that finds the reservation open settles it (the charge: 1 + the surcharges of the
+   * capabilities used, at most what was reserved; 0 when the run failed), the stop event is
+   * appended, and the usage event carrying the settled credits and the leg's tokens is queued for
+   * mas.usage.v1. A stop recorded already (a re-run of the step, whatever outcome it brings: a
+   * workflow task retried after this committed) records nothing and answers the stop as first
+   * recorded, which the caller adopts (DESIGN.md section 10, "a stop is recorded once").
    */
-  async recordStop(input: StopRecord): Promise<{ creditsThisRequest: number; creditsRemaining: number }> {
+  async recordStop(input: StopRecord): Promise<StopRecorded> {
     const { answer, recorded, settled } = await this.db.transaction(async (tx) => {
       const { project, ledger } = await this.lockProject(tx, input.projectId, input.requestId);
+      if (!(await this.requests.claimStop(tx, input))) {
+        const first = await this.requests.recordedStop(tx, input.requestId, input.stop);
+        if (!first) throw new Error(`stop ${input.stop} of request ${input.requestId} has a view but no stop event`);
+        const adopted: StopRecorded = {
+          creditsThisRequest: first.creditsCharged,
+          creditsRemaining: first.creditsRemaining ?? project.credit_balance,
+          recorded: { status: first.status as StopRecord['status'], capabilitiesUsed: first.capabilitiesUsed, tokensUsed: first.inputTokens + first.outputTokens, view: first.view },
+        };
+        return { answer: adopted, recorded: false, settled: 0 };
+      }
       let charged = 0;
       let balance = project.credit_balance;
       let settlement: { charged: number; reserved: number } | undefined;
@@ -103,16 +123,12 @@ export class MeteringService {
         charged = chargeable(input) ? Math.min(creditsFor(input.capabilitiesUsed, input.surcharges), ledger.reserve.credits) : 0;
         balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, charged, { stop: input.stop, reason: 'stop' });
         settlement = { charged, reserved: ledger.reserve.credits };
-      } else if (ledger.settle?.stop === input.stop) {
-        // A retry of the step that settled: the same answer as the first attempt.
-        charged = ledger.settle.credits;
-        balance = ledger.settle.balance_after ?? balance;
       }
 
-      // The stop event and its view, through the request stream's one appender, in this transaction.
+      // The stop event, through the request stream's one appender, in this transaction.
       const event = await this.requests.stop(tx, input, charged, balance);
       if (settlement) await this.appendCharge(tx, input.requestId, input.projectId, settlement.reserved, settlement.charged, balance);
-      if (event && (charged > 0 || input.inputTokens + input.outputTokens > 0)) {
+      if (charged > 0 || input.inputTokens + input.outputTokens > 0) {
         const usage: UsageEventData = {
           project_id: input.projectId,
           request_id: input.requestId,
@@ -136,9 +152,9 @@ export class MeteringService {
           toCloudEvent({ id: usageId, type: USAGE_EVENT_TYPE, subject: `agent-request-${input.requestId}`, time: new Date(event.recordedAt), data: usage, projectId: input.projectId, correlationId: input.requestId, causationId: event.eventId }),
         );
       }
-      return { answer: { creditsThisRequest: charged, creditsRemaining: balance }, recorded: event !== undefined, settled: settlement?.charged ?? 0 };
+      return { answer: { creditsThisRequest: charged, creditsRemaining: balance }, recorded: true, settled: settlement?.charged ?? 0 };
     });
-    // Counted once the transaction has committed, and only by the attempt that recorded the stop.
+    // Counted once the transaction has committed, and only by the recording that claimed the stop.
     if (recorded) countStop(input, settled);
     return answer;
   }

@@ -13,11 +13,18 @@ export const CONVERSATION_RETENTION_HOURS = 24;
 /** The insert that stores a JSON array of messages into the conversation of the statement's `c`
  * CTE from seq `at` onwards (the placeholders given), replacing a message stored at a seq only by
  * a write of the same or a later `attempt`. One text for `open` and `put`. */
-const storeMessages = (p: { at: string; messages: string; attempt: string }): string =>
-  `insert into conversation_messages (conversation_id, seq, message, attempt)
-   select c.id, ${p.at} + m.ord - 1, m.message, ${p.attempt} from c, json_array_elements(${p.messages}::json) with ordinality as m (message, ord)
-   on conflict (conversation_id, seq) do update set message = excluded.message, attempt = excluded.attempt
+const storeMessages = (p: { at: string; messages: string; attempt: string; modelStep?: string }): string =>
+  `insert into conversation_messages (conversation_id, seq, message, attempt, model_step)
+   select c.id, ${p.at} + m.ord - 1, m.message, ${p.attempt}, ${p.modelStep ?? 'null'}::jsonb from c, json_array_elements(${p.messages}::json) with ordinality as m (message, ord)
+   on conflict (conversation_id, seq) do update set message = excluded.message, attempt = excluded.attempt, model_step = excluded.model_step
      where conversation_messages.attempt <= excluded.attempt`;
+
+/** A model's answer as stored with its message: its tokens, and for a streamed call the seq after
+ * the last token event it wrote. */
+export interface StoredModelStep {
+  readonly usage: { readonly inputTokens: number; readonly outputTokens: number };
+  readonly streamedTo?: number;
+}
 
 export class ConversationStore {
   constructor(private readonly db: DataSource) {}
@@ -41,14 +48,14 @@ export class ConversationStore {
    * by a write of the same or a later `attempt`: a retried activity's message wins, a late write of
    * an abandoned attempt does not.
    */
-  async put(id: string, projectId: string, at: number, messages: readonly ChatMessage[], attempt = 0): Promise<void> {
+  async put(id: string, projectId: string, at: number, messages: readonly ChatMessage[], attempt = 0, modelStep?: StoredModelStep): Promise<void> {
     if (messages.length === 0) return;
     const [, count] = (await this.db.query(
       `with c as (
          update conversations set expires_at = now() + make_interval(hours => $6) where id = $1 and project_id = $2 returning id
        )
-       ${storeMessages({ at: '$3', messages: '$4', attempt: '$5' })}`,
-      [id, projectId, at, JSON.stringify(messages), attempt, CONVERSATION_RETENTION_HOURS],
+       ${storeMessages({ at: '$3', messages: '$4', attempt: '$5', modelStep: '$7' })}`,
+      [id, projectId, at, JSON.stringify(messages), attempt, CONVERSATION_RETENTION_HOURS, modelStep ? JSON.stringify(modelStep) : null],
     )) as [unknown, number];
     if (count === 0 && !(await this.exists(id, projectId))) throw new ConversationNotFoundError(id);
   }
@@ -65,17 +72,24 @@ export class ConversationStore {
     );
   }
 
-  /** The first `length` messages, in order, and the tools offered, in one query; throws when the
+  /** The first `length` messages, in order, the tools offered, and the model's answer stored at
+   * seq `length` if there is one (a step already answered), in one query; throws when the
    * conversation or any of the messages is missing (it expired). */
-  async read(id: string, projectId: string, length: number): Promise<{ messages: ChatMessage[]; tools: OfferedTool[] }> {
-    const rows: { tools: OfferedTool[]; messages: ChatMessage[] | null }[] = await this.db.query(
-      `select c.tools, (select json_agg(m.message order by m.seq) from conversation_messages m where m.conversation_id = c.id and m.seq < $3) as messages
+  async read(
+    id: string,
+    projectId: string,
+    length: number,
+  ): Promise<{ messages: ChatMessage[]; tools: OfferedTool[]; answered?: { message: ChatMessage; step: StoredModelStep } }> {
+    const rows: { tools: OfferedTool[]; messages: ChatMessage[] | null; answered: { message: ChatMessage; step: StoredModelStep } | null }[] = await this.db.query(
+      `select c.tools, (select json_agg(m.message order by m.seq) from conversation_messages m where m.conversation_id = c.id and m.seq < $3) as messages,
+              (select json_build_object('message', m.message, 'step', m.model_step) from conversation_messages m
+                where m.conversation_id = c.id and m.seq = $3 and m.model_step is not null) as answered
          from conversations c where c.id = $1 and c.project_id = $2`,
       [id, projectId, length],
     );
     const messages = rows[0]?.messages ?? [];
     if (!rows[0] || messages.length !== length) throw new ConversationNotFoundError(id);
-    return { messages, tools: rows[0].tools };
+    return { messages, tools: rows[0].tools, ...(rows[0].answered ? { answered: rows[0].answered } : {}) };
   }
 
   /** The message at `seq`, or the last one when `seq` is omitted. */

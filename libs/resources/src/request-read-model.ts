@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { agentRequestStreamId, type AgentRequestStopView, type AgentStop, type FileRef } from '#libs/contracts';
+import { agentRequestStreamId, EVENT_TYPES, type AgentRequestStopView, type AgentStop, type FileRef } from '#libs/contracts';
 import { pastRetention, requestStateFromRow, RequestStream, type RequestRow, type RequestState } from '#libs/events';
 
 /**
@@ -29,6 +29,22 @@ export class RequestReadModel {
     const state = !row?.stream_version || (projected && projected.version >= row.stream_version) ? projected : await this.requests.state(this.db.manager, requestId, projected);
     if (!state || pastRetention(state.updatedAt)) return undefined;
     return this.stopOf(state);
+  }
+
+  /**
+   * The stop that followed tool outputs the request took (a tool-outputs-submitted event lists
+   * exactly `toolCallIds`), when it is the request's latest stop: the answer of a submission whose
+   * Update Temporal dropped when the workflow task that took it was retried (a cancellation that
+   * arrived meanwhile, say) and the retried task ended the run before the Update came back.
+   */
+  async stopAfterToolOutputs(requestId: string, toolCallIds: readonly string[]): Promise<AgentStop | undefined> {
+    const rows: { stop: number }[] = await this.db.query(
+      `select (data->>'stop')::int as stop from events where stream_id = $1 and type = $2 and (data->'toolCallIds') @> $3::jsonb and $3::jsonb @> (data->'toolCallIds')`,
+      [agentRequestStreamId(requestId), EVENT_TYPES.agentRequestToolOutputsSubmitted, JSON.stringify(toolCallIds)],
+    );
+    if (rows.length === 0) return undefined;
+    const latest = await this.find(requestId);
+    return latest && latest.status !== 'in_progress' && latest.stop === rows[0]!.stop + 1 ? latest : undefined;
   }
 
   /** The request as it stood at `state` (its last stop's content included): what GET shows, and

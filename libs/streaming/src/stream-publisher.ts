@@ -26,11 +26,18 @@ export class StreamPublisher {
   ) {}
 
   /** Numbers `events` after the last stored one and publishes them; returns the next free seq.
-   * Safe because one workflow at a time writes a request's stream. */
-  async append(requestId: string, projectId: string, events: readonly Omit<StreamEvent, 'seq'>[]): Promise<number> {
-    let seq = await this.store.nextSeq(requestId);
+   * With `fromSeq` (the workflow's next seq), a re-run of the step that wrote these events there
+   * already writes them at the same seqs again (the store keeps them once, so a retried step never
+   * adds a second `done`). Safe because one workflow at a time writes a request's stream. */
+  async append(requestId: string, projectId: string, events: readonly Omit<StreamEvent, 'seq'>[], fromSeq?: number): Promise<number> {
+    let seq = await this.store.seqFor(requestId, events.map((e) => e.type), fromSeq);
     await this.publish(requestId, projectId, events.map((e) => ({ ...e, seq: seq++ })));
     return seq;
+  }
+
+  /** The seq after the last stored event of a request (1 for none). */
+  nextSeq(requestId: string): Promise<number> {
+    return this.store.nextSeq(requestId);
   }
 
   /** The text of the token events stored from `fromSeq` on. */

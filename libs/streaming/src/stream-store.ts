@@ -42,6 +42,19 @@ export class StreamStore {
     await this.db.query(`insert into stream_events (request_id, seq, project_id, type, data) values ${rows.join(', ')} on conflict do nothing`, values);
   }
 
+  /** Where events of `types` go: at `fromSeq` when the events stored from there on start with these
+   * types (a re-run of the step that wrote them), else after the last stored event (also after the
+   * tokens of a model call that failed half-way, which the workflow did not count). One query. */
+  async seqFor(requestId: string, types: readonly string[], fromSeq?: number): Promise<number> {
+    const rows: { next: number; stored: string[] | null }[] = await this.db.query(
+      `select coalesce(max(seq), 0) + 1 as next, array_agg(type order by seq) filter (where seq >= $2) as stored from stream_events where request_id = $1`,
+      [requestId, fromSeq ?? 0],
+    );
+    const { next, stored } = rows[0] ?? { next: 1, stored: null };
+    const rerun = fromSeq !== undefined && stored !== null && types.length > 0 && types.every((type, i) => stored[i] === type);
+    return rerun ? fromSeq : next;
+  }
+
   /** The seq after the last stored event of a request (1 for none). */
   async nextSeq(requestId: string): Promise<number> {
     const rows: { max: number | null }[] = await this.db.query(`select max(seq) as max from stream_events where request_id = $1`, [requestId]);

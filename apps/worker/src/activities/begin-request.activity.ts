@@ -19,7 +19,7 @@ export class BeginRequestActivity {
 
   readonly beginRequest: AgentActivities['beginRequest'] = async (input) => {
     const { requestId, projectId } = input;
-    const admission = await this.metering.admit({ requestId, projectId, credits: input.credits, monthlyQuota: input.monthlyQuota });
+    const admission = await this.metering.admit({ requestId, projectId, credits: input.credits, monthlyQuota: input.monthlyQuota, acceptBy: input.acceptBy });
     if (!admission.ok) return admission;
     const { tools: builtin, notes } = await this.tools.builtinTools({ capabilities: input.capabilities, projectId });
     const opened = await this.conversations.open({ projectId, conversationId: requestId, tools: offeredTools(input.customTools, builtin), history: input.history, message: input.message });

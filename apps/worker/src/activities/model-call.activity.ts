@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { AccountsService } from '#libs/accounts';
-import type { AgentActivities, ChatMessage, InputFileRef, ModelStep, ModelTurn } from '#libs/contracts';
+import type { AgentActivities, ChatMessage, InputFileRef, ModelStep, ModelTurn, ToolCall } from '#libs/contracts';
 import { callModel, ModelError } from '#libs/llm';
 import { modelCallDuration, modelCallErrors, modelTokens, requestAttributes, SpanKind, withSpan } from '#libs/observability';
 import { ConversationNotFoundError, type BlobStore, type ConversationStore } from '#libs/persistence';
@@ -20,21 +20,24 @@ export class ModelCallActivity {
     private readonly conversations: ConversationStore,
   ) {}
 
-  readonly emitStreamEvents: AgentActivities['emitStreamEvents'] = async ({ requestId, projectId, events }) => ({
-    nextSeq: await this.stream.append(requestId, projectId, events),
+  readonly emitStreamEvents: AgentActivities['emitStreamEvents'] = async ({ requestId, projectId, events, fromSeq }) => ({
+    nextSeq: await this.stream.append(requestId, projectId, events, fromSeq),
   });
 
   readonly streamedText: AgentActivities['streamedText'] = ({ requestId, projectId, fromSeq }) => this.stream.streamedText(requestId, projectId, fromSeq);
 
   readonly callModel: AgentActivities['callModel'] = async (input) => {
     const { id, length } = input.conversation;
-    // The model's settings and the conversation side by side (two round trips at once).
-    const [credentials, conversation] = await Promise.all([
+    const streaming = input.stream && input.streamSeq !== undefined;
+    // The model's settings, the conversation and (streaming) the stream's next free seq side by
+    // side (round trips at once).
+    const [credentials, conversation, nextSeq] = await Promise.all([
       this.accounts.modelCredentials(input.projectId),
       this.conversations.read(id, input.projectId, length).then(
         (read) => ({ ok: true as const, ...read }),
         (error: unknown) => ({ ok: false as const, error }),
       ),
+      streaming ? this.stream.nextSeq(input.requestId) : Promise.resolve(undefined),
     ]);
     if (!credentials) {
       throw ApplicationFailure.create({ type: 'service_unavailable', message: 'No language model is configured for this project.', nonRetryable: true });
@@ -43,7 +46,12 @@ export class ModelCallActivity {
       if (conversation.error instanceof ConversationNotFoundError) throw ApplicationFailure.create({ type: 'compute_error', message: 'The conversation is no longer stored.', nonRetryable: true });
       throw conversation.error;
     }
-    const { messages: stored, tools: offered } = conversation;
+    const { messages: stored, tools: offered, answered: stepAnswered } = conversation;
+    const custom = new Set(offered.filter((t) => t.custom).map((t) => t.name));
+    // The step was answered already (an activity retried after the answer was stored, or a
+    // workflow task retried after this local activity ran): the stored answer is the step's, and
+    // the customer's model is not called, nor paid, twice (DESIGN.md section 10).
+    if (stepAnswered?.message.role === 'assistant') return modelStep(stepAnswered.message, stepAnswered.step.usage, custom, stepAnswered.step.streamedTo, input.streamSeq);
     const messages = await this.withFiles(stored, input.files, input.projectId);
     const context = Context.current();
     // A regular activity (streamed runs) heartbeats, so a worker that died is noticed in 30 s; a
@@ -52,8 +60,10 @@ export class ModelCallActivity {
     const timer = modelCallDuration.startTimer({ provider: credentials.provider });
     let answered = false;
     // Streaming: tokens go out as the provider produces them (the first at once, then in small
-    // batches); a retried attempt re-sends the same seqs, which readers keep only once.
-    const writer = input.stream && input.streamSeq !== undefined ? this.stream.tokenWriter(input.requestId, input.projectId, input.streamSeq) : undefined;
+    // batches), numbered after every event stored for the request: an attempt after one that
+    // failed half-way never reuses its seqs (a seq never carries two contents); the step's
+    // `streamed` moves the workflow past all of them.
+    const writer = streaming ? this.stream.tokenWriter(input.requestId, input.projectId, Math.max(input.streamSeq!, nextSeq ?? 0)) : undefined;
     try {
       const spanAttributes = { ...requestAttributes(input), 'gen_ai.system': credentials.provider, 'gen_ai.request.model': credentials.model };
       const turn: ModelTurn = await withSpan('model call', SpanKind.CLIENT, spanAttributes, () =>
@@ -75,18 +85,10 @@ export class ModelCallActivity {
       modelTokens.inc({ provider: credentials.provider, type: 'input' }, turn.usage.inputTokens);
       modelTokens.inc({ provider: credentials.provider, type: 'output' }, turn.usage.outputTokens);
       if (writer) await writer.close();
-      // Stored at the next seq; a retried attempt replaces an earlier attempt's message, so the
-      // stored message is the one this result describes.
-      await this.conversations.put(id, input.projectId, length, [{ role: 'assistant', content: turn.content, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) }], context.info.attempt);
-      const custom = new Set(offered.filter((t) => t.custom).map((t) => t.name));
-      const step: ModelStep = {
-        ...(turn.toolCalls.length === 0 ? { reply: turn.content } : {}),
-        // The caller receives its own tools' calls; built-in calls' arguments stay in the store.
-        toolCalls: turn.toolCalls.map((c) => (custom.has(c.name) ? c : { id: c.id, name: c.name })),
-        usage: turn.usage,
-        ...(writer ? { streamed: writer.seq - (input.streamSeq ?? 0) } : {}),
-      };
-      return step;
+      // Stored at the next seq with its figures: from here on, a re-run of this step reads it back.
+      const message = { role: 'assistant' as const, content: turn.content, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) };
+      await this.conversations.put(id, input.projectId, length, [message], context.info.attempt, { usage: turn.usage, ...(writer ? { streamedTo: writer.seq } : {}) });
+      return modelStep(message, turn.usage, custom, writer?.seq, input.streamSeq);
     } catch (e) {
       const reason = e instanceof ModelError && !e.retryable ? 'permanent' : 'retryable';
       if (!answered) {
@@ -118,4 +120,17 @@ export class ModelCallActivity {
     }
     return [{ role: 'system', content: parts.join('\n') }, ...messages];
   }
+}
+
+/** The step the workflow decides on, from the model's stored message: the reply when it called no
+ * tools; the caller's own tools' calls whole, built-in calls by reference (their arguments stay in
+ * the store); the tokens; and, streaming, how far the call moved the stream's seq. */
+function modelStep(message: { readonly content: string; readonly toolCalls?: readonly ToolCall[] }, usage: ModelStep['usage'], custom: ReadonlySet<string>, streamedTo: number | undefined, streamSeq: number | undefined): ModelStep {
+  const calls = message.toolCalls ?? [];
+  return {
+    ...(calls.length === 0 ? { reply: message.content } : {}),
+    toolCalls: calls.map((c) => (custom.has(c.name) ? c : { id: c.id, name: c.name })),
+    usage,
+    ...(streamedTo !== undefined && streamSeq !== undefined ? { streamed: streamedTo - streamSeq } : {}),
+  };
 }

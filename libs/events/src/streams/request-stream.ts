@@ -1,5 +1,5 @@
 import type { EntityManager } from 'typeorm';
-import { agentRequestStreamId, EVENT_TYPES, type AgentRequestAcceptedData, type AgentRequestStopData, type AgentRequestToolOutputsData, type EventType, type StopRecord, type StoredEvent } from '#libs/contracts';
+import { agentRequestStreamId, EVENT_TYPES, type AgentRequestAcceptedData, type AgentRequestStopData, type AgentRequestStopView, type AgentRequestToolOutputsData, type EventType, type StopRecord, type StoredEvent } from '#libs/contracts';
 import { deterministicUuid } from '../deterministic-id.js';
 import type { EventStore } from '../event-store.js';
 import { fromStored } from './domain-event.js';
@@ -38,9 +38,32 @@ export class RequestStream {
     ]);
   }
 
-  /** A stop: its event, its view, and for a session's request that paused, the session's
-   * `message-paused`. The stored event, or undefined when this stop was recorded already. */
-  async stop(tx: EntityManager, record: StopRecord, charged: number, balance: number): Promise<StoredEvent | undefined> {
+  /**
+   * Claims stop `record.stop` of the request for this recording, in the caller's transaction: its
+   * view row goes in first, and only one recording of a stop gets it. False when the stop was
+   * recorded already (a re-run of the step, whatever outcome it brings): then nothing is written.
+   */
+  async claimStop(tx: EntityManager, record: StopRecord): Promise<boolean> {
+    const claimed: unknown[] = await tx.query(
+      `insert into request_views (request_id, stop, project_id, view) values ($1, $2, $3, $4) on conflict (request_id, stop) do nothing returning stop`,
+      [record.requestId, record.stop, record.projectId, JSON.stringify(record.view ?? {})],
+    );
+    return claimed.length > 0;
+  }
+
+  /** A stop as it was first recorded: its event's figures and its view. */
+  async recordedStop(tx: EntityManager, requestId: string, stop: number): Promise<(AgentRequestStopData & { view: AgentRequestStopView }) | undefined> {
+    const rows: { data: AgentRequestStopData; view: AgentRequestStopView }[] = await tx.query(
+      `select e.data, v.view from request_views v join events e on e.stream_id = $3 and e.type = any($4::text[]) and (e.data->>'stop')::int = v.stop
+        where v.request_id = $1 and v.stop = $2 limit 1`,
+      [requestId, stop, agentRequestStreamId(requestId), Object.values(STOP_EVENT)],
+    );
+    return rows[0] ? { ...rows[0].data, view: rows[0].view } : undefined;
+  }
+
+  /** A stop claimed by `claimStop`: its event and, for a session's request that paused, the
+   * session's `message-paused`. The stored event. */
+  async stop(tx: EntityManager, record: StopRecord, charged: number, balance: number): Promise<StoredEvent> {
     const type = STOP_EVENT[record.status];
     const data: AgentRequestStopData = {
       requestId: record.requestId,
@@ -62,12 +85,7 @@ export class RequestStream {
         metadata: { projectId: record.projectId, correlationId: record.requestId, causationId: record.requestId },
       },
     ]);
-    await tx.query(`insert into request_views (request_id, stop, project_id, view) values ($1, $2, $3, $4) on conflict (request_id, stop) do nothing`, [
-      record.requestId,
-      record.stop,
-      record.projectId,
-      JSON.stringify(record.view ?? {}),
-    ]);
+    if (!event) throw new Error(`stop ${record.stop} of request ${record.requestId} claimed, but its event was stored already`);
     if (record.sessionId && record.status === 'requires_tool_outputs') {
       await this.sessions.messagePaused(tx, { sessionId: record.sessionId, projectId: record.projectId, requestId: record.requestId, stop: record.stop });
     }

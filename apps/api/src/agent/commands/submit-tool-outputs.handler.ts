@@ -4,7 +4,7 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { agentRequestWorkflowId, ServiceError, submitToolOutputsUpdate, type AgentStop, type ToolOutputsSubmission, isUuid } from '#libs/contracts';
 import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
-import { computeInstanceOf } from '#libs/resources';
+import { computeInstanceOf, RequestReadModel } from '#libs/resources';
 import { awaitAnswer, fromTemporalError } from '../temporal-errors.js';
 import type { ToolOutputsBody } from '../agent-request.validation.js';
 import { SubmitToolOutputsCommand } from './submit-tool-outputs.command.js';
@@ -36,6 +36,7 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly temporal: TemporalClientService,
     private readonly blobs: BlobStore,
+    private readonly requests: RequestReadModel,
   ) {}
 
   async execute({ principal, requestId, body, bodyHash }: SubmitToolOutputsCommand): Promise<AgentStop> {
@@ -65,6 +66,13 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
       stop = await awaitAnswer(run, pickupMs, () => update.result());
     } catch (e) {
       const error = fromTemporalError(e, 'context_expired');
+      // The Update was lost with a workflow task that took these outputs and was then retried
+      // (the run ended in the retry before the Update came back): the outputs were taken, and the
+      // stop they led to, as recorded, is this submission's answer.
+      if (error.code === 'compute_unavailable') {
+        const answered = await this.requests.stopAfterToolOutputs(requestId, outputs.map((o) => o.toolCallId));
+        if (answered?.projectId === principal.project.id) return answered;
+      }
       // Refused (or unknown): the stored outputs must not outlive the refusal. Not taken up in
       // time is no refusal: the Update may yet be delivered, so what it references stays stored.
       if (error.code !== 'compute_unavailable') await this.blobs.delete(outputs.flatMap((o) => (o.blobId ? [o.blobId] : [])), principal.project.id);
