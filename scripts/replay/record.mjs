@@ -16,6 +16,7 @@
 // Options: --set <name> (the directory under test/replay/histories; default: today's date, UTC).
 // A set of the same name is replaced; other sets are left alone (keep them while their paths can
 // still be in flight: docs/decisions.md).
+import { randomUUID } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
@@ -249,6 +250,26 @@ async function main() {
     await take('agentRequestWorkflow', 'streamed', 'streamed (SSE): stream events, the model as a regular activity, completed', agentRequestWorkflowId(id), undefined, 'completed');
   }
 
+  {
+    // A request first taken up after the api's pickup deadline (acceptBy): the api told its caller
+    // 502 and the run must not go on. Started here with the one-shot's input and a deadline in the
+    // past (an api cannot make a worker late on purpose).
+    const oneShot = recorded.find((r) => r.path === 'one-shot');
+    const history = await client.workflow.getHandle(oneShot.workflowId).fetchHistory();
+    const [input] = (await AesGcmPayloadCodec.fromConfig(config).decode(history.events[0].workflowExecutionStartedEventAttributes.input.payloads)).map((payload) => defaultPayloadConverter.fromPayload(payload));
+    const requestId = randomUUID();
+    const handle = await client.workflow.start('agentRequestWorkflow', {
+      workflowId: agentRequestWorkflowId(requestId),
+      taskQueue: TASK_QUEUE,
+      args: [{ ...input, requestId, acceptBy: Date.now() - 1000 }],
+      typedSearchAttributes: [
+        { key: SEARCH_ATTRIBUTES.projectId, value: input.projectId },
+        { key: SEARCH_ATTRIBUTES.agentStatus, value: 'in_progress' },
+        { key: SEARCH_ATTRIBUTES.capabilities, value: [...input.capabilities] },
+      ],
+    });
+    await take('agentRequestWorkflow', 'pickup-missed', 'first taken up after the pickup deadline (acceptBy): failed (compute_unavailable), nothing reserved', handle.workflowId, handle.firstExecutionRunId, 'failed');
+  }
   {
     // A project without credits: admission (the reservation) refuses it, 402.
     const p = await project('no-credits', { credits: 0 });
