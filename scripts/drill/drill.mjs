@@ -9,12 +9,13 @@
 // killed at once and stays dead; the survivors carry the load, and the rate limit and the quota
 // are checked across both api replicas.
 //
-// Invariants after each fault: every keyed request has a final outcome (200 or a 4xx, read back
-// by GET); no request charged twice and the balance equals what was added minus the settled
-// charges; every charge has exactly one usage event on mas.usage.v1 (by CloudEvent id) and none
-// without a charge; the projection counted each charge once; no 5xx except 502/503 during the
-// fault; no reservation left open; a fresh request succeeds within RECOVERY_BOUND_S of the fault
-// ending. Exit status 1 when any invariant breaks, 2 when the harness itself fails.
+// Invariants after each fault: every keyed request has a final outcome (200 or a 4xx other than
+// 429 rate_limited, which is retried after its Retry-After; read back by GET); no request charged
+// twice and the balance equals what was added minus the settled charges; every charge has exactly
+// one usage event on mas.usage.v1 (by CloudEvent id) and none without a charge; the projection
+// counted each charge once; no 5xx except 502/503 during the fault; no reservation left open; a
+// fresh request succeeds within RECOVERY_BOUND_S of the fault ending. Exit status 1 when any
+// invariant breaks, 2 when the harness itself fails.
 import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -128,7 +129,9 @@ class Load {
     return this.drive(r, deadlineMs);
   }
   /** Sends (again) until a final answer: retried with the same key (on another replica when there
-   * is one) on no answer, 502 or 503, as a careful client does. */
+   * is one) on no answer, 502 or 503, and after Retry-After on 429 rate_limited, as a careful
+   * client does. A 429 rate_limited is no answer to the request: the rate limit is checked before
+   * the key's stored answer is replayed, and every retry counts toward it (docs/decisions.md). */
   async drive(r, deadlineMs) {
     const until = performance.now() + deadlineMs;
     for (let i = 0; performance.now() < until; i++) {
@@ -147,6 +150,10 @@ class Load {
       if (res.status === 200) {
         r.final = { status: 200, id: body.id, credits: body.usage.credits_this_request };
         return r;
+      }
+      if (res.status === 429 && body?.error?.code === 'rate_limited') {
+        await sleep(Number(res.headers?.['retry-after'] ?? 1) * 1000);
+        continue;
       }
       if (res.status >= 400 && res.status < 500) {
         r.final = { status: res.status, code: body?.error?.code };

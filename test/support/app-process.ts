@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { appProcess } from '../../scripts/app-process.mjs';
 import { eventually } from './eventually.js';
@@ -18,11 +19,12 @@ export interface AppProcess {
   stop(): Promise<void>;
 }
 
-/** Starts `app` from dist/ with `env` (on top of this process's environment). */
-export function startAppProcess(app: 'api' | 'worker' | 'relay' | 'projector', env: Record<string, string | undefined>): AppProcess {
-  if (!existsSync(`${root}dist/apps/${app}/src/main.js`)) throw new Error('dist/ is missing: `npm test` builds it first');
-  const started = appProcess(app, { root });
-  const child = spawn(process.execPath, started.args, { cwd: root, env: { ...process.env, ...env, ...started.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts `app` from dist/ with `env` (on top of this process's environment); from the dist/ of
+ * another checkout when `from` names its root (e.g. the previous release, built apart). */
+export function startAppProcess(app: 'api' | 'worker' | 'relay' | 'projector', env: Record<string, string | undefined>, from: string = root): AppProcess {
+  if (!existsSync(join(from, `dist/apps/${app}/src/main.js`))) throw new Error(`${join(from, 'dist')} is missing: \`npm test\` builds it first`);
+  const started = appProcess(app, { root: from });
+  const child = spawn(process.execPath, started.args, { cwd: from, env: { ...process.env, ...env, ...started.env }, stdio: ['ignore', 'pipe', 'pipe'] });
   const lines: string[] = [];
   for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => lines.push(line));
   return {

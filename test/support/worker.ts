@@ -23,12 +23,12 @@ function quietRuntime(): void {
 }
 
 /** The worker of a test's own task queue; it creates no reconciler schedule unless `env` asks for
- * one (a schedule would outlive the test's task queue). */
-export async function startWorker(env: Record<string, string | undefined> = {}): Promise<RunningWorker> {
+ * one (a schedule would outlive the test's task queue). `options` as createAgentWorker takes them. */
+export async function startWorker(env: Record<string, string | undefined> = {}, options: Parameters<typeof createAgentWorker>[1] = {}): Promise<RunningWorker> {
   quietRuntime();
   const { app, worker, connection } = await withEnv({ RECONCILER_INTERVAL_SECONDS: '0', ...env }, async () => {
     const context = await NestFactory.createApplicationContext(WorkerModule, { logger: ['warn', 'error', 'fatal'] });
-    return { app: context, ...(await createAgentWorker(context)) };
+    return { app: context, ...(await createAgentWorker(context, options)) };
   });
   const running = worker.run();
   return {

@@ -66,12 +66,16 @@ export function webhookActivities(app: INestApplicationContext): WebhookActiviti
   return { deliverWebhook: webhooks.deliverWebhook, markWebhookFailed: webhooks.markWebhookFailed };
 }
 
-/** The Temporal worker of the agent task queue (and the reconciler's schedule on it). */
-export async function createAgentWorker(app: INestApplicationContext): Promise<{ worker: Worker; connection: NativeConnection }> {
+/** The Temporal worker of the agent task queue (and the reconciler's schedule on it).
+ * `workflowInterceptorModules` go into the workflow bundle (tests: a worker whose workflow code
+ * differs from the one that started a run, as after a deploy). */
+export async function createAgentWorker(app: INestApplicationContext, options: { workflowInterceptorModules?: readonly string[] } = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
   const config = app.get<AppConfig>(APP_CONFIG);
   const connection = await NativeConnection.connect({ address: requireTemporalAddress(config) });
   // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
-  const tracing = temporalWorkerTracing();
+  const traced = temporalWorkerTracing();
+  const workflowModules = [...(traced.interceptors?.workflowModules ?? []), ...(options.workflowInterceptorModules ?? [])];
+  const tracing = workflowModules.length > 0 ? { ...traced, interceptors: { ...traced.interceptors, workflowModules } } : traced;
   // Calls into the workflows' context without a watchdog thread each (workflow-vm-calls.ts), and
   // the SDK's promise hook only when stack traces are asked for (workflow-promise-hooks.ts).
   callWorkflowsWithoutWatchdog();

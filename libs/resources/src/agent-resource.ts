@@ -51,6 +51,7 @@ export function renderStop(stop: AgentStop, ctx: RenderContext, files: readonly 
     usage: { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed },
     meta: { duration_ms: Math.max(0, Math.round(performance.now() - ctx.startedAt)), project_id: stop.projectId, plan: ctx.plan },
     _compute_instance: ctx.computeInstance,
-    ...(stop.status === 'failed' && stop.error ? { error: stop.error } : {}),
+    // A failed run's error; on a run still in progress or paused, why it cannot make progress now.
+    ...((stop.status === 'failed' || stop.status === 'in_progress' || stop.status === 'requires_tool_outputs') && stop.error ? { error: stop.error } : {}),
   };
 }

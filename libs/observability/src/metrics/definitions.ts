@@ -92,3 +92,12 @@ export const projectorEvents = counter({
   help: 'Events handled by the projector, by projection and result (applied; duplicate: applied before; other: of a stream or type the projection does not read).',
   labelNames: ['projection', 'result'] as const,
 });
+
+/** Runs the api found unable to make progress because their workflow task keeps failing on the
+ * workers (non-determinism after a deploy, a bug in workflow code), by workflow type and Temporal's
+ * cause; counted each time the api reports one (a 502 after waiting on the run, or a GET). */
+export const workflowTasksFailing = counter({
+  name: 'mas_workflow_task_failing_total',
+  help: 'Reports of a run whose workflow task keeps failing on the workers (a 502 that waited on it, or a GET of it), by workflow type and WorkflowTaskFailedCause.',
+  labelNames: ['workflow_type', 'cause'] as const,
+});

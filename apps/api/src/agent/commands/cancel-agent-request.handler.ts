@@ -33,7 +33,7 @@ export class CancelAgentRequestHandler implements ICommandHandler<CancelAgentReq
     let stop: AgentStop;
     try {
       await withinPickup(connection, pickupMs, () => handle.cancel());
-      stop = await awaitAnswer({ connection, describe: async () => (await handle.describe()).raw }, pickupMs, () => handle.result());
+      stop = await awaitAnswer({ connection, client, describe: async () => (await handle.describe()).raw }, pickupMs, () => handle.result());
     } catch (e) {
       // A workflow that ended cancelled or failed without its stop has nothing to show: its last
       // recorded stop is read with GET.

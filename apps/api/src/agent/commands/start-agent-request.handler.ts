@@ -7,7 +7,7 @@ import { BlobStore } from '#libs/persistence';
 import { TemporalClientService } from '#libs/temporal';
 import { requestInput } from '../request-input.js';
 import { RunGate } from '../run-gate.js';
-import { awaitAnswer, fromTemporalError } from '../temporal-errors.js';
+import { awaitAnswer, fromTemporalError, WorkflowTaskFailingError } from '../temporal-errors.js';
 import { StartAgentRequestCommand, StreamAgentRequestCommand, type StartedAgentRequest } from './start-agent-request.command.js';
 
 /** The id of the Update that waits for a request's first stop. One id for every attempt: Temporal
@@ -78,7 +78,7 @@ export class AgentRequestStarter {
       ],
     });
     let handle: WorkflowUpdateHandle<AgentStop> | AgentStop;
-    const run = { connection, describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw };
+    const run = { connection, client, describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw };
     const update = { startWorkflowOperation, updateId: FIRST_STOP_UPDATE_ID };
     try {
       // One round trip starts (or joins) the workflow and registers (or joins) the Update. The
@@ -96,7 +96,7 @@ export class AgentRequestStarter {
         return { requestId, firstStop: () => this.closedStop(workflowId) };
       }
       const error = fromTemporalError(e, 'compute_unavailable');
-      if (error.code === 'compute_unavailable') {
+      if (error.code === 'compute_unavailable' && !(error instanceof WorkflowTaskFailingError)) {
         this.logger.warn(`request ${requestId}: ${e instanceof Error ? e.message : String(e)}`);
         throw new ServiceError(
           'compute_unavailable',

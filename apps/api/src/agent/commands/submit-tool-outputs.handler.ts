@@ -59,7 +59,7 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
       // Both waits last while workers make progress: a worker must take up the workflow task that
       // validates and accepts the Update within the pickup time (the same task may run the whole
       // leg to the next stop: local activities), and the next stop comes while workers work on it.
-      const run = { connection, describe: async () => (await handle.describe()).raw };
+      const run = { connection, client, describe: async () => (await handle.describe()).raw };
       const update = await awaitAnswer(run, pickupMs, () =>
         handle.startUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }], updateId: toolOutputsUpdateId(principal.project.id, bodyHash), waitForStage: 'ACCEPTED' }),
       );

@@ -32,7 +32,7 @@ export class EndSessionHandler implements ICommandHandler<EndSessionCommand> {
       const update = await withinPickup(connection, pickupMs, () => handle.startUpdate(endSessionUpdate, { args: [{ projectId }], waitForStage: 'ACCEPTED' }));
       // The reply comes once the session's end is recorded (its slot is free); bounded like every
       // wait of the api, while a worker makes progress on it.
-      return await awaitAnswer({ connection, describe: async () => (await handle.describe()).raw }, pickupMs, () => update.result());
+      return await awaitAnswer({ connection, client, describe: async () => (await handle.describe()).raw }, pickupMs, () => update.result());
     } catch (e) {
       throw await sessionCallError(e, this.sessions, projectId, sessionId);
     }

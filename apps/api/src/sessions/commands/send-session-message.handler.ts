@@ -12,7 +12,7 @@ import { resolveCapabilities } from '../../agent/agent-request.validation.js';
 import { withRequestId } from '../../agent/agent-response.js';
 import { IdempotencyKeys } from '../../agent/idempotency.js';
 import { requestInput } from '../../agent/request-input.js';
-import { awaitAnswer, fromTemporalError } from '../../agent/temporal-errors.js';
+import { awaitAnswer, fromTemporalError, withFailingCause } from '../../agent/temporal-errors.js';
 import { closedSessionError, sessionNotFound, UUID } from '../session-resource.js';
 import { sessionCallError, withinPickup } from '../session-temporal.js';
 import { SessionsRepository } from '../sessions.repository.js';
@@ -81,7 +81,7 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
         // and the key stays unanswered, free for a retry.
         if (start.refused) await update.result();
       } catch (e) {
-        throw await sessionCallError(e, this.sessions, project.id, sessionId);
+        throw await withFailingCause(await sessionCallError(e, this.sessions, project.id, sessionId), client, async () => (await handle.describe()).raw);
       }
       const accepted = update;
       await this.recordAccepted(sessionId, project.id, requestId);
@@ -93,7 +93,7 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
         firstStop: async () => {
           try {
             // Bounded like a request's first stop: as long as workers make progress on the message.
-            return await awaitAnswer({ connection, describe: () => this.progress(sessionId, requestId) }, pickupMs, () => accepted.result());
+            return await awaitAnswer({ connection, client, describe: () => this.progress(sessionId, requestId) }, pickupMs, () => accepted.result());
           } catch (e) {
             throw withRequestId(await sessionCallError(e, this.sessions, project.id, sessionId), requestId);
           }
