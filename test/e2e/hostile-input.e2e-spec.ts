@@ -29,9 +29,9 @@ const tool = (overrides: Record<string, unknown> = {}) => ({
 
 /** Sends the headers and the first bytes of a body announced as `announced` bytes, never the rest;
  * resolves with the status if the api answers before the body is complete. */
-function answerBeforeBody(url: string, headers: Record<string, string>, announced: number, timeoutMs: number): Promise<number | 'no answer'> {
+function answerBeforeBody(url: string, headers: Record<string, string>, announced: number, timeoutMs: number, path = '/v1/agent'): Promise<number | 'no answer'> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}/v1/agent`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(announced) } });
+    const req = httpRequest(`${url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(announced) } });
     const timer = setTimeout(() => {
       req.destroy();
       resolve('no answer');
@@ -79,6 +79,24 @@ describe('hostile input', () => {
     it('answers an unknown key with 401 before the body has arrived', async () => {
       const status = await answerBeforeBody(stack.api.url, { authorization: `Bearer sk-mas_${'C'.repeat(43)}` }, 10 * 1024 * 1024, 5000);
       expect(status).toBe(401);
+    });
+
+    // Issue 28: outside /v1 the 10 MB parser read and parsed a 7 MB body before anything checked
+    // who sent it. Announced as 10 MB, only the first 64 KB sent: an answer means the rest was not
+    // waited for.
+    it.each([
+      ['the codec endpoint without its token', '/codec/decode', 401],
+      ['the codec endpoint with a wrong token in the path', '/codec/not-the-token/decode', 401],
+      ['an unknown route', '/no-such-route', 413],
+      ['an unknown route under /v1 without a key', '/v1/no-such-route', 401],
+      ['the error docs', '/docs/errors', 413],
+    ])('answers %s before reading a body over 64 KB', async (_, path, status) => {
+      expect(await answerBeforeBody(stack.api.url, {}, 10 * 1024 * 1024, 5000, path)).toBe(status);
+    });
+
+    it('refuses a body over 64 KB on a route without authentication with payload_too_large, naming the limit', async () => {
+      const res = await post('/no-such-route', { items: Array.from({ length: 8000 }, (_, i) => ({ i })) }, {});
+      expectError(res, 413, 'payload_too_large', /64 KB/);
     });
 
     it('counts invalid-JSON requests toward the rate limit: the 61st is 429', async () => {

@@ -96,7 +96,7 @@ export const ERROR_DESCRIPTIONS: Readonly<Record<ErrorCode, string>> = {
   session_busy: "The session's previous message is still running or waiting for tool outputs: submit its tool outputs, cancel it (POST /v1/agent/{id}/cancel) or wait for its answer, then send the next message. Nothing was recorded.",
   session_expired: 'The session expired after 30 minutes without a message. Start a new session.',
   session_ended: 'The session was ended with DELETE /v1/sessions/{id}. Start a new session.',
-  payload_too_large: 'The request body is larger than 10 MB.',
+  payload_too_large: 'The request body is larger than 10 MB (a request with a valid API key), or larger than 64 KB on a request nobody has authenticated (any route outside /v1 but the codec endpoint with its token, and an unknown route): such a body is refused before it is read.',
   rate_limited: 'More than 60 requests in the last 60 seconds for this project. Retry after the number of seconds in the Retry-After header.',
   quota_exceeded: "The plan's monthly request quota is used up; it resets at X-RateLimit-Reset.",
   session_limit_reached: 'The project already has 10 active sessions. End one (DELETE /v1/sessions/{id}) or let one expire.',
