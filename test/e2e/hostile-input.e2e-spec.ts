@@ -198,10 +198,10 @@ describe('hostile input', () => {
       expect(await ledgerRows(project.id)).toBe(0);
     });
 
-    it('accepts a tool schema nested 50 levels deep', async () => {
+    it('accepts a tool schema nested 15 levels deep (31 levels of JSON), the most a tool schema may', async () => {
       const { auth } = await stack.fixtures.project();
       let schema: Record<string, unknown> = { type: 'string' };
-      for (let i = 0; i < 50; i++) schema = { type: 'object', properties: { next: schema } };
+      for (let i = 0; i < 15; i++) schema = { type: 'object', properties: { next: schema } };
       expect((await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: schema })] }, auth)).status).toBe(200);
     });
   });
@@ -288,6 +288,23 @@ describe('hostile input', () => {
       const id = `urn:test:${randomUUID()}`;
       const res = await post('/v1/agent', { message: 'hi', tools: [withId(id, 'q'), { ...withId(id, 'r'), name: 'second' }] }, auth);
       expect(res.status).toBe(200);
+    });
+
+    // Issue 28: a 2.2 MB schema of 25,000 properties was compiled, overflowed the stack after up to
+    // 1.5 s of the api's CPU, and was answered "Maximum call stack size exceeded".
+    it('a schema over the size limit is invalid_tools naming the limit, before it is compiled, nothing recorded', async () => {
+      const { auth, project } = await stack.fixtures.project();
+      const properties = Object.fromEntries(Array.from({ length: 25_000 }, (_, i) => [`field_${i}`, { type: 'string', description: 'a field' }]));
+      const res = await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: { type: 'object', properties } })] }, auth);
+      expectError(res, 400, 'invalid_tools', /^tools\[0\]\.parameters is \d+ bytes of JSON; the limit is 16 KB/);
+      expect(await ledgerRows(project.id)).toBe(0);
+    });
+
+    it('a schema of 1,200 empty properties (12 KB) is invalid_tools by its count of schemas, before it is compiled', async () => {
+      const { auth } = await stack.fixtures.project();
+      const properties = Object.fromEntries(Array.from({ length: 1200 }, (_, i) => [`p${i}`, {}]));
+      const res = await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: { type: 'object', properties } })] }, auth);
+      expectError(res, 400, 'invalid_tools', /more than 256 schemas/);
     });
 
     it('a schema whose $ref cannot be resolved is still invalid_tools', async () => {

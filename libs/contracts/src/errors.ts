@@ -77,7 +77,7 @@ export const ERROR_DESCRIPTIONS: Readonly<Record<ErrorCode, string>> = {
   missing_message: '`message` is missing, is not a string, or is empty or only white space.',
   message_too_long: '`message` is longer than 100,000 characters.',
   invalid_capabilities: '`capabilities` is not a non-empty array, or holds an unknown name. Valid names: chat, research, documents, code, data, files.',
-  invalid_tools: 'A tool definition is malformed or over the limits: name `^[a-zA-Z0-9_]+$` of at most 64 characters, description of at most 1024 characters, `parameters` a JSON Schema whose `type` is `object`, at most 20 tools.',
+  invalid_tools: "A tool definition is malformed or over the limits: name `^[a-zA-Z0-9_]+$` of at most 64 characters, description of at most 1024 characters, `parameters` a JSON Schema whose `type` is `object`, at most 20 tools. One tool's `parameters` is at most 16 KB of JSON, nests arrays and objects at most 32 levels deep and holds at most 256 JSON objects (each subschema and each `properties` counts); all tools' `parameters` together at most 64 KB. These limits are checked before the schema is compiled.",
   invalid_files: '`files` is not an array, an item lacks a string `name` or `content`, there are more than 20 files, or a file is larger than 1 MB (1,048,576 bytes of UTF-8).',
   invalid_tool_outputs: '`tool_outputs` is malformed (each item needs a string `tool_call_id` and a string `output`), `_compute_instance` is missing, or the outputs do not answer exactly the pending tool calls.',
   tool_output_too_large: 'A single tool output is larger than 100 KB (102,400 bytes of UTF-8).',
