@@ -29,9 +29,9 @@ const tool = (overrides: Record<string, unknown> = {}) => ({
 
 /** Sends the headers and the first bytes of a body announced as `announced` bytes, never the rest;
  * resolves with the status if the api answers before the body is complete. */
-function answerBeforeBody(url: string, headers: Record<string, string>, announced: number, timeoutMs: number): Promise<number | 'no answer'> {
+function answerBeforeBody(url: string, headers: Record<string, string>, announced: number, timeoutMs: number, path = '/v1/agent'): Promise<number | 'no answer'> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}/v1/agent`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(announced) } });
+    const req = httpRequest(`${url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(announced) } });
     const timer = setTimeout(() => {
       req.destroy();
       resolve('no answer');
@@ -79,6 +79,24 @@ describe('hostile input', () => {
     it('answers an unknown key with 401 before the body has arrived', async () => {
       const status = await answerBeforeBody(stack.api.url, { authorization: `Bearer sk-mas_${'C'.repeat(43)}` }, 10 * 1024 * 1024, 5000);
       expect(status).toBe(401);
+    });
+
+    // Issue 28: outside /v1 the 10 MB parser read and parsed a 7 MB body before anything checked
+    // who sent it. Announced as 10 MB, only the first 64 KB sent: an answer means the rest was not
+    // waited for.
+    it.each([
+      ['the codec endpoint without its token', '/codec/decode', 401],
+      ['the codec endpoint with a wrong token in the path', '/codec/not-the-token/decode', 401],
+      ['an unknown route', '/no-such-route', 413],
+      ['an unknown route under /v1 without a key', '/v1/no-such-route', 401],
+      ['the error docs', '/docs/errors', 413],
+    ])('answers %s before reading a body over 64 KB', async (_, path, status) => {
+      expect(await answerBeforeBody(stack.api.url, {}, 10 * 1024 * 1024, 5000, path)).toBe(status);
+    });
+
+    it('refuses a body over 64 KB on a route without authentication with payload_too_large, naming the limit', async () => {
+      const res = await post('/no-such-route', { items: Array.from({ length: 8000 }, (_, i) => ({ i })) }, {});
+      expectError(res, 413, 'payload_too_large', /64 KB/);
     });
 
     it('counts invalid-JSON requests toward the rate limit: the 61st is 429', async () => {
@@ -180,10 +198,10 @@ describe('hostile input', () => {
       expect(await ledgerRows(project.id)).toBe(0);
     });
 
-    it('accepts a tool schema nested 50 levels deep', async () => {
+    it('accepts a tool schema nested 15 levels deep (31 levels of JSON), the most a tool schema may', async () => {
       const { auth } = await stack.fixtures.project();
       let schema: Record<string, unknown> = { type: 'string' };
-      for (let i = 0; i < 50; i++) schema = { type: 'object', properties: { next: schema } };
+      for (let i = 0; i < 15; i++) schema = { type: 'object', properties: { next: schema } };
       expect((await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: schema })] }, auth)).status).toBe(200);
     });
   });
@@ -270,6 +288,23 @@ describe('hostile input', () => {
       const id = `urn:test:${randomUUID()}`;
       const res = await post('/v1/agent', { message: 'hi', tools: [withId(id, 'q'), { ...withId(id, 'r'), name: 'second' }] }, auth);
       expect(res.status).toBe(200);
+    });
+
+    // Issue 28: a 2.2 MB schema of 25,000 properties was compiled, overflowed the stack after up to
+    // 1.5 s of the api's CPU, and was answered "Maximum call stack size exceeded".
+    it('a schema over the size limit is invalid_tools naming the limit, before it is compiled, nothing recorded', async () => {
+      const { auth, project } = await stack.fixtures.project();
+      const properties = Object.fromEntries(Array.from({ length: 25_000 }, (_, i) => [`field_${i}`, { type: 'string', description: 'a field' }]));
+      const res = await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: { type: 'object', properties } })] }, auth);
+      expectError(res, 400, 'invalid_tools', /^tools\[0\]\.parameters is \d+ bytes of JSON; the limit is 16 KB/);
+      expect(await ledgerRows(project.id)).toBe(0);
+    });
+
+    it('a schema of 1,200 empty properties (12 KB) is invalid_tools by its count of schemas, before it is compiled', async () => {
+      const { auth } = await stack.fixtures.project();
+      const properties = Object.fromEntries(Array.from({ length: 1200 }, (_, i) => [`p${i}`, {}]));
+      const res = await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: { type: 'object', properties } })] }, auth);
+      expectError(res, 400, 'invalid_tools', /more than 256 schemas/);
     });
 
     it('a schema whose $ref cannot be resolved is still invalid_tools', async () => {

@@ -7,6 +7,7 @@ import { PersistenceModule } from '#libs/persistence';
 import { AgentModule } from './agent/agent.module.js';
 import { ApiKeyGuard } from './auth/api-key.guard.js';
 import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
+import { CodecAccess } from './codec/codec-access.js';
 import { CodecController } from './codec/codec.controller.js';
 import { ContractExceptionFilter } from './errors/contract-exception.filter.js';
 import { ErrorDocsController } from './errors/error-docs.controller.js';
@@ -21,6 +22,7 @@ import { SessionsModule } from './sessions/sessions.module.js';
     { provide: APP_FILTER, useClass: ContractExceptionFilter },
     { provide: APP_GUARD, useClass: ApiKeyGuard },
     ApiKeyMiddleware,
+    CodecAccess,
   ],
 })
 export class ApiModule {}

@@ -8,10 +8,9 @@ import { ServiceError } from '#libs/contracts';
 import { createLogger, httpLogging, httpMetrics, httpTracing, NestPinoLogger, serveMetrics } from '#libs/observability';
 import { ApiModule } from './app.module.js';
 import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
+import { bodyParser } from './body-limits.js';
+import { CodecAccess } from './codec/codec-access.js';
 import { serveOpenApi } from './openapi/openapi.js';
-
-/** Largest accepted request body (DESIGN.md section 7): larger gives 413 payload_too_large. */
-export const BODY_LIMIT = '10mb';
 
 /** Deepest nesting of arrays and objects a body may have: far beyond any real request (a tool's
  * JSON Schema included), and well below what recursive code (hashing, serialising) survives. */
@@ -115,12 +114,13 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   inFlight.set(app, tracker);
   app.use(tracker.track);
   // In this order (DESIGN.md section 7: 401, then 429, then 400): the key and the rate limit
-  // before a byte of the body is read, so an unknown caller's body is never parsed. Failures of
-  // either step skip the rest and reach the contract's exception filter.
+  // (/v1) or the operator token (/codec) before a byte of the body is read, so an unknown
+  // caller's body is never parsed; then the body, with the limit of who the caller turned out
+  // to be (body-limits.ts: 64 KB for anyone not authenticated, on any path). Failures of either
+  // step skip the rest and reach the contract's exception filter.
   app.use(app.get(ApiKeyMiddleware).use);
-  // Any content type is read as JSON: a client that forgets the header still gets a contract
-  // error for a bad body, not a silent empty one.
-  app.useBodyParser('json', { limit: BODY_LIMIT, type: () => true, strict: false });
+  app.use(app.get(CodecAccess).use);
+  app.use(bodyParser());
   app.use(refuseDeepBodies);
   // No Nest shutdown hooks: they would close the pool and the Temporal connection under requests
   // still in flight. main.ts drains first (drainAndClose).

@@ -65,6 +65,10 @@ export class SseSession {
       if (Date.now() - this.lastWriteAt >= POLL_MS) this.enqueue(() => this.catchUpOrEnd());
     }, POLL_MS);
     res.on('close', () => this.finish());
+    // A client that left before this listener was attached (while the api authenticated, admitted
+    // or started the run) closed the connection unseen: end at once, or the session would poll
+    // the store until the run ended (issue 28).
+    if (res.destroyed || res.socket?.destroyed !== false) this.finish();
     res.on('drain', () => {
       if (this.lagging) {
         this.lagging = false;

@@ -1,5 +1,5 @@
 import { ServiceError } from '#libs/contracts';
-import { parseAgentRequest, parseToolOutputs, resolveCapabilities, textProblem } from './agent-request.validation.js';
+import { LIMITS, parseAgentRequest, parseToolOutputs, resolveCapabilities, textProblem } from './agent-request.validation.js';
 
 function codeOf(fn: () => unknown): string {
   try {
@@ -93,6 +93,46 @@ describe('customer tool schemas', () => {
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:a', { properties: { q: { type: 'string', pattern: '(' } } })] }))).toBe('invalid_tools');
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:a', { $schema: 'https://example.com/unknown' })] }))).toBe('invalid_tools');
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [withId('urn:test:a', { $schema: 5 })] }))).toBe('invalid_tools');
+  });
+});
+
+describe('customer tool schema limits (issue 28), checked before compiling', () => {
+  const flat = (n: number) => ({ type: 'object', properties: Object.fromEntries(Array.from({ length: n }, (_, i) => [`p${i}`, { type: 'string' }])) });
+  const nested = (levels: number) => {
+    let schema: Record<string, unknown> = { type: 'string' };
+    for (let i = 0; i < levels; i++) schema = { type: 'object', properties: { next: schema } };
+    return schema;
+  };
+  const messageOf = (parameters: unknown, count = 1): string => {
+    try {
+      parseAgentRequest({ message: 'hi', tools: Array.from({ length: count }, (_, i) => ({ name: `t${i}`, description: 'd', parameters })) });
+    } catch (e) {
+      if (e instanceof ServiceError && e.code === 'invalid_tools') return e.message;
+      throw e;
+    }
+    return 'ok';
+  };
+
+  it('refuses a 2.2 MB schema of 25,000 properties by its size, not by overflowing the stack', () => {
+    expect(messageOf(flat(25_000))).toMatch(/^tools\[0\]\.parameters is \d+ bytes of JSON; the limit is 16 KB \(16384 bytes\)\.$/);
+  });
+
+  it('refuses more schemas (JSON objects) in one tool than the limit, under the byte limit', () => {
+    // The root, its `properties` and one object per property.
+    expect(messageOf(flat(LIMITS.toolSchemaObjects - 2))).toBe('ok');
+    expect(messageOf(flat(LIMITS.toolSchemaObjects - 1))).toBe(`tools[0].parameters has more than ${LIMITS.toolSchemaObjects} schemas (JSON objects); the limit is ${LIMITS.toolSchemaObjects}.`);
+  });
+
+  it('refuses a schema nested deeper than the limit', () => {
+    // Each level is two: the schema object and its `properties`.
+    expect(messageOf(nested(15))).toBe('ok');
+    expect(messageOf(nested(16))).toBe(`tools[0].parameters nests arrays and objects more than ${LIMITS.toolSchemaDepth} levels deep.`);
+  });
+
+  it('refuses tools whose schemas together pass the limit, each within its own', () => {
+    const schema = flat(200); // about 5 KB
+    expect(messageOf(schema, 12)).toBe('ok');
+    expect(messageOf(schema, 20)).toMatch(/^The tools' parameters together are \d+ bytes of JSON; the limit is 64 KB \(65536 bytes\)\.$/);
   });
 });
 

@@ -9,6 +9,15 @@ export const LIMITS = {
   tools: 20,
   toolName: 64,
   toolDescription: 1024,
+  /** One tool's `parameters`: bytes of its JSON, levels of nesting, schemas (JSON objects). Ajv's
+   * compile time grows faster than linearly with a schema's properties (500 took 0.3 s, 2,500
+   * overflowed the stack), so the count bounds the CPU a request can cost; all within what
+   * providers take (OpenAI's strict mode: 10 levels). */
+  toolSchemaBytes: 16_384,
+  toolSchemaDepth: 32,
+  toolSchemaObjects: 256,
+  /** Every tool's `parameters` together: they travel inline in the workflow's input. */
+  toolSchemasBytes: 65_536,
   toolOutputBytes: 102_400,
 } as const;
 
@@ -141,11 +150,28 @@ function schemaProblem(schema: Record<string, unknown>): string | undefined {
   }
 }
 
+/** Why a tool's `parameters` is over the limits on its nesting or its count of schemas, counted
+ * without recursion and stopping at the first limit passed; undefined if it is within both. */
+function schemaShapeProblem(schema: Record<string, unknown>, at: string): string | undefined {
+  let objects = 0;
+  const stack: [unknown, number][] = [[schema, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (depth > LIMITS.toolSchemaDepth) return `${at} nests arrays and objects more than ${LIMITS.toolSchemaDepth} levels deep.`;
+    if (!Array.isArray(v) && ++objects > LIMITS.toolSchemaObjects) {
+      return `${at} has more than ${LIMITS.toolSchemaObjects} schemas (JSON objects); the limit is ${LIMITS.toolSchemaObjects}.`;
+    }
+    for (const child of Object.values(v as object)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
+  return undefined;
+}
+
 function parseTools(value: unknown): ToolDefinition[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new ServiceError('invalid_tools', '`tools` must be an array of tool definitions.');
   if (value.length > LIMITS.tools) throw new ServiceError('invalid_tools', `At most ${LIMITS.tools} tools per request; got ${value.length}.`);
   const names = new Set<string>();
+  let schemasBytes = 0;
   return value.map((tool, i) => {
     const at = `tools[${i}]`;
     if (!isObject(tool)) throw new ServiceError('invalid_tools', `${at} must be an object with name, description and parameters.`);
@@ -164,6 +190,18 @@ function parseTools(value: unknown): ToolDefinition[] {
     if (!isObject(parameters) || parameters.type !== 'object') {
       throw new ServiceError('invalid_tools', `${at}.parameters must be a JSON Schema object whose "type" is "object".`);
     }
+    // The limits before anything walks the schema deeply or compiles it (issue 28).
+    const bytes = Buffer.byteLength(JSON.stringify(parameters));
+    if (bytes > LIMITS.toolSchemaBytes) {
+      throw new ServiceError('invalid_tools', `${at}.parameters is ${bytes} bytes of JSON; the limit is 16 KB (${LIMITS.toolSchemaBytes} bytes).`);
+    }
+    schemasBytes += bytes;
+    if (schemasBytes > LIMITS.toolSchemasBytes) {
+      const total = value.reduce((sum: number, t: unknown) => sum + (isObject(t) && isObject(t.parameters) ? Buffer.byteLength(JSON.stringify(t.parameters)) : 0), 0);
+      throw new ServiceError('invalid_tools', `The tools' parameters together are ${total} bytes of JSON; the limit is 64 KB (${LIMITS.toolSchemasBytes} bytes).`);
+    }
+    const shape = schemaShapeProblem(parameters, `${at}.parameters`);
+    if (shape) throw new ServiceError('invalid_tools', shape);
     requireTextDeep(parameters, 'invalid_tools', `${at}.parameters`);
     const problem = schemaProblem(parameters);
     if (problem) throw new ServiceError('invalid_tools', `${at}.parameters is not a valid JSON Schema: ${problem}.`);

@@ -2,13 +2,15 @@ import { ArgumentsHost, Catch, HttpException, Inject, Logger, type ExceptionFilt
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { errorDocsUrl, ERROR_STATUS, ServiceError, type ErrorBody, type ErrorCode } from '#libs/contracts';
+import { payloadTooLarge } from '../body-limits.js';
 import { databaseUnavailable, isDatabaseUnavailable } from './dependency-unavailable.js';
 
 /** Body-parser failures carry a `type`; map the ones a client causes to contract codes. */
 function fromBodyParser(e: unknown): ServiceError | undefined {
-  const type = (e as { type?: unknown } | null)?.type;
+  const { type, limit } = (e ?? {}) as { type?: unknown; limit?: unknown };
   if (type === 'entity.parse.failed') return new ServiceError('invalid_body', 'The request body is not valid JSON.');
-  if (type === 'entity.too.large') return new ServiceError('payload_too_large', 'The request body is larger than 10 MB.');
+  // The limit depends on who is asking (body-limits.ts): 10 MB with a key, 64 KB without one.
+  if (type === 'entity.too.large' && typeof limit === 'number') return payloadTooLarge(limit);
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
     return new ServiceError('invalid_body', 'The request body must be UTF-8 JSON.');
   }

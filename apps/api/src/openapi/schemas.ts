@@ -35,7 +35,14 @@ export const SCHEMAS = {
     properties: {
       name: { type: 'string', pattern: '^[a-zA-Z0-9_]+$', maxLength: LIMITS.toolName },
       description: { type: 'string', maxLength: LIMITS.toolDescription },
-      parameters: { type: 'object', description: 'A JSON Schema whose `type` is `object`.', additionalProperties: true },
+      parameters: {
+        type: 'object',
+        description:
+          `A JSON Schema whose \`type\` is \`object\`: at most ${LIMITS.toolSchemaBytes / 1024} KB (${LIMITS.toolSchemaBytes} bytes) of JSON, nested at most ` +
+          `${LIMITS.toolSchemaDepth} levels of arrays and objects, at most ${LIMITS.toolSchemaObjects} JSON objects (each subschema and each \`properties\` is one); ` +
+          `every tool's \`parameters\` together at most ${LIMITS.toolSchemasBytes / 1024} KB. Over a limit: 400 invalid_tools, before the schema is compiled.`,
+        additionalProperties: true,
+      },
     },
   },
   ToolCall: {

@@ -1,0 +1,58 @@
+import { json, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { ServiceError } from '#libs/contracts';
+import type { AuthenticatedRequest } from './auth/api-key.middleware.js';
+import type { OperatorRequest } from './codec/codec-access.js';
+
+/**
+ * The largest body each kind of request may have, in bytes: the one place where body limits are
+ * decided (DESIGN.md sections 7 and 10). The limit is chosen after authentication and before a
+ * byte of the body is read, so no body over 64 KB is read for a caller nobody has identified.
+ */
+export const BODY_LIMITS = {
+  /** A `/v1` request with a valid API key (contract: 10 MB, else 413 payload_too_large). */
+  customer: 10 * 1024 * 1024,
+  /** The codec endpoint with the operator token: a Temporal payload list (2 MB payloads, base64). */
+  operator: 10 * 1024 * 1024,
+  /** Everything nobody has authenticated: health, docs, OpenAPI, unknown routes, a codec call
+   * without its token. None of these routes takes a body; 64 KB is the most read before 404/401. */
+  anonymous: 64 * 1024,
+} as const;
+
+export type BodyLimitKind = keyof typeof BODY_LIMITS;
+
+/** Which limit applies to `req`, from what the authentication steps before it established. */
+export function bodyLimitKind(req: Request): BodyLimitKind {
+  if ((req as AuthenticatedRequest).principal) return 'customer';
+  if ((req as OperatorRequest).operator) return 'operator';
+  return 'anonymous';
+}
+
+/** `10 MB`, `64 KB`: a limit as the error messages and the docs write it. */
+export function formatBytes(bytes: number): string {
+  if (bytes % (1024 * 1024) === 0) return `${bytes / (1024 * 1024)} MB`;
+  if (bytes % 1024 === 0) return `${bytes / 1024} KB`;
+  return `${bytes} bytes`;
+}
+
+/** 413 payload_too_large for a body over `limit` bytes. */
+export function payloadTooLarge(limit: number): ServiceError {
+  return new ServiceError('payload_too_large', `The request body is larger than ${formatBytes(limit)}, the limit for this request.`);
+}
+
+/**
+ * The JSON body parser, with the limit of the request's kind. Any content type is read as JSON: a
+ * client that forgets the header still gets a contract error for a bad body, not a silent empty
+ * one. A body whose Content-Length is over the limit is answered 413 payload_too_large at once,
+ * unread (body-parser would wait for all of it to arrive before answering; Node discards the rest
+ * as it does after a 401); a chunked one is refused once it passes the limit, nothing more of it
+ * kept.
+ */
+export function bodyParser(): RequestHandler {
+  const parser = (kind: BodyLimitKind) => json({ limit: BODY_LIMITS[kind], type: () => true, strict: false });
+  const parsers: Record<BodyLimitKind, ReturnType<typeof json>> = { customer: parser('customer'), operator: parser('operator'), anonymous: parser('anonymous') };
+  return (req: Request, res: Response, next: NextFunction) => {
+    const kind = bodyLimitKind(req);
+    if (Number(req.headers['content-length']) > BODY_LIMITS[kind]) return next(payloadTooLarge(BODY_LIMITS[kind]));
+    parsers[kind](req, res, next);
+  };
+}
