@@ -61,11 +61,13 @@ const deployment = (manifests: Manifest[], app: string): Manifest => {
 };
 const container = (m: Manifest): Container => m.spec.template!.spec.containers[0]!;
 
-/** Variables whose values are secrets: the keys the stack generates (scripts/stack/env.sh) and the database URL (its password). */
+/** Variables whose values are secrets: the keys the stack generates (scripts/stack/env.sh), every
+ * key, password or token the configuration reads (libs/config), and the database URL (its password). */
 function secretVariables(): string[] {
   const envSh = readFileSync(join(ROOT, 'scripts/stack/env.sh'), 'utf8');
   const generated = [...envSh.matchAll(/^mas_secret (\w+)/gm)].map((m) => m[1]!);
-  return ['DATABASE_URL', ...generated];
+  const read = ['config.ts', 'engines.ts'].flatMap((f) => [...readFileSync(join(ROOT, 'libs/config/src', f), 'utf8').matchAll(/'([A-Z][A-Z0-9_]*_(?:KEY|KEYS|PEPPER|PASSWORD|TOKEN))'/g)].map((m) => m[1]!));
+  return [...new Set(['DATABASE_URL', ...generated, ...read, 'KAFKA_SASL_USERNAME'])];
 }
 
 /** Variables loadConfig refuses to start without. */
@@ -87,12 +89,22 @@ const SAMPLE_SECRETS: Record<string, string> = {
   MAS_PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
   MAS_PAYLOAD_KEY_CURRENT: 'k1',
   MAS_CODEC_TOKEN: 'c'.repeat(43),
+  TEMPORAL_API_KEY: 'tcld-ak-0123456789abcdef',
+  KAFKA_SASL_USERNAME: 'kafka-user-of-mas',
+  KAFKA_SASL_PASSWORD: 'kafka-password',
 };
 
-/** The environment the app in `c` starts with, the Secret's references resolved from SAMPLE_SECRETS. */
-function environmentOf(c: Container): Record<string, string> {
-  return Object.fromEntries(c.env.map((e) => [e.name, e.value ?? SAMPLE_SECRETS[e.valueFrom!.secretKeyRef!.key]!]));
+/** The environment the app in `c` starts with, the Secret's references resolved from `secrets`
+ * (an optional key missing from it is left out, as Kubernetes leaves it out). */
+function environmentOf(c: Container, secrets: Record<string, string> = CORE_SECRETS): Record<string, string> {
+  return Object.fromEntries(c.env.flatMap((e) => {
+    const v = e.value ?? secrets[e.valueFrom!.secretKeyRef!.key];
+    return v === undefined ? [] : [[e.name, v]];
+  }));
 }
+
+/** The Secret without the managed engines' keys (the chart's defaults use none). */
+const CORE_SECRETS = Object.fromEntries(Object.entries(SAMPLE_SECRETS).filter(([k]) => !/^(TEMPORAL|KAFKA)_/.test(k)));
 
 describe('the Helm chart', () => {
   let manifests: Manifest[];
@@ -158,7 +170,7 @@ describe('the Helm chart', () => {
     const required = requiredVariables();
     const secrets = secretVariables();
     expect(required).toEqual(expect.arrayContaining(['DATABASE_URL', 'MAS_MASTER_KEY', 'MAS_API_KEY_PEPPER', 'MAS_PAYLOAD_KEYS']));
-    expect(secrets).toEqual(expect.arrayContaining(['MAS_CODEC_TOKEN', 'MAS_PAYLOAD_KEY_CURRENT']));
+    expect(secrets).toEqual(expect.arrayContaining(['MAS_CODEC_TOKEN', 'MAS_PAYLOAD_KEY_CURRENT', 'TEMPORAL_API_KEY', 'KAFKA_SASL_PASSWORD']));
     const pods = [...APPS.map((app) => container(deployment(manifests, app))), (manifests.find((m) => m.kind === 'Job')!.spec.template as unknown as { spec: { containers: Container[] } }).spec.containers[0]!];
     for (const c of pods) {
       const names = c.env.map((e) => e.name);
@@ -200,5 +212,32 @@ describe('the Helm chart', () => {
       expect(spec.volumes).toEqual([{ name: 'postgres-tls', secret: { secretName: 'pg-ca' } }]);
       expect(spec.containers[0]!.volumeMounts).toEqual([{ name: 'postgres-tls', mountPath: '/etc/mas/tls/postgres', readOnly: true }]);
     }
+  });
+
+  it("connects to managed engines as the apps read it: Temporal's TLS and API key, Kafka's SSL and SASL, each file from a mounted Secret", async () => {
+    const rendered = await render(
+      '--set', 'temporal.tls.enabled=true', '--set', 'temporal.tls.caSecret=temporal-ca', '--set', 'temporal.tls.clientSecret=temporal-client', '--set', 'temporal.tls.serverName=frontend.temporal',
+      '--set', 'kafka.ssl.enabled=true', '--set', 'kafka.ssl.caSecret=kafka-ca', '--set', 'kafka.sasl.mechanism=scram-sha-512',
+    );
+    for (const app of APPS) {
+      const d = deployment(rendered, app);
+      const c = container(d);
+      const spec = d.spec.template!.spec as unknown as { volumes: { name: string; secret: { secretName: string } }[]; containers: { volumeMounts: { name: string; mountPath: string }[] }[] };
+      const secretOfPath = (path: string) => {
+        const mount = spec.containers[0]!.volumeMounts.find((m) => path.startsWith(`${m.mountPath}/`));
+        return spec.volumes.find((v) => v.name === mount?.name)?.secret.secretName;
+      };
+      // The Secret without the API key: mTLS and an API key are two ways to authenticate.
+      const { TEMPORAL_API_KEY: _, ...secrets } = SAMPLE_SECRETS;
+      const { engines } = loadConfig(environmentOf(c, secrets));
+      expect(engines.temporal).toMatchObject({ tls: true, serverName: 'frontend.temporal' });
+      expect([engines.temporal.caFile, engines.temporal.clientCertFile, engines.temporal.clientKeyFile].map((f) => secretOfPath(f!))).toEqual(['temporal-ca', 'temporal-client', 'temporal-client']);
+      expect(engines.kafka).toMatchObject({ ssl: true, sasl: { mechanism: 'scram-sha-512', username: 'kafka-user-of-mas', password: 'kafka-password' } });
+      expect(secretOfPath(engines.kafka.caFile!)).toBe('kafka-ca');
+    }
+    // Temporal Cloud: TLS against public roots and the API key from the Secret.
+    const cloud = await render('--set', 'temporal.tls.enabled=true', '--set', 'temporal.address=acme.a1b2c.tmprl.cloud:7233');
+    const { engines } = loadConfig(environmentOf(container(deployment(cloud, 'worker')), { ...CORE_SECRETS, TEMPORAL_API_KEY: SAMPLE_SECRETS.TEMPORAL_API_KEY! }));
+    expect(engines.temporal).toMatchObject({ tls: true, apiKey: SAMPLE_SECRETS.TEMPORAL_API_KEY, caFile: undefined });
   });
 });

@@ -1,6 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
+import { APP_CONFIG, requireTemporalAddress, temporalConnectionOptions, type AppConfig } from '#libs/config';
 import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities, WebhookActivities } from '#libs/contracts';
 import { temporalWorkerTracing, withActivityLogContext } from '#libs/observability';
 import { payloadDataConverter, TemporalClientService } from '#libs/temporal';
@@ -58,7 +58,7 @@ export function webhookActivities(app: INestApplicationContext): WebhookActiviti
 /** The Temporal worker of the agent task queue (and the reconciler's schedule on it). */
 export async function createAgentWorker(app: INestApplicationContext): Promise<{ worker: Worker; connection: NativeConnection }> {
   const config = app.get<AppConfig>(APP_CONFIG);
-  const connection = await NativeConnection.connect({ address: requireTemporalAddress(config) });
+  const connection = await NativeConnection.connect({ address: requireTemporalAddress(config), ...temporalConnectionOptions(config.engines.temporal) });
   // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
   const tracing = temporalWorkerTracing();
   // Calls into the workflows' context without a watchdog thread each (workflow-vm-calls.ts), and

@@ -46,6 +46,9 @@ MAS_API_KEY_PEPPER: true
 MAS_PAYLOAD_KEYS: true
 MAS_PAYLOAD_KEY_CURRENT: false
 MAS_CODEC_TOKEN: false
+TEMPORAL_API_KEY: false
+KAFKA_SASL_USERNAME: false
+KAFKA_SASL_PASSWORD: false
 {{- end -}}
 
 {{/*
@@ -104,6 +107,46 @@ The environment of every app and of the migrations Job: settings as values, secr
   value: {{ $v.relay.metricsPort | quote }}
 - name: PROJECTOR_METRICS_PORT
   value: {{ $v.projector.metricsPort | quote }}
+{{- with $v.temporal.tls }}
+{{- if .enabled }}
+- name: TEMPORAL_TLS
+  value: "true"
+{{- with .serverName }}
+- name: TEMPORAL_TLS_SERVER_NAME
+  value: {{ . | quote }}
+{{- end }}
+{{- if .caSecret }}
+- name: TEMPORAL_TLS_CA_FILE
+  value: /etc/mas/tls/temporal-ca/ca.crt
+{{- end }}
+{{- if .clientSecret }}
+- name: TEMPORAL_TLS_CERT_FILE
+  value: /etc/mas/tls/temporal-client/tls.crt
+- name: TEMPORAL_TLS_KEY_FILE
+  value: /etc/mas/tls/temporal-client/tls.key
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with $v.kafka.ssl }}
+{{- if .enabled }}
+- name: KAFKA_SSL
+  value: "true"
+{{- if .caSecret }}
+- name: KAFKA_SSL_CA_FILE
+  value: /etc/mas/tls/kafka-ca/ca.crt
+{{- end }}
+{{- if .clientSecret }}
+- name: KAFKA_SSL_CERT_FILE
+  value: /etc/mas/tls/kafka-client/tls.crt
+- name: KAFKA_SSL_KEY_FILE
+  value: /etc/mas/tls/kafka-client/tls.key
+{{- end }}
+{{- end }}
+{{- end }}
+{{- with $v.kafka.sasl.mechanism }}
+- name: KAFKA_SASL_MECHANISM
+  value: {{ . | quote }}
+{{- end }}
 {{- range $name, $value := $v.config.extraEnv }}
 - name: {{ $name }}
   value: {{ $value | quote }}
@@ -145,18 +188,42 @@ The environment of every app and of the migrations Job: settings as values, secr
 - dist/apps/{{ .app }}/src/main.js
 {{- end -}}
 
+{{/* Secrets mounted as files, by volume name: PostgreSQL's CA, and Temporal's and Kafka's when TLS is on. */}}
+{{- define "mas.tlsSecrets" -}}
+{{- $v := .Values -}}
+{{- with $v.postgres.tls.caSecret }}
+postgres-tls: {{ . }}
+{{- end }}
+{{- if $v.temporal.tls.enabled }}
+{{- with $v.temporal.tls.caSecret }}
+temporal-ca: {{ . }}
+{{- end }}
+{{- with $v.temporal.tls.clientSecret }}
+temporal-client: {{ . }}
+{{- end }}
+{{- end }}
+{{- if $v.kafka.ssl.enabled }}
+{{- with $v.kafka.ssl.caSecret }}
+kafka-ca: {{ . }}
+{{- end }}
+{{- with $v.kafka.ssl.clientSecret }}
+kafka-client: {{ . }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
 {{- define "mas.volumeMounts" -}}
-{{- if .Values.postgres.tls.caSecret }}
-- name: postgres-tls
-  mountPath: /etc/mas/tls/postgres
+{{- range $name, $secret := include "mas.tlsSecrets" . | fromYaml }}
+- name: {{ $name }}
+  mountPath: /etc/mas/tls/{{ ternary "postgres" $name (eq $name "postgres-tls") }}
   readOnly: true
 {{- end }}
 {{- end -}}
 
 {{- define "mas.volumes" -}}
-{{- with .Values.postgres.tls.caSecret }}
-- name: postgres-tls
+{{- range $name, $secret := include "mas.tlsSecrets" . | fromYaml }}
+- name: {{ $name }}
   secret:
-    secretName: {{ . }}
+    secretName: {{ $secret }}
 {{- end }}
 {{- end -}}
