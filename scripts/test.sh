@@ -24,6 +24,9 @@ fi
 export KAFKA_GROUP_PREFIX="${KAFKA_GROUP_PREFIX:-mas-test}"
 MAS_TEMPORAL_TEST_SERVER="$(bash scripts/stack.sh test-server)"
 export MAS_TEMPORAL_TEST_SERVER
+# Helm for the chart's test (helm lint, helm template: test/integration/helm-chart.int-spec.ts).
+MAS_HELM="$(bash scripts/helm.sh path)"
+export MAS_HELM
 
 npm run --silent typecheck
 npm run --silent lint

@@ -1,3 +1,7 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { testConfig } from '../../../test/support/config.js';
 import { runCli, type CliIo } from './cli.js';
 
@@ -93,5 +97,27 @@ describe('operator CLI', () => {
     expect(JSON.parse(rebuilt.out)).toEqual([{ projection: 'sessions', from: 'events', applied: expect.any(Number), caught_up: expect.any(Number) }]);
     expect(await cli('projections rebuild nothing')).toMatchObject({ code: 1, err: expect.stringContaining('no projection "nothing"') });
     expect(await cli('projections rebuild usage --from events')).toMatchObject({ code: 1, err: expect.stringContaining('use --from kafka') });
+  });
+
+  it('answers --help with an empty environment, and names the missing variables only for a command that needs them', async () => {
+    const main = resolve(import.meta.dirname, '../../../dist/apps/cli/src/main.js');
+    if (!existsSync(main)) throw new Error('dist/ is missing: `npm test` builds it first');
+    // Only PATH: no DATABASE_URL, no keys, no MAS_HOME (as on an operator's laptop).
+    const run = (...args: string[]) =>
+      promisify(execFile)(process.execPath, [main, ...args], { env: { PATH: process.env.PATH } }).then(
+        (r) => ({ code: 0, ...r }),
+        (e: { code: number; stdout: string; stderr: string }) => ({ code: e.code, stdout: e.stdout, stderr: e.stderr }),
+      );
+    const help = await run('--help');
+    expect(help).toMatchObject({ code: 0, stderr: '' });
+    expect(help.stdout).toContain('Usage: mas [options] [command]');
+    const setModelHelp = await run('project', 'set-model', '--help');
+    expect(setModelHelp).toMatchObject({ code: 0, stdout: expect.stringContaining('bedrock       Amazon Bedrock Converse API') });
+    expect(await run('projections', 'rebuild', '--help')).toMatchObject({ code: 0, stdout: expect.stringContaining('one projection (usage, request-log, sessions)') });
+    expect(await run('project', 'create', '--plan', 'gold')).toMatchObject({ code: 2, stderr: expect.stringContaining("error: option '--plan <plan>' argument 'gold' is invalid") });
+    const list = await run('project', 'list');
+    expect(list).toMatchObject({ code: 1, stdout: '' });
+    expect(list.stderr).toContain('Invalid configuration:');
+    expect(list.stderr).toContain('DATABASE_URL is required but not set');
   });
 });

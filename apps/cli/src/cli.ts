@@ -1,17 +1,15 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { Command, CommanderError, Option } from 'commander';
-import { DataSource } from 'typeorm';
-import { AccountsError, AccountsService, McpServersService, MODEL_PROVIDERS } from '#libs/accounts';
-import { EventStore } from '#libs/events';
+import type { DataSource } from 'typeorm';
+import type { AccountsService } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
-import { CAPABILITIES, PLANS, type AwsCredentials, type Capability, type PlanName } from '#libs/contracts';
+import { CAPABILITIES, MODEL_PROVIDERS, PLANS, type AwsCredentials, type Capability, type PlanName } from '#libs/contracts';
 import { PROVIDER_GUIDE } from '#libs/llm';
-import { createKafka } from '#libs/kafka';
-import { dataSourceOptions, runMigrations, type ApiKeyEntity, type ProjectEntity } from '#libs/persistence';
-import { WebhookStore } from '#libs/webhooks';
-import { PROJECTIONS } from '../../projector/src/projections/index.js';
-import { rebuildProjection, type RebuildSource } from '../../projector/src/rebuild.js';
+import type { ApiKeyEntity, ProjectEntity } from '#libs/persistence';
+import { PROJECTION_NAMES } from '../../projector/src/projections/names.js';
+import type { RebuildSource } from '../../projector/src/rebuild.js';
 import { addMcpCommands } from './mcp.commands.js';
+import { CliRefusal } from './refusal.js';
 import { addWebhookCommands } from './webhook.commands.js';
 
 /** Where the CLI writes and reads; injectable so tests capture output. */
@@ -47,21 +45,37 @@ function parseList(value: string): string[] {
 
 function parsePositiveInt(value: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n <= 0) throw new AccountsError(`"${value}" is not a positive integer`);
+  if (!Number.isInteger(n) || n <= 0) throw new CliRefusal(`"${value}" is not a positive integer`);
   return n;
 }
 
-/** Runs one CLI invocation; returns the exit code (0 done, 1 refused, 2 usage). */
-export async function runCli(argv: readonly string[], config: AppConfig, io: CliIo): Promise<number> {
+/** Whether `e` is a refusal of the services (loaded only when there is an error to tell). */
+async function isServiceRefusal(e: unknown): Promise<boolean> {
+  return e instanceof Error && e.name === 'AccountsError' && e instanceof (await import('#libs/accounts')).AccountsError;
+}
+
+/**
+ * Runs one CLI invocation; returns the exit code (0 done, 1 refused, 2 usage). `config` may be a
+ * loader, called the first time a command needs it: `--help` and usage errors need no environment.
+ * The service's modules (TypeORM, the services, Kafka, the projections: most of a call's time
+ * when they were imported up front) are loaded by the commands that use them.
+ */
+export async function runCli(argv: readonly string[], config: AppConfig | (() => Promise<AppConfig>), io: CliIo): Promise<number> {
+  let loadedConfig: AppConfig | undefined;
+  const appConfig = async (): Promise<AppConfig> => (loadedConfig ??= typeof config === 'function' ? await config() : config);
   let db: DataSource | undefined;
   const database = async (): Promise<DataSource> => {
     if (!db) {
-      db = new DataSource({ ...dataSourceOptions(config), logging: ['error'] });
+      const [{ DataSource }, { dataSourceOptions }] = await Promise.all([import('typeorm'), import('#libs/persistence')]);
+      db = new DataSource({ ...dataSourceOptions(await appConfig()), logging: ['error'] });
       await db.initialize();
     }
     return db;
   };
-  const accounts = async (): Promise<AccountsService> => new AccountsService(await database(), config, new EventStore());
+  const accounts = async (): Promise<AccountsService> => {
+    const [{ AccountsService }, { EventStore }] = await Promise.all([import('#libs/accounts'), import('#libs/events')]);
+    return new AccountsService(await database(), await appConfig(), new EventStore());
+  };
   const print = (json: boolean, value: unknown, text: string): void => io.out(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
   const jsonOption = new Option('--json', 'print JSON instead of text');
 
@@ -75,7 +89,8 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
     .command('migrate')
     .description('apply pending database migrations')
     .action(async () => {
-      const ran = await runMigrations(config);
+      const { runMigrations } = await import('#libs/persistence');
+      const ran = await runMigrations(await appConfig());
       io.out(ran.length ? `applied ${ran.length} migration(s): ${ran.join(', ')}\n` : 'database is up to date\n');
     });
 
@@ -157,16 +172,16 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
       let apiKey: string | undefined;
       if (o.keyFromEnv) {
         apiKey = io.env[o.keyFromEnv];
-        if (!apiKey) throw new AccountsError(`environment variable ${o.keyFromEnv} is not set`);
+        if (!apiKey) throw new CliRefusal(`environment variable ${o.keyFromEnv} is not set`);
       } else if (o.keyStdin) {
         apiKey = (await io.readStdin()).trim();
-        if (!apiKey) throw new AccountsError('no key on standard input');
+        if (!apiKey) throw new CliRefusal('no key on standard input');
       }
       let awsCredentials: AwsCredentials | undefined;
       if (o.awsCredentialsFromEnv) {
         const accessKeyId = io.env['AWS_ACCESS_KEY_ID'];
         const secretAccessKey = io.env['AWS_SECRET_ACCESS_KEY'];
-        if (!accessKeyId || !secretAccessKey) throw new AccountsError('environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set');
+        if (!accessKeyId || !secretAccessKey) throw new CliRefusal('environment variables AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY must both be set');
         const sessionToken = io.env['AWS_SESSION_TOKEN'];
         awsCredentials = { accessKeyId, secretAccessKey, ...(sessionToken ? { sessionToken } : {}) };
       }
@@ -202,23 +217,32 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
   projections
     .command('rebuild')
     .description('rebuild read models into new tables while the projector keeps serving, then swap them in')
-    .argument('[name]', `one projection (${PROJECTIONS.map((p) => p.name).join(', ')}); all when omitted`)
+    .argument('[name]', `one projection (${PROJECTION_NAMES.join(', ')}); all when omitted`)
     .addOption(new Option('--from <source>', 'read the events from the event store or from Kafka offset 0 (default: the event store where the projection\'s events are in it)').choices(['events', 'kafka']))
     .addOption(jsonOption)
     .action(async (name: string | undefined, o: { from?: RebuildSource; json?: boolean }) => {
+      const [{ PROJECTIONS }, { rebuildProjection }, { createKafka }] = await Promise.all([
+        import('../../projector/src/projections/index.js'),
+        import('../../projector/src/rebuild.js'),
+        import('#libs/kafka'),
+      ]);
       const chosen = name ? PROJECTIONS.filter((p) => p.name === name) : PROJECTIONS;
-      if (chosen.length === 0) throw new AccountsError(`no projection "${name}"; there are ${PROJECTIONS.map((p) => p.name).join(', ')}`);
+      if (chosen.length === 0) throw new CliRefusal(`no projection "${name}"; there are ${PROJECTION_NAMES.join(', ')}`);
       const results = [];
       for (const projection of chosen) {
         const source: RebuildSource = o.from ?? (projection.fromEventStore ? 'events' : 'kafka');
-        if (source === 'events' && !projection.fromEventStore) throw new AccountsError(`projection ${projection.name} reads ${projection.topic}, which is not in the event store: use --from kafka`);
-        const { applied, caughtUp } = await rebuildProjection(await database(), projection, source, source === 'kafka' ? createKafka(config, 'mas-cli-rebuild') : undefined);
+        if (source === 'events' && !projection.fromEventStore) throw new CliRefusal(`projection ${projection.name} reads ${projection.topic}, which is not in the event store: use --from kafka`);
+        const { applied, caughtUp } = await rebuildProjection(await database(), projection, source, source === 'kafka' ? createKafka(await appConfig(), 'mas-cli-rebuild') : undefined);
         results.push({ projection: projection.name, from: source, applied, caught_up: caughtUp });
       }
       print(!!o.json, results, results.map((r) => `rebuilt ${r.projection} from ${r.from}: ${r.applied} events, ${r.caught_up} applied by the live projector meanwhile; swapped in`).join('\n'));
     });
 
-  addMcpCommands(program, { io, print, mcpServers: async () => new McpServersService(await database(), config, await accounts()) });
+  addMcpCommands(program, {
+    io,
+    print,
+    mcpServers: async () => new (await import('#libs/accounts')).McpServersService(await database(), await appConfig(), await accounts()),
+  });
 
   const key = program.command('key').description('issue, list and revoke API keys');
   key
@@ -250,7 +274,7 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
       print(!!o.json, keyView(k), `revoked ${k.prefix}… (${k.id})`);
     });
 
-  addWebhookCommands(program, { accounts, webhooks: async () => new WebhookStore(await database(), config), print, jsonOption });
+  addWebhookCommands(program, { accounts, webhooks: async () => new (await import('#libs/webhooks')).WebhookStore(await database(), await appConfig()), print, jsonOption });
 
   program
     .command('demo')
@@ -284,8 +308,8 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
     return 0;
   } catch (e) {
     if (e instanceof CommanderError) return e.exitCode === 0 ? 0 : 2;
-    if (e instanceof AccountsError) {
-      io.err(`error: ${e.message}\n`);
+    if (e instanceof CliRefusal || (await isServiceRefusal(e))) {
+      io.err(`error: ${(e as Error).message}\n`);
       return 1;
     }
     throw e;

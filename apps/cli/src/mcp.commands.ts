@@ -1,6 +1,7 @@
 import { Option, type Command } from 'commander';
-import { AccountsError, type McpServersService, type McpServerView } from '#libs/accounts';
+import type { McpServersService, McpServerView } from '#libs/accounts';
 import type { CliIo } from './cli.js';
+import { CliRefusal } from './refusal.js';
 
 /** What the mcp commands need from the CLI around them. */
 export interface McpCommandsContext {
@@ -43,7 +44,7 @@ export function addMcpCommands(program: Command, context: McpCommandsContext): v
       let header: { name: string; value: string } | null = null;
       if (o.headerFromEnv) {
         const value = io.env[o.headerFromEnv];
-        if (!value) throw new AccountsError(`environment variable ${o.headerFromEnv} is not set`);
+        if (!value) throw new CliRefusal(`environment variable ${o.headerFromEnv} is not set`);
         header = { name: o.headerName, value };
       }
       const s = await (await context.mcpServers()).add(ref, { url: o.url, name: o.name, header, tools: o.tools ?? null });

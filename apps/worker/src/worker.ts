@@ -1,6 +1,6 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { APP_CONFIG, requireTemporalAddress, type AppConfig } from '#libs/config';
+import { APP_CONFIG, requireTemporalAddress, temporalConnectionOptions, type AppConfig } from '#libs/config';
 import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities, WebhookActivities } from '#libs/contracts';
 import { temporalWorkerTracing, withActivityLogContext } from '#libs/observability';
 import { payloadDataConverter, TemporalClientService } from '#libs/temporal';
@@ -71,7 +71,7 @@ export function webhookActivities(app: INestApplicationContext): WebhookActiviti
  * differs from the one that started a run, as after a deploy). */
 export async function createAgentWorker(app: INestApplicationContext, options: { workflowInterceptorModules?: readonly string[] } = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
   const config = app.get<AppConfig>(APP_CONFIG);
-  const connection = await NativeConnection.connect({ address: requireTemporalAddress(config) });
+  const connection = await NativeConnection.connect({ address: requireTemporalAddress(config), ...temporalConnectionOptions(config.engines.temporal) });
   // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
   const traced = temporalWorkerTracing();
   const workflowModules = [...(traced.interceptors?.workflowModules ?? []), ...(options.workflowInterceptorModules ?? [])];

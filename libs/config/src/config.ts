@@ -9,6 +9,7 @@ import {
   type Plan,
   type PlanName,
 } from '#libs/contracts';
+import { readKafkaSecurity, readTemporalSecurity, type KafkaSecurity, type TemporalSecurity } from './engines.js';
 
 /** Thrown at start-up when the environment is missing or malforms a variable; names every one. */
 export class ConfigError extends Error {
@@ -97,6 +98,9 @@ export interface AppConfig {
   readonly logFormat: 'json' | 'pretty' | undefined;
   /** The lowest level logged (LOG_LEVEL: trace, debug, info, warn, error, fatal; info). */
   readonly logLevel: LogLevelName;
+  /** TLS and authentication to managed engines: Temporal (TLS, mTLS, an API key) and Kafka (SSL,
+   * SASL); engines.ts, docs/deploy.md. PostgreSQL's are DATABASE_URL's own parameters. */
+  readonly engines: { readonly temporal: TemporalSecurity; readonly kafka: KafkaSecurity };
 }
 
 /** pino's level names, lowest first. */
@@ -352,6 +356,7 @@ export function loadConfig(env: Env): AppConfig {
     },
     logFormat: r.oneOf('LOG_FORMAT', ['json', 'pretty'] as const),
     logLevel: r.oneOf('LOG_LEVEL', LOG_LEVELS) ?? 'info',
+    engines: { temporal: readTemporalSecurity(env, r.problems), kafka: readKafkaSecurity(env, r.problems) },
   };
   if (r.problems.length > 0) throw new ConfigError(r.problems);
   return config;

@@ -1,6 +1,6 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { Kafka, logLevel } from 'kafkajs';
-import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { APP_CONFIG, kafkaConnectionOptions, type AppConfig } from '#libs/config';
 import type { ReadinessProbe } from '#libs/health';
 
 /** Answers when a broker describes the cluster. A short-lived admin client with no retries, so a
@@ -14,6 +14,7 @@ export class KafkaProbe implements ReadinessProbe {
     this.kafka = new Kafka({
       clientId: 'mas-readiness',
       brokers: [...config.kafkaBrokers],
+      ...kafkaConnectionOptions(config.engines.kafka),
       connectionTimeout: 1500,
       requestTimeout: 1500,
       retry: { retries: 0 },

@@ -1,7 +1,7 @@
 import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
-import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { APP_CONFIG, temporalConnectionOptions, type AppConfig } from '#libs/config';
 import { temporalClientTracing } from '#libs/observability';
 import type { ReadinessProbe } from '#libs/health';
 import { payloadDataConverter } from './payload-codec.js';
@@ -40,7 +40,7 @@ export class TemporalClientService implements OnApplicationShutdown {
         return delay;
       },
     });
-    this.connection = address ? Connection.lazy({ address, connectTimeout: '3 seconds', interceptors: [interceptor], channelArgs: RECONNECT_CHANNEL_ARGS }) : undefined;
+    this.connection = address ? Connection.lazy({ address, ...temporalConnectionOptions(config.engines.temporal), connectTimeout: '3 seconds', interceptors: [interceptor], channelArgs: RECONNECT_CHANNEL_ARGS }) : undefined;
     this.client = this.connection && new Client({ connection: this.connection, namespace, dataConverter: payloadDataConverter(config), interceptors: { workflow: [...temporalClientTracing(), updateStartInterceptor] } });
   }
 
@@ -61,7 +61,7 @@ export class TemporalProbe implements ReadinessProbe, OnApplicationShutdown {
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     const { address } = config.temporal;
-    this.connection = address ? Connection.lazy({ address, interceptors: [], channelArgs: RECONNECT_CHANNEL_ARGS }) : undefined;
+    this.connection = address ? Connection.lazy({ address, ...temporalConnectionOptions(config.engines.temporal), interceptors: [], channelArgs: RECONNECT_CHANNEL_ARGS }) : undefined;
   }
 
   async check(signal: AbortSignal): Promise<void> {

@@ -1,0 +1,8 @@
+import { PROJECTIONS } from './index.js';
+import { PROJECTION_NAMES } from './names.js';
+
+describe('PROJECTION_NAMES', () => {
+  it('names every projection, in order', () => {
+    expect(PROJECTIONS.map((p) => p.name)).toEqual([...PROJECTION_NAMES]);
+  });
+});
