@@ -41,7 +41,12 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     const view = { message: shown.message, toolCalls: shown.toolCalls, error: shown.error, requestsUsed: shown.requestsUsed };
     const recorded = await acts.recordStop({ ...tally.stopRecord(input, state.stop + 1, status, patch.error), view });
     const next = recorded.recorded ? tally.adoptStop(state, recorded.recorded, recorded) : tally.nextStop(state, status, patch, recorded);
-    await emit(endEvents(next));
+    // The stream's end follows the recorded stop. A store that refuses it (its retries run out) does
+    // not undo the stop, which is charged: the run goes on, and a reader's stream ends from the
+    // recorded stop (libs/streaming's SseSession serves the end a run did not store).
+    await emit(endEvents(next)).catch((e: unknown) => {
+      log.warn('the stream end event could not be stored', { requestId: input.requestId, error: e instanceof Error ? e.message : String(e) });
+    });
     state = next;
     upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: next.status }]);
   });

@@ -90,6 +90,15 @@ export class SseSession {
     this.enqueue(async () => this.write({ seq: this.lastSent + 1, type, data }));
   }
 
+  /** Ends the stream with `end` (`done` or `error`) after what the store holds: the end of a run
+   * that did not store its own. */
+  end(end: Omit<StreamEvent, 'seq'>): void {
+    this.enqueue(async () => {
+      await this.catchUp();
+      this.write({ ...end, seq: this.lastSent + 1 });
+    });
+  }
+
   private onLive(events: readonly StreamEvent[]): void {
     if (this.lagging) return; // caught up from the store once the client drains
     if (this.queued > MAX_QUEUED) {

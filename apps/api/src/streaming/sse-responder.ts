@@ -2,7 +2,7 @@ import { Inject, Injectable } from '@nestjs/common';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { errorDocsUrl, isErrorCode, ServiceError, type AgentStop } from '#libs/contracts';
+import { endEvents, errorDocsUrl, isErrorCode, ServiceError, type AgentStop } from '#libs/contracts';
 import { MeteringService } from '#libs/metering';
 import { SseSession, StreamHubService, type SseOptions } from '#libs/streaming';
 
@@ -57,13 +57,12 @@ export class SseResponder {
     });
     run?.then(
       async (stop) => {
-        // A run that failed without publishing its end (e.g. a session message whose request could
-        // not start) still ends the stream: its stop's error, unless the store has the end already.
-        const failed = stop as Partial<AgentStop> | undefined;
-        if (failed?.status !== 'failed' && failed?.status !== 'expired') return;
-        if (await this.hasEnded(requestId, projectId)) return;
-        const error = failed.error ?? { code: 'context_expired', message: 'The request expired.' };
-        session.fail('error', { code: error.code, message: error.message, ...docs(error.code) });
+        // A run that ended without its end stored (a session message whose request could not
+        // start, or a store that refused the end after the stop was recorded) still ends the
+        // stream: its stop's end, unless the store has it already.
+        const [end] = stop ? endEvents(stop as AgentStop) : [];
+        if (!end || (await this.hasEnded(requestId, projectId))) return;
+        session.end(end);
       },
       (e: unknown) => {
         const error = e instanceof ServiceError ? e : new ServiceError('compute_unavailable', 'The compute service could not be reached.');
