@@ -4,6 +4,7 @@ import { isCapability, isPlanName, CAPABILITIES, EVENT_TYPES, MODEL_PROVIDERS, t
 import type { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
 import { modelTargetProblem } from '#libs/llm';
+import { billingAnchor } from '#libs/metering';
 import { ApiKeyEntity, ModelConfigEntity, ProjectEntity, type ModelProvider } from '#libs/persistence';
 import { decryptSecret, displayPrefix, encryptSecret, generateApiKey, hashApiKey, hashesEqual, isWellFormedApiKey } from './secrets.js';
 
@@ -112,7 +113,7 @@ export class AccountsService {
         capabilities: [...new Set(capabilities)],
         creditBalance: 0,
         creditsPurchased: false,
-        periodStart: startOfPeriod(new Date()),
+        periodStart: billingAnchor(new Date()),
       }),
     );
   }
@@ -301,7 +302,3 @@ function definedOnly(settings: ModelProviderSettings): ModelProviderSettings {
   return Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined && v !== '')) as ModelProviderSettings;
 }
 
-/** The billing period containing `at` for a project created at `at`: it starts that day, 00:00 UTC. */
-function startOfPeriod(at: Date): Date {
-  return new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), at.getUTCDate()));
-}

@@ -102,6 +102,22 @@ describe('MeteringService', () => {
     expect(await balance(project.id)).toBe(14);
   });
 
+  it('rolls the billing period over on the day the project was created, not on a start a short month clamped (issue 28)', async () => {
+    const { project } = await fixtures.project({ credits: 20 });
+    // Created on January 31st; its second period began on February 28th (clamped), and the period
+    // has ended since.
+    await fixtures.db.query(`update projects set created_at = '2026-01-31T09:30:00Z', period_start = '2026-02-28T00:00:00Z', requests_used = 7 where id = $1`, [project.id]);
+    expect(await metering.admit({ requestId: randomUUID(), projectId: project.id, credits: 1, monthlyQuota: 100 })).toMatchObject({ ok: true, requestsUsed: 1 });
+    // The latest "31st, or the month's last day" at or before now.
+    const now = new Date();
+    let y = now.getUTCFullYear();
+    let m = now.getUTCMonth();
+    const startIn = (year: number, month: number) => new Date(Date.UTC(year, month, Math.min(31, new Date(Date.UTC(year, month + 1, 0)).getUTCDate())));
+    while (startIn(y, m) > now) [y, m] = m === 0 ? [y - 1, 11] : [y, m - 1];
+    const [row] = (await fixtures.db.query(`select period_start from projects where id = $1`, [project.id])) as [{ period_start: Date }];
+    expect(row.period_start.toISOString()).toBe(startIn(y, m).toISOString());
+  });
+
   it('charges nothing for a failed run and gives the whole reservation back', async () => {
     const { project } = await fixtures.project({ credits: 20 });
     const requestId = randomUUID();

@@ -2,13 +2,14 @@ import type { DataSource, EntityManager } from 'typeorm';
 import { EVENT_TYPES, TOPICS, USAGE_EVENT_TYPE, type AgentError, type AgentStatus, type StopRecord, type StopRecorded, type UsageEventData } from '#libs/contracts';
 import { deterministicUuid, EventStore, RequestStream, SessionStream, toCloudEvent } from '#libs/events';
 import { agentCapabilityUses, agentRequests, creditsCharged } from '#libs/observability';
-import { currentPeriod } from './billing-period.js';
+import { billingAnchor, currentPeriod } from './billing-period.js';
 import { creditsFor } from './pricing.js';
 
 interface ProjectRow {
   credit_balance: number;
   requests_used: number;
   period_start: Date;
+  created_at: Date;
 }
 
 interface LedgerRow {
@@ -233,10 +234,10 @@ export class MeteringService {
   private async lockProject(tx: EntityManager, projectId: string, requestId: string): Promise<{ project: ProjectRow; ledger: { reserve?: LedgerRow; settle?: LedgerRow } }> {
     // One round trip (the lock_project function, migration 1763700000019): the row lock, then the
     // ledger read by a statement of its own, which sees what the lock's previous holder committed.
-    const rows: (ProjectRow & { ledger: LedgerRow[] | null })[] = await tx.query(`select credit_balance, requests_used, period_start, ledger from lock_project($1, $2)`, [projectId, requestId]);
+    const rows: (ProjectRow & { ledger: LedgerRow[] | null })[] = await tx.query(`select credit_balance, requests_used, period_start, ledger, created_at from lock_project($1, $2)`, [projectId, requestId]);
     const project = rows[0];
     if (!project) throw new Error(`project ${projectId} does not exist`);
-    const { start } = currentPeriod(project.period_start, new Date());
+    const { start } = currentPeriod(billingAnchor(project.created_at), new Date());
     if (start.getTime() !== project.period_start.getTime()) {
       // A new period: the quota counter starts again.
       await tx.query(`update projects set requests_used = 0, period_start = $2 where id = $1`, [projectId, start]);

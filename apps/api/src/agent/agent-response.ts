@@ -2,7 +2,7 @@ import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
 import { ServiceError, type AgentStop } from '#libs/contracts';
-import { quotaFigures } from '#libs/metering';
+import { billingAnchor, quotaFigures } from '#libs/metering';
 import type { FileStore } from '#libs/persistence';
 import { renderError } from '../errors/contract-exception.filter.js';
 import { computeInstanceOf, renderStop, responseFiles } from '#libs/resources';
@@ -13,7 +13,7 @@ export function requireSuccessfulStop(stop: AgentStop, principal: Principal): Ag
   if (stop.status === 'failed') {
     const code = stop.error?.code ?? 'compute_error';
     // A used-up quota comes back when the billing period ends.
-    const headers: Record<string, string> = code === 'quota_exceeded' ? { 'Retry-After': String(quotaFigures(principal.project.periodStart, 0, 0).retryAfterSeconds) } : {};
+    const headers: Record<string, string> = code === 'quota_exceeded' ? { 'Retry-After': String(quotaFigures(billingAnchor(principal.project.createdAt), 0, 0).retryAfterSeconds) } : {};
     throw new ServiceError(code, stop.error?.message ?? 'The agent run failed.', headers);
   }
   if (stop.status === 'expired') {
@@ -24,7 +24,7 @@ export function requireSuccessfulStop(stop: AgentStop, principal: Principal): Ag
 
 /** X-Request-Id and the quota headers of every 200 (contract section 4.1). */
 export function responseHeaders(requestId: string, principal: Principal, monthlyQuota: number, requestsUsed: number): Record<string, string> {
-  const quota = quotaFigures(principal.project.periodStart, monthlyQuota, requestsUsed);
+  const quota = quotaFigures(billingAnchor(principal.project.createdAt), monthlyQuota, requestsUsed);
   return {
     'X-Request-Id': requestId,
     'X-RateLimit-Limit': String(quota.limit),
