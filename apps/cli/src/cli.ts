@@ -8,6 +8,7 @@ import { PROVIDER_GUIDE } from '#libs/llm';
 import type { ApiKeyEntity, ProjectEntity } from '#libs/persistence';
 import { PROJECTION_NAMES } from '../../projector/src/projections/names.js';
 import type { RebuildSource } from '../../projector/src/rebuild.js';
+import { addConsoleCommands } from './console.commands.js';
 import { addMcpCommands } from './mcp.commands.js';
 import { CliRefusal } from './refusal.js';
 import { addWebhookCommands } from './webhook.commands.js';
@@ -80,7 +81,7 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
   const jsonOption = new Option('--json', 'print JSON instead of text');
 
   const program = new Command('mas')
-    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks.')
+    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks, console accounts.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');
@@ -273,6 +274,14 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
       const k = await (await accounts()).revokeApiKey(id);
       print(!!o.json, keyView(k), `revoked ${k.prefix}… (${k.id})`);
     });
+
+  addConsoleCommands(program, {
+    print,
+    consoleAccounts: async () => {
+      const { ConsoleAccountsService, Argon2idHasher } = await import('#libs/accounts');
+      return new ConsoleAccountsService(await database(), await appConfig(), await accounts(), new Argon2idHasher());
+    },
+  });
 
   addWebhookCommands(program, { accounts, webhooks: async () => new (await import('#libs/webhooks')).WebhookStore(await database(), await appConfig()), print, jsonOption });
 
