@@ -1,16 +1,17 @@
+// The data tool's renderer itself, not #libs/tools: the index loads every tool (QuickJS, DuckDB, ...).
+import { renderChartSvg } from '../../../libs/tools/src/data/chart.renderer.js';
 import type { DayUsage } from './console-reads.js';
 
-type VegaModules = { vega: typeof import('vega'); vegaLite: typeof import('vega-lite') };
-let modules: Promise<VegaModules> | undefined;
+/** Limits of one rendering: the console's chart is small and its spec its own. */
+const LIMITS = { timeoutMs: 10_000, memoryMb: 256, maxSvgBytes: 512 * 1024 };
 
 /**
- * Requests and credits per day as an SVG, rendered on the server with Vega-Lite (the chart library
- * the `data` capability already uses; docs/decisions.md). The spec and its data are the console's
- * own, never a customer's, so it renders in process without the data tool's sandbox.
+ * Requests and credits per day as an SVG, rendered on the server with Vega-Lite by the renderer
+ * the `data` capability uses (a child process with memory and time limits; docs/decisions.md):
+ * one way of drawing charts, no chart script in the browser. Null when rendering failed (the page
+ * says so and shows the figures as text).
  */
-export async function usageChartSvg(days: readonly DayUsage[]): Promise<string> {
-  modules ??= Promise.all([import('vega'), import('vega-lite')]).then(([vega, vegaLite]) => ({ vega, vegaLite }));
-  const { vega, vegaLite } = await modules;
+export async function usageChartSvg(days: readonly DayUsage[]): Promise<string | null> {
   const values = days.flatMap((d) => [
     { day: d.day, measure: 'requests', value: d.requests },
     { day: d.day, measure: 'credits', value: d.credits },
@@ -20,20 +21,15 @@ export async function usageChartSvg(days: readonly DayUsage[]): Promise<string> 
     width: 640,
     height: 160,
     data: { values },
-    mark: { type: 'bar', tooltip: false },
+    mark: { type: 'bar' },
     encoding: {
       x: { field: 'day', type: 'ordinal', title: null, axis: { labelAngle: -45 } },
       xOffset: { field: 'measure' },
-      y: { field: 'value', type: 'quantitative', title: null },
+      y: { field: 'value', type: 'quantitative', title: null, axis: { format: 'd', tickMinStep: 1 } },
       color: { field: 'measure', type: 'nominal', title: null, scale: { range: ['#0b5cad', '#b35900'] }, legend: { orient: 'top' } },
     },
     config: { view: { stroke: null }, font: 'system-ui, sans-serif' },
   };
-  const compiled = vegaLite.compile(spec as never).spec;
-  const view = new vega.View(vega.parse(compiled), { renderer: 'none' });
-  try {
-    return await view.toSVG();
-  } finally {
-    view.finalize();
-  }
+  const rendered = await renderChartSvg(spec, LIMITS);
+  return rendered.ok ? rendered.svg : null;
 }

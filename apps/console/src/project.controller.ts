@@ -59,7 +59,9 @@ export class ProjectController {
   <div class="card"><div>Credits used this period</div><div class="figure">${usage.credits}</div><div class="muted">${usage.tokens} tokens</div></div>
 </div>
 <h2>Requests and credits per day (last 14 days, UTC)</h2>
-<figure class="chart" role="img" aria-label="${`Requests and credits per day: ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits`).join('; ')}`}">${trusted(svg)}</figure>
+${svg
+  ? html`<figure class="chart" role="img" aria-label="${`Requests and credits per day: ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits`).join('; ')}`}">${trusted(svg)}</figure>`
+  : html`<p class="muted">The chart could not be drawn. ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits. `)}</p>`}
 <h2>Recent failures</h2>
 ${failures.length ? this.requestTable(projectId, failures) : html`<p class="muted">No failed or expired requests.</p>`}`);
   }
