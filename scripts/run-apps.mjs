@@ -1,4 +1,4 @@
-// Supervises the compiled api, worker and projector side by side for `npm start`: prefixes each
+// Supervises the compiled apps (api, worker, relay, projector, console) side by side for `npm start`: prefixes each
 // line of their output with the app's name, restarts an app that dies (with a backoff that doubles
 // from 1 s to 30 s, and starts again from 1 s once the app has stayed up for a minute), and on
 // Ctrl-C or SIGTERM stops them all with SIGTERM, so each drains its in-flight work before it exits.

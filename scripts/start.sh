@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm start: installs what is missing, brings the local stack up, runs migrations, and starts the
-# api, the worker, the outbox relay and the projector in this terminal (Ctrl-C stops them; the stack keeps running,
+# api, the worker, the outbox relay, the projector and the customer console in this terminal (Ctrl-C stops them; the stack keeps running,
 # `npm run stack -- down` stops it).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +19,7 @@ export WORKER_METRICS_PORT="${WORKER_METRICS_PORT:-9101}" RELAY_METRICS_PORT="${
 export PROJECTOR_METRICS_PORT="${PROJECTOR_METRICS_PORT:-9103}" TEMPORAL_SDK_METRICS_PORT="${TEMPORAL_SDK_METRICS_PORT:-9104}"
 # The apps' stdout is a pipe to the supervisor: human-readable lines when this terminal is one.
 if [ -t 1 ]; then export LOG_FORMAT="${LOG_FORMAT:-pretty}"; fi
-node scripts/run-apps.mjs api worker relay projector &
+node scripts/run-apps.mjs api worker relay projector console &
 apps=$!
 trap 'kill -TERM "$apps" 2>/dev/null; wait "$apps"' INT TERM
 
@@ -31,12 +31,13 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 [ -n "$ready" ] || echo "[start] warning: $api/readyz is not ready yet: $(curl -sS "$api/readyz" 2>&1)" >&2
-demo="$(node dist/apps/cli/src/main.js demo --key-file "$MAS_HOME/demo-api-key" --api-url "$api")"
+demo="$(node dist/apps/cli/src/main.js demo --key-file "$MAS_HOME/demo-api-key" --api-url "$api" --console-password-file "$MAS_HOME/demo-console-password")"
 cat <<TXT
 
   Managed agent service is running.
     Operator CLI npm run cli -- --help
     API          $api   (health: $api/readyz)
+    Console      ${CONSOLE_PUBLIC_URL:-http://localhost:${CONSOLE_PORT:-3001}}   (the demo owner's sign-in is below)
     Temporal UI  $TEMPORAL_UI_URL
     Metrics      $api/metrics, worker :$WORKER_METRICS_PORT, relay :$RELAY_METRICS_PORT, projector :$PROJECTOR_METRICS_PORT (/metrics)
 $demo

@@ -8,6 +8,7 @@ import { PROVIDER_GUIDE } from '#libs/llm';
 import type { ApiKeyEntity, ProjectEntity } from '#libs/persistence';
 import { PROJECTION_NAMES } from '../../projector/src/projections/names.js';
 import type { RebuildSource } from '../../projector/src/rebuild.js';
+import { addConsoleCommands } from './console.commands.js';
 import { addMcpCommands } from './mcp.commands.js';
 import { CliRefusal } from './refusal.js';
 import { addWebhookCommands } from './webhook.commands.js';
@@ -19,6 +20,9 @@ export interface CliIo {
   readStdin(): Promise<string>;
   env: Readonly<Record<string, string | undefined>>;
 }
+
+/** The demo project's console owner (`demo --console-password-file`). */
+const DEMO_OWNER = 'demo@example.com';
 
 const projectView = (p: ProjectEntity) => ({
   id: p.id,
@@ -80,7 +84,7 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
   const jsonOption = new Option('--json', 'print JSON instead of text');
 
   const program = new Command('mas')
-    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks.')
+    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks, console accounts.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');
@@ -274,6 +278,14 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
       print(!!o.json, keyView(k), `revoked ${k.prefix}… (${k.id})`);
     });
 
+  addConsoleCommands(program, {
+    print,
+    consoleAccounts: async () => {
+      const { ConsoleAccountsService, Argon2idHasher } = await import('#libs/accounts');
+      return new ConsoleAccountsService(await database(), await appConfig(), await accounts(), new Argon2idHasher());
+    },
+  });
+
   addWebhookCommands(program, { accounts, webhooks: async () => new (await import('#libs/webhooks')).WebhookStore(await database(), await appConfig()), print, jsonOption });
 
   program
@@ -281,7 +293,8 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
     .description('create the demo project on first run (pro plan, every capability, credits, the scripted model) and print a working key and curl command')
     .requiredOption('--key-file <path>', 'where the demo key is kept between runs (created with mode 600)')
     .requiredOption('--api-url <url>', 'the api base URL for the printed curl command')
-    .action(async (o: { keyFile: string; apiUrl: string }) => {
+    .option('--console-password-file <path>', "also make the demo project's console owner (demo@example.com), whose password is kept in this file (created with mode 600)")
+    .action(async (o: { keyFile: string; apiUrl: string; consolePasswordFile?: string }) => {
       const svc = await accounts();
       const existing = await svc.listProjects();
       let demo = existing.find((p) => p.name === 'demo');
@@ -296,10 +309,26 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
         secret = (await svc.createApiKey(demo.id, 'demo (npm start)')).key;
         await writeFile(o.keyFile, `${secret}\n`, { mode: 0o600 });
       }
+      let signIn = '';
+      if (o.consolePasswordFile) {
+        // Through the one-time links an invited owner uses: an invitation the first time, a reset
+        // when the password file is gone.
+        const { ConsoleAccountsService, Argon2idHasher } = await import('#libs/accounts');
+        const consoleAccounts = new ConsoleAccountsService(await database(), await appConfig(), svc, new Argon2idHasher());
+        let password = (await readFile(o.consolePasswordFile, 'utf8').catch(() => '')).trim();
+        const fresh = !password;
+        if (fresh) password = (await import('node:crypto')).randomBytes(18).toString('base64url');
+        const { link } = await consoleAccounts.invite(demo.id, DEMO_OWNER, 'owner');
+        const token = (link ?? (fresh ? await consoleAccounts.passwordResetLink(DEMO_OWNER) : '')).split('/').pop()!;
+        if (token && !(await consoleAccounts.redeemLink(link ? 'invite' : 'reset', token, password))) throw new CliRefusal('could not set the demo owner\'s password');
+        if (fresh) await writeFile(o.consolePasswordFile, `${password}\n`, { mode: 0o600 });
+        signIn = `    Console      sign in as ${DEMO_OWNER} with password ${password}\n`;
+      }
       io.out(
         `  Demo project "demo" (${demo.id}): plan pro, ${demo.creditBalance} credits, scripted model\n` +
           `    API key      ${secret}\n` +
-          `    Try it       curl -sS ${o.apiUrl}/v1/agent -H 'Authorization: Bearer ${secret}' -H 'Content-Type: application/json' -d '{"message":"Hello!"}'\n`,
+          `    Try it       curl -sS ${o.apiUrl}/v1/agent -H 'Authorization: Bearer ${secret}' -H 'Content-Type: application/json' -d '{"message":"Hello!"}'\n` +
+          signIn,
       );
     });
 

@@ -66,6 +66,8 @@ export interface ModelConfigInput {
   readonly apiKey?: string | null;
   /** bedrock: AWS credentials for SigV4, instead of a Bedrock API key. */
   readonly awsCredentials?: AwsCredentials | null;
+  /** With no key or credentials given, keep the secret stored before (the console's write-only key field left empty). */
+  readonly keepSecret?: boolean;
 }
 
 /** The decrypted configuration, for the activity that calls the model and nothing else. */
@@ -179,10 +181,12 @@ export class AccountsService {
   async setModel(ref: string, input: ModelConfigInput): Promise<ModelConfigView> {
     const settings = definedOnly(input.settings ?? {});
     const aws = input.awsCredentials ?? null;
-    const problem = modelTargetProblem({ provider: input.provider, model: input.model, baseUrl: input.baseUrl ?? null, settings, hasKey: !!input.apiKey, hasAwsCredentials: aws !== null });
+    const project = await this.findProject(ref);
+    const kept = input.keepSecret && !input.apiKey && !aws ? ((await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId: project.id }))?.keyCiphertext ?? null) : null;
+    const keptCredentials = kept && input.provider === 'bedrock' && decryptSecret(kept, this.config.masterKey, project.id).startsWith('{');
+    const problem = modelTargetProblem({ provider: input.provider, model: input.model, baseUrl: input.baseUrl ?? null, settings, hasKey: !!input.apiKey || (!!kept && !keptCredentials), hasAwsCredentials: aws !== null || !!keptCredentials });
     if (problem) throw new AccountsError(problem);
     if (aws && (!aws.accessKeyId || !aws.secretAccessKey)) throw new AccountsError('AWS credentials need an access key id and a secret access key');
-    const project = await this.findProject(ref);
     // AWS credentials are sealed as one JSON secret; a key as itself (rows written before stay readable).
     const secret = aws ? JSON.stringify({ accessKeyId: aws.accessKeyId, secretAccessKey: aws.secretAccessKey, ...(aws.sessionToken ? { sessionToken: aws.sessionToken } : {}) }) : input.apiKey || null;
     const repo = this.db.getRepository(ModelConfigEntity);
@@ -193,7 +197,7 @@ export class AccountsService {
         model: input.model.trim(),
         baseUrl: input.baseUrl || null,
         settings,
-        keyCiphertext: secret ? encryptSecret(secret, this.config.masterKey, project.id) : null,
+        keyCiphertext: secret ? encryptSecret(secret, this.config.masterKey, project.id) : kept,
       }),
     );
     return this.modelConfig(project.id) as Promise<ModelConfigView>;
@@ -237,11 +241,12 @@ export class AccountsService {
     return this.db.getRepository(ApiKeyEntity).find({ where: { projectId: project.id }, order: { createdAt: 'ASC' } });
   }
 
-  /** Revokes a key by id; the next request with it is refused, on every api replica. */
-  async revokeApiKey(keyId: string): Promise<ApiKeyEntity> {
+  /** Revokes a key by id; the next request with it is refused, on every api replica. With
+   * `projectId`, only a key of that project (the console's callers may name any id). */
+  async revokeApiKey(keyId: string, projectId?: string): Promise<ApiKeyEntity> {
     if (!isUuid(keyId)) throw new AccountsError(`no API key "${keyId}"`);
     const repo = this.db.getRepository(ApiKeyEntity);
-    const key = await repo.findOneBy({ id: keyId });
+    const key = await repo.findOneBy(projectId ? { id: keyId, projectId } : { id: keyId });
     if (!key) throw new AccountsError(`no API key "${keyId}"`);
     if (!key.revokedAt) {
       key.revokedAt = new Date();
@@ -269,8 +274,11 @@ export class AccountsService {
   private async lookUpKey(presented: string, hit: boolean): Promise<{ principal: Principal; row: KeyRow } | null> {
     if (!isWellFormedApiKey(presented)) return null;
     const hash = hashApiKey(presented, this.config.apiKeyPepper);
+    // A counted request also stamps the key's last use, at most once a minute (a row lock then
+    // only at the minute's first request), in the same statement: no extra round trip.
     const rows: KeyRow[] = await this.db.query(
-      `select p.id, p.name, p.plan, p.capabilities, p.credit_balance, p.credits_purchased, p.period_start, p.requests_used, p.created_at, k.id as key_id, k.key_hash
+      `${hit ? `with used as (update api_keys set last_used_at = now() where key_hash = $1 and revoked_at is null and (last_used_at is null or last_used_at < now() - interval '1 minute') returning id) ` : ''}
+       select p.id, p.name, p.plan, p.capabilities, p.credit_balance, p.credits_purchased, p.period_start, p.requests_used, p.created_at, k.id as key_id, k.key_hash
               ${hit ? ', hit.n, hit.oldest' : ''}
          from api_keys k join projects p on p.id = k.project_id ${hit ? 'cross join lateral rate_limit_hit(p.id::text) hit' : ''}
         where k.key_hash = $1 and k.revoked_at is null`,

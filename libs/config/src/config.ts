@@ -24,6 +24,10 @@ export interface AppConfig {
   readonly port: number;
   /** The externally visible base URL of the api, used in `error.docs` links and file URLs. */
   readonly publicBaseUrl: string;
+  /** The customer console (apps/console, docs/console.md): its port (CONSOLE_PORT, 3001) and the
+   * base URL its users reach it at (CONSOLE_PUBLIC_URL), in the one-time links the operator CLI
+   * prints; an https URL makes its cookies Secure. */
+  readonly console: { readonly port: number; readonly publicUrl: string };
   readonly databaseUrl: string;
   readonly kafkaBrokers: readonly string[];
   /** Prefix of the projector's consumer groups: deployments (or a test run) sharing one Kafka
@@ -309,6 +313,12 @@ class Reader {
   }
 }
 
+function consoleConfig(r: Reader): AppConfig['console'] {
+  const before = r.problems.length;
+  const port = r.port('CONSOLE_PORT', 3001);
+  return { port, publicUrl: r.url('CONSOLE_PUBLIC_URL', ['http:', 'https:'], `http://localhost:${r.problems.length === before ? port : 3001}`).replace(/\/+$/, '') };
+}
+
 /** Reads and validates the configuration; throws one ConfigError naming every bad variable. */
 export function loadConfig(env: Env): AppConfig {
   const r = new Reader(env);
@@ -317,6 +327,7 @@ export function loadConfig(env: Env): AppConfig {
   const config: AppConfig = {
     port,
     publicBaseUrl: r.url('PUBLIC_BASE_URL', ['http:', 'https:'], `http://localhost:${problemsBefore === 0 ? port : 3000}`).replace(/\/+$/, ''),
+    console: consoleConfig(r),
     databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     kafkaBrokers: r.hostPorts('KAFKA_BROKERS'),
     kafkaGroupPrefix: r.string('KAFKA_GROUP_PREFIX', 'mas'),

@@ -1,0 +1,36 @@
+import { type INestApplication, type LogLevel } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
+import type { NextFunction, Request, Response } from 'express';
+import { ConsoleAccountsService } from '#libs/accounts';
+import { configFromEnvironment } from '#libs/config';
+import { createLogger, httpLogging, NestPinoLogger } from '#libs/observability';
+import { COOKIE_NAMES } from './auth.controller.js';
+import { ConsoleModule } from './console.module.js';
+import { consoleRequests, type CookieNames } from './web/console-request.js';
+
+/** No script, style or frame from anywhere but the console; no inline script; no referrer (one-time links are in URLs). */
+const SECURITY_HEADERS: Record<string, string> = {
+  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'X-Frame-Options': 'DENY',
+  'Cross-Origin-Opener-Policy': 'same-origin',
+};
+
+/** Builds the console application (main.ts and the tests). */
+export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {}): Promise<INestApplication> {
+  const config = configFromEnvironment();
+  const logger = new NestPinoLogger(createLogger({ app: 'console', format: config.logFormat, level: config.logLevel }));
+  if (options.logLevels) logger.setLogLevels(options.logLevels);
+  const app = await NestFactory.create<NestExpressApplication>(ConsoleModule, { logger, bodyParser: false });
+  app.disable('x-powered-by');
+  app.use(httpLogging(logger.pino));
+  app.use((_req: Request, res: Response, next: NextFunction) => {
+    for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);
+    next();
+  });
+  app.useBodyParser('urlencoded', { extended: false, limit: '32kb', parameterLimit: 50 });
+  app.use(consoleRequests(app.get(ConsoleAccountsService), app.get<CookieNames>(COOKIE_NAMES)));
+  return app;
+}

@@ -1,0 +1,157 @@
+import { Controller, Get, Inject, Param, Post, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { AccountsError, CONSOLE_LIMITS, ConsoleAccountsService } from '#libs/accounts';
+import { cookie, csrfTokenOf, sessionOf, type CookieNames } from './web/console-request.js';
+import { html, type Html } from './web/html.js';
+import { csrfField, page, projectPath, when } from './web/layout.js';
+import { field, requireSession, send } from './web/respond.js';
+
+export const COOKIE_NAMES = Symbol('COOKIE_NAMES');
+
+/** Signing in and out, invitations, password resets and the user's own sessions. */
+@Controller()
+export class AuthController {
+  constructor(
+    private readonly accounts: ConsoleAccountsService,
+    @Inject(COOKIE_NAMES) private readonly cookies: CookieNames,
+  ) {}
+
+  @Get()
+  async home(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const session = requireSession(req);
+    const memberships = await this.accounts.memberships(session.userId);
+    if (memberships.length === 1) return res.redirect(303, projectPath(memberships[0]!.projectId));
+    send(
+      res,
+      page(
+        { title: 'Your projects', csrf: session.csrfToken, session },
+        memberships.length
+          ? html`<ul>${memberships.map((m) => html`<li><a href="${projectPath(m.projectId)}">${m.projectName}</a> <span class="muted">(${m.role})</span></li>`)}</ul>`
+          : html`<p>You are not a member of any project yet. A project's owner or an operator can invite you.</p>`,
+      ),
+    );
+  }
+
+  @Get('sign-in')
+  signInPage(@Req() req: Request, @Res() res: Response): void {
+    if (sessionOf(req)) return res.redirect(303, '/');
+    send(res, this.signInForm(req));
+  }
+
+  @Post('sign-in')
+  async signIn(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const email = field(req, 'email');
+    const result = await this.accounts.signIn(email, field(req, 'password'), req.socket.remoteAddress ?? 'unknown', req.headers['user-agent'] ?? null);
+    if (result.ok) {
+      res.append('Set-Cookie', cookie(this.cookies, this.cookies.session, result.token, CONSOLE_LIMITS.sessionTtlMs / 1000));
+      return res.redirect(303, '/');
+    }
+    if (result.reason === 'throttled') {
+      res.setHeader('Retry-After', String(result.retryAfterSeconds));
+      return send(res, this.signInForm(req, email, `Too many failed sign-ins. Try again in ${Math.ceil(result.retryAfterSeconds / 60)} minute(s), or ask for a password reset.`), 429);
+    }
+    send(res, this.signInForm(req, email, 'Wrong email or password.'), 401);
+  }
+
+  @Post('sign-out')
+  async signOut(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const session = sessionOf(req);
+    if (session) await this.accounts.signOut(session.id);
+    res.append('Set-Cookie', cookie(this.cookies, this.cookies.session, '', 0));
+    res.redirect(303, '/sign-in');
+  }
+
+  @Get('account')
+  async account(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const session = requireSession(req);
+    const live = await this.accounts.liveSessions(session.userId);
+    send(
+      res,
+      page(
+        { title: 'Your account', csrf: session.csrfToken, session },
+        html`<p>Signed in as <strong>${session.email}</strong>.</p>
+<h2>Where you are signed in</h2>
+<div class="table-wrap"><table><thead><tr><th scope="col">Browser</th><th scope="col">Signed in</th><th scope="col">Last seen</th></tr></thead><tbody>
+${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id ? html` <strong>(this one)</strong>` : ''}</td><td>${when(s.createdAt)}</td><td>${when(s.lastSeenAt)}</td></tr>`)}
+</tbody></table></div>
+<form method="post" action="/account/sign-out-everywhere">${csrfField(session.csrfToken)}<button class="danger" type="submit">Sign out everywhere</button></form>`,
+      ),
+    );
+  }
+
+  @Post('account/sign-out-everywhere')
+  async signOutEverywhere(@Req() req: Request, @Res() res: Response): Promise<void> {
+    const session = requireSession(req);
+    await this.accounts.signOutEverywhere(session.userId);
+    res.append('Set-Cookie', cookie(this.cookies, this.cookies.session, '', 0));
+    res.redirect(303, '/sign-in');
+  }
+
+  @Get('invite/:token')
+  invitePage(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    return this.linkPage('invite', token, req, res);
+  }
+
+  @Get('reset/:token')
+  resetPage(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    return this.linkPage('reset', token, req, res);
+  }
+
+  @Post('invite/:token')
+  acceptInvite(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    return this.redeem('invite', token, req, res);
+  }
+
+  @Post('reset/:token')
+  resetPassword(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    return this.redeem('reset', token, req, res);
+  }
+
+  private async linkPage(kind: 'invite' | 'reset', token: string, req: Request, res: Response): Promise<void> {
+    const email = await this.accounts.linkEmail(kind, token);
+    send(res, this.passwordForm(req, kind, token, email), email ? 200 : 404);
+  }
+
+  private async redeem(kind: 'invite' | 'reset', token: string, req: Request, res: Response): Promise<void> {
+    const password = field(req, 'password');
+    const email = await this.accounts.linkEmail(kind, token);
+    if (password !== field(req, 'confirm')) return send(res, this.passwordForm(req, kind, token, email, 'The two passwords differ.'), 400);
+    try {
+      const redeemed = await this.accounts.redeemLink(kind, token, password);
+      if (!redeemed) return send(res, this.passwordForm(req, kind, token, null), 404);
+    } catch (e) {
+      if (e instanceof AccountsError) return send(res, this.passwordForm(req, kind, token, email, e.message), 400);
+      throw e;
+    }
+    res.redirect(303, '/sign-in?done=password');
+  }
+
+  private signInForm(req: Request, email = '', problem?: string): Html {
+    const done = req.query['done'] === 'password';
+    return page(
+      { title: 'Sign in', csrf: csrfTokenOf(req) },
+      html`${problem ? html`<p class="notice error" role="alert">${problem}</p>` : done ? html`<p class="notice" role="status">Password set. Sign in with it.</p>` : ''}
+<form class="stack" method="post" action="/sign-in">${csrfField(csrfTokenOf(req))}
+  <label>Email <input type="email" name="email" autocomplete="username" required value="${email}"></label>
+  <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
+  <button type="submit">Sign in</button>
+</form>
+<p class="muted">Forgot your password? Your operator can give you a one-time reset link.</p>`,
+    );
+  }
+
+  private passwordForm(req: Request, kind: 'invite' | 'reset', token: string, email: string | null, problem?: string): Html {
+    const title = kind === 'invite' ? 'Accept the invitation' : 'Set a new password';
+    if (!email) return page({ title, csrf: csrfTokenOf(req) }, html`<p class="notice error" role="alert">This link is unknown, used or expired. Ask for a new one.</p>`);
+    return page(
+      { title, csrf: csrfTokenOf(req) },
+      html`${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ''}
+<form class="stack" method="post" action="/${kind}/${token}">${csrfField(csrfTokenOf(req))}
+  <label>Email <input type="email" name="email" autocomplete="username" value="${email}" readonly></label>
+  <label>New password (${CONSOLE_LIMITS.minPasswordLength} characters or more) <input type="password" name="password" autocomplete="new-password" minlength="${CONSOLE_LIMITS.minPasswordLength}" required></label>
+  <label>The same again <input type="password" name="confirm" autocomplete="new-password" required></label>
+  <button type="submit">Set password</button>
+</form>`,
+    );
+  }
+}

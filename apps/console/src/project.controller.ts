@@ -1,0 +1,335 @@
+import { Controller, Get, Inject, NotFoundException, Param, Post, Req, Res } from '@nestjs/common';
+import type { Request, Response } from 'express';
+import { AccountsError, AccountsService, ConsoleAccountsService, type ConsoleMembership, type ConsoleSession } from '#libs/accounts';
+import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { CAPABILITIES, isUuid, MODEL_PROVIDERS, type ChatMessage } from '#libs/contracts';
+import { callModel, PROVIDER_GUIDE, redactSecret } from '#libs/llm';
+import { usageChartSvg } from './chart.js';
+import { ConsoleReads, PAGE_SIZE, type RequestSummary } from './console-reads.js';
+import { html, trusted, type Html } from './web/html.js';
+import { csrfField, page, projectPath, when, type ProjectSection } from './web/layout.js';
+import { field, queryParam, requireSession, send } from './web/respond.js';
+
+const STATUSES = ['in_progress', 'requires_tool_outputs', 'completed', 'failed', 'expired', 'cancelled'] as const;
+const NOTICES: Record<string, string> = {
+  revoked: 'The key is revoked: the api refuses it from now on.',
+  model: 'Model configuration saved.',
+  removed: 'The member is removed.',
+};
+/** How long "send a test request" waits for the provider. */
+const TEST_REQUEST_TIMEOUT_MS = 30_000;
+
+interface Access {
+  readonly session: ConsoleSession;
+  readonly member: ConsoleMembership;
+}
+
+const status = (s: string): Html => html`<span class="status-${s}">${s.replaceAll('_', ' ')}</span>`;
+
+/**
+ * A project's pages. Every route first finds the signed-in user's membership of the project in
+ * the path; without one it answers 404, the same as for a project that does not exist, whether
+ * the request is a page or a form's POST. Changes go through the services the operator CLI uses.
+ */
+@Controller('projects/:projectId')
+export class ProjectController {
+  constructor(
+    private readonly consoleAccounts: ConsoleAccountsService,
+    private readonly accounts: AccountsService,
+    private readonly reads: ConsoleReads,
+    @Inject(APP_CONFIG) private readonly config: AppConfig,
+  ) {}
+
+  @Get()
+  root(@Param('projectId') projectId: string, @Res() res: Response): void {
+    res.redirect(303, projectPath(projectId));
+  }
+
+  @Get('overview')
+  async overview(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const project = await this.accounts.findProject(projectId);
+    const plan = this.accounts.plan(project.plan);
+    const [usage, days, failures] = await Promise.all([this.reads.usageThisPeriod(projectId, project.periodStart), this.reads.perDay(projectId, 14), this.reads.recentFailures(projectId)]);
+    const svg = await usageChartSvg(days);
+    this.page(res, a, 'overview', 'Overview', html`
+<div class="cards">
+  <div class="card"><div>Credits left</div><div class="figure" data-testid="credits-left">${project.creditBalance}</div></div>
+  <div class="card"><div>Requests this period</div><div class="figure" data-testid="requests-used">${project.requestsUsed} <span class="muted">of ${plan.monthlyQuota}</span></div><div class="muted">since ${when(project.periodStart)}</div></div>
+  <div class="card"><div>Credits used this period</div><div class="figure">${usage.credits}</div><div class="muted">${usage.tokens} tokens</div></div>
+</div>
+<h2>Requests and credits per day (last 14 days, UTC)</h2>
+${svg
+  ? html`<figure class="chart" role="img" aria-label="${`Requests and credits per day: ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits`).join('; ')}`}">${trusted(svg)}</figure>`
+  : html`<p class="muted">The chart could not be drawn. ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits. `)}</p>`}
+<h2>Recent failures</h2>
+${failures.length ? this.requestTable(projectId, failures) : html`<p class="muted">No failed or expired requests.</p>`}`);
+  }
+
+  @Get('keys')
+  async keys(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.keysPage(await this.access(req, projectId), req, res);
+  }
+
+  @Post('keys')
+  async issueKey(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const label = field(req, 'label').trim().slice(0, 100);
+    const { key } = await this.accounts.createApiKey(projectId, label || `console (${a.session.email})`);
+    await this.keysPage(a, req, res, key);
+  }
+
+  @Get('keys/:keyId/revoke')
+  async confirmRevoke(@Param('projectId') projectId: string, @Param('keyId') keyId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const key = (await this.accounts.listApiKeys(projectId)).find((k) => k.id === keyId && !k.revokedAt);
+    if (!key) throw new NotFoundException();
+    this.page(res, a, 'keys', 'Revoke an API key', html`
+<p class="notice error">Revoke <code>${key.prefix}…</code>${key.label ? html` (${key.label})` : ''}? Every request with it is refused from then on, on every api replica. This cannot be undone.</p>
+<form class="inline" method="post" action="${projectPath(projectId, `keys/${key.id}/revoke`)}">${csrfField(a.session.csrfToken)}
+  <button class="danger" type="submit">Revoke the key</button> <a href="${projectPath(projectId, 'keys')}">Keep it</a>
+</form>`);
+  }
+
+  @Post('keys/:keyId/revoke')
+  async revoke(@Param('projectId') projectId: string, @Param('keyId') keyId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.access(req, projectId);
+    try {
+      await this.accounts.revokeApiKey(keyId, projectId);
+    } catch (e) {
+      if (e instanceof AccountsError) throw new NotFoundException();
+      throw e;
+    }
+    res.redirect(303, `${projectPath(projectId, 'keys')}?notice=revoked`);
+  }
+
+  @Get('model')
+  async model(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.modelPage(await this.access(req, projectId), req, res);
+  }
+
+  @Post('model')
+  async setModel(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const apiKey = field(req, 'api_key').trim();
+    try {
+      await this.accounts.setModel(projectId, {
+        provider: field(req, 'provider'),
+        model: field(req, 'model'),
+        baseUrl: field(req, 'base_url').trim() || null,
+        settings: { region: field(req, 'region').trim() || undefined, resourceName: field(req, 'resource').trim() || undefined, apiVersion: field(req, 'api_version').trim() || undefined },
+        apiKey: apiKey || null,
+        keepSecret: field(req, 'clear_key') !== 'on',
+      });
+    } catch (e) {
+      if (e instanceof AccountsError) return this.modelPage(a, req, res, { problem: e.message }, 400);
+      throw e;
+    }
+    res.redirect(303, `${projectPath(projectId, 'model')}?notice=model`);
+  }
+
+  /** One small call to the configured model, as the worker makes it: its answer or its error (with the key removed). */
+  @Post('model/test')
+  async testModel(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const credentials = await this.accounts.modelCredentials(projectId);
+    if (!credentials) return this.modelPage(a, req, res, { problem: 'No model is configured yet.' }, 400);
+    const messages: ChatMessage[] = [{ role: 'user', content: 'This is a test request from the console. Reply with a short greeting.' }];
+    try {
+      const turn = await callModel({ ...credentials, messages, tools: [], maxOutputTokens: 64, signal: AbortSignal.timeout(TEST_REQUEST_TIMEOUT_MS) });
+      await this.modelPage(a, req, res, { answer: `${turn.content || '(no text)'}`, detail: `${turn.model}: ${turn.usage.inputTokens} input and ${turn.usage.outputTokens} output tokens` });
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e);
+      await this.modelPage(a, req, res, { failure: redactSecret(message, credentials.apiKey) });
+    }
+  }
+
+  @Get('plan')
+  async plan(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const project = await this.accounts.findProject(projectId);
+    const plan = this.accounts.plan(project.plan);
+    this.page(res, a, 'plan', 'Plan and capabilities', html`
+<p>Plan <strong>${plan.name}</strong>: ${plan.monthlyQuota} requests per billing period, which started ${when(project.periodStart)}.</p>
+<p>Credits: ${project.creditBalance}${project.creditsPurchased ? '' : ' (none purchased yet: sessions need purchased credits)'}.</p>
+<div class="table-wrap"><table><thead><tr><th scope="col">Capability</th><th scope="col">In the plan</th><th scope="col">Enabled</th><th scope="col">Credits per use</th></tr></thead><tbody>
+${CAPABILITIES.map((c) => html`<tr><td>${c}</td><td>${plan.capabilities.includes(c) ? 'yes' : 'no'}</td><td>${project.capabilities.includes(c) ? 'yes' : 'no'}</td><td>${this.config.capabilitySurcharges[c]}</td></tr>`)}
+</tbody></table></div>
+<p class="muted">Your operator changes plans and capabilities.</p>`);
+  }
+
+  @Get('requests')
+  async requests(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const statusFilter = STATUSES.find((s) => s === queryParam(req, 'status'));
+    const capability = CAPABILITIES.find((c) => c === queryParam(req, 'capability'));
+    const beforeRaw = queryParam(req, 'before');
+    const before = beforeRaw && !Number.isNaN(Date.parse(beforeRaw)) ? new Date(beforeRaw) : undefined;
+    const rows = await this.reads.requests(projectId, { status: statusFilter, capability, before });
+    const next = rows.length === PAGE_SIZE ? new URLSearchParams({ ...(statusFilter ? { status: statusFilter } : {}), ...(capability ? { capability } : {}), before: rows.at(-1)!.createdAt.toISOString() }) : null;
+    this.page(res, a, 'requests', 'Requests', html`
+<form class="inline" method="get" action="${projectPath(projectId, 'requests')}" aria-label="Filter requests">
+  <label>Status <select name="status"><option value="">any</option>${STATUSES.map((s) => html`<option value="${s}"${s === statusFilter ? html` selected` : ''}>${s.replaceAll('_', ' ')}</option>`)}</select></label>
+  <label>Capability <select name="capability"><option value="">any</option>${CAPABILITIES.map((c) => html`<option value="${c}"${c === capability ? html` selected` : ''}>${c}</option>`)}</select></label>
+  <button type="submit">Filter</button>
+</form>
+${rows.length ? this.requestTable(projectId, rows) : html`<p class="muted">No requests${statusFilter || capability ? ' match' : ' yet'}.</p>`}
+${next ? html`<p><a href="${projectPath(projectId, 'requests')}?${next.toString()}">Older requests</a></p>` : ''}`);
+  }
+
+  @Get('requests/:requestId')
+  async request(@Param('projectId') projectId: string, @Param('requestId') requestId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const found = isUuid(requestId) ? await this.reads.request(projectId, requestId) : null;
+    if (!found) throw new NotFoundException();
+    const { request: r, events, stops } = found;
+    const last = stops.get(Math.max(0, ...stops.keys()));
+    this.page(res, a, 'requests', `Request ${r.id}`, html`
+<div class="cards">
+  <div class="card"><div>Status</div><div class="figure">${status(r.status)}</div>${r.errorCode ? html`<div>${r.errorCode}</div>` : ''}</div>
+  <div class="card"><div>Credits</div><div class="figure">${r.credits}</div><div class="muted">${r.tokens} tokens</div></div>
+  <div class="card"><div>Capabilities</div><div>${r.capabilities.join(', ') || 'none'}</div>${r.sessionId ? html`<div class="muted">session <code>${r.sessionId}</code></div>` : ''}</div>
+</div>
+<h2>Timeline</h2>
+<ol class="timeline">
+${events.map((e) => {
+  const stop = typeof e.data['stop'] === 'number' ? stops.get(e.data['stop']) : undefined;
+  const figures = [
+    typeof e.data['creditsReserved'] === 'number' ? `${e.data['creditsReserved']} credits reserved` : '',
+    typeof e.data['creditsCharged'] === 'number' ? `${e.data['creditsCharged']} credits charged` : '',
+    typeof e.data['creditsRemaining'] === 'number' ? `${e.data['creditsRemaining']} left` : '',
+    typeof e.data['inputTokens'] === 'number' ? `${Number(e.data['inputTokens']) + Number(e.data['outputTokens'] ?? 0)} tokens` : '',
+    typeof e.data['stop'] === 'number' ? `stop ${e.data['stop']}` : '',
+  ].filter(Boolean).join(', ');
+  return html`<li>${when(e.recordedAt)} <strong>${e.type.replace(/^agent-request\./, '').replace(/\.v\d+$/, '')}</strong>${figures ? html` <span class="muted">(${figures})</span>` : ''}
+  ${stop?.toolCalls?.length ? html`<div>Tool calls: ${stop.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}
+  ${stop?.error ? html`<div class="status-failed">${stop.error.code}: ${stop.error.message}</div>` : ''}</li>`;
+})}
+</ol>
+<h2>Final message</h2>
+${last?.message ? html`<pre>${last.message}</pre>` : html`<p class="muted">No message${r.status === 'in_progress' ? ' yet' : ''}.</p>`}
+${last?.files?.length ? html`<h2>Files</h2><ul>${last.files.map((f) => html`<li>${f.name} <span class="muted">(<code>${f.id}</code>: download it through the api with a key)</span></li>`)}</ul>` : ''}`);
+  }
+
+  @Get('sessions')
+  async sessions(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const rows = await this.reads.sessions(projectId);
+    this.page(res, a, 'sessions', 'Sessions', rows.length
+      ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Messages</th><th scope="col">Created</th><th scope="col">Last activity</th></tr></thead><tbody>
+${rows.map((s) => html`<tr><td><code>${s.id}</code></td><td>${status(s.status)}</td><td>${s.messages}</td><td>${when(s.createdAt)}</td><td>${when(s.lastActivityAt)}</td></tr>`)}
+</tbody></table></div><p class="muted">End a session with DELETE /v1/sessions/{id} and an API key.</p>`
+      : html`<p class="muted">No sessions yet.</p>`);
+  }
+
+  @Get('members')
+  async members(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.membersPage(await this.access(req, projectId), req, res);
+  }
+
+  @Post('members')
+  async invite(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId, 'owner');
+    try {
+      const r = await this.consoleAccounts.invite(projectId, field(req, 'email'), field(req, 'role') === 'owner' ? 'owner' : 'member');
+      await this.membersPage(a, req, res, { invited: r.email, link: r.link });
+    } catch (e) {
+      if (e instanceof AccountsError) return this.membersPage(a, req, res, { problem: e.message }, 400);
+      throw e;
+    }
+  }
+
+  @Post('members/:userId/remove')
+  async remove(@Param('projectId') projectId: string, @Param('userId') userId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId, 'owner');
+    if (!isUuid(userId)) throw new NotFoundException();
+    try {
+      await this.consoleAccounts.removeMember(projectId, userId);
+    } catch (e) {
+      if (e instanceof AccountsError) return this.membersPage(a, req, res, { problem: e.message }, 400);
+      throw e;
+    }
+    res.redirect(303, `${projectPath(projectId, 'members')}?notice=removed`);
+  }
+
+  /** The signed-in user's membership of the project (and role, when one is needed); 404 otherwise. */
+  private async access(req: Request, projectId: string, role?: 'owner'): Promise<Access> {
+    const session = requireSession(req);
+    const member = isUuid(projectId) ? await this.consoleAccounts.membership(session.userId, projectId) : null;
+    if (!member || (role && member.role !== role)) throw new NotFoundException();
+    return { session, member };
+  }
+
+  private page(res: Response, a: Access, section: ProjectSection, title: string, body: Html, statusCode = 200): void {
+    const notice = NOTICES[String(res.req.query['notice'])];
+    send(res, page({ title, csrf: a.session.csrfToken, session: a.session, project: a.member, section }, html`${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}${body}`), statusCode);
+  }
+
+  private requestTable(projectId: string, rows: readonly RequestSummary[]): Html {
+    return html`<div class="table-wrap"><table><thead><tr><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Capabilities</th><th scope="col">Credits</th><th scope="col">Created</th></tr></thead><tbody>
+${rows.map((r) => html`<tr><td><a class="mono" href="${projectPath(projectId, `requests/${r.id}`)}">${r.id.slice(0, 8)}…</a></td><td>${status(r.status)}${r.errorCode ? html` <span class="muted">${r.errorCode}</span>` : ''}</td><td>${r.capabilities.join(', ') || html`<span class="muted">none</span>`}</td><td>${r.credits}</td><td>${when(r.createdAt)}</td></tr>`)}
+</tbody></table></div>`;
+  }
+
+  private async keysPage(a: Access, _req: Request, res: Response, issued?: string): Promise<void> {
+    const keys = await this.accounts.listApiKeys(a.member.projectId);
+    const projectId = a.member.projectId;
+    this.page(res, a, 'keys', 'API keys', html`
+${issued ? html`<div class="notice" role="status"><p><strong>Your new key.</strong> It is shown this once: store it now.</p>
+<p class="secret"><code id="new-key" data-testid="new-key">${issued}</code> <button type="button" class="secondary" data-copy="new-key">Copy</button></p></div>` : ''}
+<form class="inline" method="post" action="${projectPath(projectId, 'keys')}">${csrfField(a.session.csrfToken)}
+  <label>Label <input name="label" maxlength="100" placeholder="e.g. production"></label>
+  <button type="submit">Issue a key</button>
+</form>
+<h2>Keys</h2>
+<div class="table-wrap"><table><thead><tr><th scope="col">Prefix</th><th scope="col">Label</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead><tbody>
+${keys.map((k) => html`<tr><td><code>${k.prefix}…</code></td><td>${k.label ?? ''}</td><td>${when(k.createdAt)}</td><td>${when(k.lastUsedAt)}</td><td>${k.revokedAt ? html`revoked ${when(k.revokedAt)}` : html`<a href="${projectPath(projectId, `keys/${k.id}/revoke`)}" aria-label="${`Revoke ${k.prefix}`}">Revoke</a>`}</td></tr>`)}
+</tbody></table></div>`);
+  }
+
+  private async modelPage(a: Access, req: Request, res: Response, outcome: { problem?: string; answer?: string; detail?: string; failure?: string } = {}, statusCode = 200): Promise<void> {
+    const projectId = a.member.projectId;
+    const m = await this.accounts.modelConfig(projectId);
+    const value = (name: string, stored: string | null | undefined): string => (outcome.problem ? field(req, name) : (stored ?? ''));
+    const provider = outcome.problem ? field(req, 'provider') : m?.provider;
+    this.page(res, a, 'model', 'Model', html`
+${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
+${outcome.answer !== undefined ? html`<div class="notice" role="status" data-testid="test-answer"><p><strong>The model answered:</strong></p><pre>${outcome.answer}</pre><p class="muted">${outcome.detail}</p></div>` : ''}
+${outcome.failure !== undefined ? html`<div class="notice error" role="alert" data-testid="test-error"><p><strong>The test request failed:</strong></p><pre>${outcome.failure}</pre></div>` : ''}
+<p>${m ? html`Now: <strong>${m.provider}</strong> <code>${m.model}</code>${m.baseUrl ? html` at <code>${m.baseUrl}</code>` : ''}, ${m.hasKey ? 'a key is stored (encrypted; it is never shown)' : 'no key stored'}.` : 'No model is configured: requests fail until one is.'}</p>
+<form class="stack" method="post" action="${projectPath(projectId, 'model')}">${csrfField(a.session.csrfToken)}
+  <label>Provider <select name="provider" required>${MODEL_PROVIDERS.map((p) => html`<option value="${p}"${p === provider ? html` selected` : ''}>${p}</option>`)}</select></label>
+  <label>Model <input name="model" required value="${value('model', m?.model)}"></label>
+  <label>Base URL <span class="muted">(optional: an OpenAI-compatible server, a proxy, a gateway)</span> <input name="base_url" type="url" value="${value('base_url', m?.baseUrl)}"></label>
+  <label>Region <span class="muted">(bedrock)</span> <input name="region" value="${value('region', m?.settings.region)}"></label>
+  <label>Resource <span class="muted">(azure-openai)</span> <input name="resource" value="${value('resource', m?.settings.resourceName)}"></label>
+  <label>API version <span class="muted">(azure-openai)</span> <input name="api_version" value="${value('api_version', m?.settings.apiVersion)}"></label>
+  <label>API key <span class="muted">(write-only; leave empty to keep the stored one)</span> <input name="api_key" type="password" autocomplete="off"></label>
+  <label><span><input type="checkbox" name="clear_key"> Remove the stored key</span></label>
+  <button type="submit">Save</button>
+</form>
+<details><summary>Providers</summary><ul>${MODEL_PROVIDERS.map((p) => html`<li><strong>${p}</strong>: ${PROVIDER_GUIDE[p]}</li>`)}</ul></details>
+<h2>Send a test request</h2>
+<form method="post" action="${projectPath(projectId, 'model/test')}">${csrfField(a.session.csrfToken)}<button type="submit" class="secondary">Send a test request</button></form>`, statusCode);
+  }
+
+  private async membersPage(a: Access, req: Request, res: Response, outcome: { problem?: string; invited?: string; link?: string | null } = {}, statusCode = 200): Promise<void> {
+    const projectId = a.member.projectId;
+    const owner = a.member.role === 'owner';
+    const members = await this.consoleAccounts.members(projectId);
+    this.page(res, a, 'members', 'Members', html`
+${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
+${outcome.invited ? html`<div class="notice" role="status"><p>${outcome.invited} is a member now.</p>${outcome.link ? html`<p>Send them this one-time link to set their password (valid 7 days; shown once):</p><p class="secret"><code id="invite-link" data-testid="invite-link">${outcome.link}</code> <button type="button" class="secondary" data-copy="invite-link">Copy</button></p>` : html`<p>They already have a password and sign in with it.</p>`}</div>` : ''}
+<div class="table-wrap"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : ''}</tr></thead><tbody>
+${members.map((m) => html`<tr><td>${m.email}${m.active ? '' : html` <span class="muted">(invited)</span>`}</td><td>${m.role}</td><td>${when(m.since)}</td>${owner ? html`<td>${m.userId === a.session.userId ? '' : html`<form method="post" action="${projectPath(projectId, `members/${m.userId}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove ${m.email}`}">Remove</button></form>`}</td>` : ''}</tr>`)}
+</tbody></table></div>
+${owner
+  ? html`<h2>Invite someone</h2>
+<form class="inline" method="post" action="${projectPath(projectId, 'members')}">${csrfField(a.session.csrfToken)}
+  <label>Email <input type="email" name="email" required value="${outcome.problem ? field(req, 'email') : ''}"></label>
+  <label>Role <select name="role"><option value="member">member</option><option value="owner">owner</option></select></label>
+  <button type="submit">Invite</button>
+</form>`
+  : html`<p class="muted">The project's owners invite and remove members.</p>`}`, statusCode);
+  }
+}
