@@ -100,4 +100,46 @@ describe('event store and outbox', () => {
       await reader.stop();
     }
   });
+
+  it('keeps each stream\'s order on Kafka with two relays publishing the same outbox (issue 28, 31)', async () => {
+    // A backlog (as after a Kafka outage) of three streams, larger than several batches, then two
+    // relays started at once: each batch must go out after the one before it, whichever relay has it.
+    const streams = Array.from({ length: 3 }, () => randomUUID());
+    const perStream = 600;
+    for (let from = 1; from <= perStream; from += 100) {
+      for (const projectId of streams) {
+        await db.transaction((tx) => store.append(tx, `project-${projectId}`, 'any', Array.from({ length: 100 }, (_, i) => event(projectId, from + i))));
+      }
+    }
+    const kafka = createKafka(config, 'relay-order-test');
+    const reader = await collect(kafka, TOPICS.events);
+    // The first relay reaches Kafka over a slow network (its sends arrive 300 ms late); the second
+    // starts once the first is sending its first batch.
+    let sending!: () => void;
+    const firstSend = new Promise<void>((resolve) => (sending = resolve));
+    const slow = Object.assign(Object.create(kafka) as typeof kafka, {
+      producer: (options: Parameters<typeof kafka.producer>[0]) => {
+        const producer = kafka.producer(options);
+        const sendBatch = producer.sendBatch.bind(producer);
+        producer.sendBatch = async (batch) => {
+          sending();
+          await new Promise((r) => setTimeout(r, 300));
+          return sendBatch(batch);
+        };
+        return producer;
+      },
+    });
+    const relays = [new OutboxRelay(db, slow, config.databaseUrl), new OutboxRelay(db, kafka, config.databaseUrl)];
+    await relays[0]!.start();
+    await firstSend;
+    await relays[1]!.start();
+    try {
+      const mine = (projectId: string) => reader.messages.filter((x) => x.projectid === projectId).map((m) => (m.data as { n: number }).n);
+      await reader.waitFor(() => streams.every((p) => mine(p).length >= perStream), 60_000);
+      for (const projectId of streams) expect(mine(projectId)).toEqual(Array.from({ length: perStream }, (_, i) => i + 1));
+    } finally {
+      await Promise.all(relays.map((r) => r.stop()));
+      await reader.stop();
+    }
+  }, 90_000);
 });

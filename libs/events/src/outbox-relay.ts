@@ -16,10 +16,17 @@ const POLL_MS = 1000;
 const LINGER_MS = 100;
 const MAX_BACKOFF_MS = 5000;
 
+/** The advisory lock a batch is published under (any constant; the relays' one shared lock). */
+const PUBLISH_LOCK = 7_460_203_911;
+
 /**
  * Publishes outbox rows to Kafka with an idempotent producer (acks from all replicas) and marks
- * them sent. Rows are claimed with `for update skip locked`, so several relays can run; while
- * Kafka is down, rows stay in the outbox and go out when it returns.
+ * them sent. Several relays can run, one publishing at a time: a batch is the oldest unpublished
+ * rows, taken under a transaction-scoped advisory lock, so a batch goes out only after the one
+ * before it was sent and marked, and two relays never reorder a stream's events (rows of a
+ * stream are queued in its order: its appends are serialised by the stream's row). A relay that
+ * finds the lock taken waits for its next wake-up; one that dies releases it with its connection.
+ * While Kafka is down, rows stay in the outbox and go out when it returns.
  */
 export class OutboxRelay {
   private readonly logger = new Logger('outbox');
@@ -58,9 +65,10 @@ export class OutboxRelay {
     const producer = this.producer;
     if (!producer) throw new Error('relay not started');
     return this.db.transaction(async (tx) => {
+      // The lock and the batch in one round trip: no rows when another relay is publishing.
       const rows: { id: string; topic: string; key: string; payload: unknown }[] = await tx.query(
-        `select id, topic, key, payload from outbox where published_at is null order by id limit $1 for update skip locked`,
-        [BATCH],
+        `select id, topic, key, payload from outbox where published_at is null and pg_try_advisory_xact_lock($2) order by id limit $1`,
+        [BATCH, PUBLISH_LOCK],
       );
       if (rows.length === 0) return 0;
       const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
