@@ -1,4 +1,4 @@
-import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, setHandler, setWorkflowOptions, upsertSearchAttributes } from '@temporalio/workflow';
 import { blobMarker, FINAL_STATUSES, firstStopUpdate, initialStop, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type BeginRequestResult, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
 import * as acts from './proxies.js';
 import { StoredConversation, streamedSoFar } from './stored-conversation.js';
@@ -146,3 +146,7 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
   }
   return finish();
 }
+
+// Worker Versioning (DESIGN section 10): a request finishes on the build that started it; its
+// code may change freely between builds, and an old build keeps polling until its runs drain.
+setWorkflowOptions({ versioningBehavior: 'PINNED' }, agentRequestWorkflow);

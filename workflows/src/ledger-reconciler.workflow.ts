@@ -1,4 +1,4 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { ReconcilerActivities, ReconcilerReport } from '#libs/contracts';
 
 const { reconcile } = proxyActivities<ReconcilerActivities>({
@@ -15,3 +15,6 @@ const { reconcile } = proxyActivities<ReconcilerActivities>({
 export async function ledgerReconcilerWorkflow(input: { readonly graceSeconds?: number } = {}): Promise<ReconcilerReport> {
   return reconcile({ graceSeconds: input.graceSeconds ?? 60 });
 }
+
+// Worker Versioning: moves to the current build at its next workflow task (changes behind patched()).
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, ledgerReconcilerWorkflow);

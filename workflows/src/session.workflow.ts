@@ -6,6 +6,7 @@ import {
   log,
   proxyLocalActivities,
   setHandler,
+  setWorkflowOptions,
   startChild,
   upsertSearchAttributes,
   workflowInfo,
@@ -260,3 +261,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   await condition(allHandlersFinished);
   return view();
 }
+
+// Worker Versioning (DESIGN section 10): a session lives for hours and moves to the current build
+// at its next workflow task, so its code changes only behind patched() (docs/decisions.md).
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, sessionWorkflow);

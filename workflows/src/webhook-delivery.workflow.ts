@@ -1,4 +1,4 @@
-import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { WebhookActivities, WebhookDeliveryInput, WebhookDeliveryResult } from '#libs/contracts';
 import { WEBHOOK_PERMANENT_FAILURES } from '#libs/contracts';
 
@@ -34,3 +34,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
     return { deliveryId: input.deliveryId, status: 'failed' };
   }
 }
+
+// Worker Versioning: a delivery retried for 24 hours moves to the current build at its next
+// workflow task, so its code changes only behind patched().
+setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, webhookDeliveryWorkflow);

@@ -11,6 +11,7 @@ import { dataSourceOptions, runMigrations, type ApiKeyEntity, type ProjectEntity
 import { WebhookStore } from '#libs/webhooks';
 import { PROJECTIONS } from '../../projector/src/projections/index.js';
 import { rebuildProjection, type RebuildSource } from '../../projector/src/rebuild.js';
+import { addDeployCommands } from './deploy.commands.js';
 import { addMcpCommands } from './mcp.commands.js';
 import { addWebhookCommands } from './webhook.commands.js';
 
@@ -278,6 +279,8 @@ export async function runCli(argv: readonly string[], config: AppConfig, io: Cli
           `    Try it       curl -sS ${o.apiUrl}/v1/agent -H 'Authorization: Bearer ${secret}' -H 'Content-Type: application/json' -d '{"message":"Hello!"}'\n`,
       );
     });
+
+  addDeployCommands(program, { config, print, jsonOption });
 
   try {
     await program.parseAsync(argv, { from: 'user' });

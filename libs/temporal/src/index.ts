@@ -10,3 +10,4 @@ export {
   type JsonPayload,
 } from './payload-codec.js';
 export { clearTaskQueue } from './task-queue-leftovers.js';
+export { describeDeployment, promoteBuild, waitForBuild, type DeploymentBuild, type DeploymentState } from './worker-deployment.js';
