@@ -68,6 +68,8 @@ export function workerBuild(config: AppConfig): WorkerBuild | undefined {
   if (!versioning.enabled) return undefined;
   const buildId = versioning.buildId ?? builtBuildId();
   if (!buildId) throw new ConfigError(['TEMPORAL_BUILD_ID is required when there is no build (dist/workflows/build-id, written by `npm run build`) and TEMPORAL_WORKER_VERSIONING is not false']);
+  // Temporal's version strings join the two with '.' or ':'.
+  if (/[.:]/.test(taskQueue)) throw new ConfigError([`TEMPORAL_TASK_QUEUE names the worker deployment and may not contain '.' or ':' while TEMPORAL_WORKER_VERSIONING is on, got "${taskQueue}"`]);
   return { deploymentName: taskQueue, buildId };
 }
 
