@@ -4,6 +4,7 @@ import * as acts from './proxies.js';
 import { StoredConversation, streamedSoFar } from './stored-conversation.js';
 import { notifySession } from './session-notify.js';
 import { completedMessage, endEvents, nextStep, offerTools, outputMessages, Tally, toAgentError, toolOutputsRefusal, type LegEnd } from './agent-loop.js';
+import { whenVersioned } from './versioning.js';
 
 /** How long the caller has to submit tool outputs (contract section 3.1). */
 export const TOOL_CONTEXT_LIFETIME = '5 minutes';
@@ -149,4 +150,4 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
 
 // Worker Versioning (DESIGN section 10): a request finishes on the build that started it; its
 // code may change freely between builds, and an old build keeps polling until its runs drain.
-setWorkflowOptions({ versioningBehavior: 'PINNED' }, agentRequestWorkflow);
+setWorkflowOptions(whenVersioned('PINNED'), agentRequestWorkflow);

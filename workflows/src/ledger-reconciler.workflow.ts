@@ -1,5 +1,6 @@
 import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { ReconcilerActivities, ReconcilerReport } from '#libs/contracts';
+import { whenVersioned } from './versioning.js';
 
 const { reconcile } = proxyActivities<ReconcilerActivities>({
   startToCloseTimeout: '2 minutes',
@@ -17,4 +18,4 @@ export async function ledgerReconcilerWorkflow(input: { readonly graceSeconds?: 
 }
 
 // Worker Versioning: moves to the current build at its next workflow task (changes behind patched()).
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, ledgerReconcilerWorkflow);
+setWorkflowOptions(whenVersioned('AUTO_UPGRADE'), ledgerReconcilerWorkflow);

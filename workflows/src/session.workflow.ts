@@ -33,6 +33,7 @@ import {
 import { appendExchange } from './proxies.js';
 import type { agentRequestWorkflow } from './agent-request.workflow.js';
 import { failedStop } from './agent-loop.js';
+import { whenVersioned } from './versioning.js';
 
 /** Continue as new after this many history events (well below Temporal's limits; a message costs
  * about twenty), unless the input says otherwise or the server suggests it earlier. */
@@ -264,4 +265,4 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
 
 // Worker Versioning (DESIGN section 10): a session lives for hours and moves to the current build
 // at its next workflow task, so its code changes only behind patched() (docs/decisions.md).
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, sessionWorkflow);
+setWorkflowOptions(whenVersioned('AUTO_UPGRADE'), sessionWorkflow);

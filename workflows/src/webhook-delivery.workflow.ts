@@ -1,6 +1,7 @@
 import { ActivityFailure, proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { WebhookActivities, WebhookDeliveryInput, WebhookDeliveryResult } from '#libs/contracts';
 import { WEBHOOK_PERMANENT_FAILURES } from '#libs/contracts';
+import { whenVersioned } from './versioning.js';
 
 const { markWebhookFailed } = proxyActivities<WebhookActivities>({
   startToCloseTimeout: '30 seconds',
@@ -37,4 +38,4 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
 
 // Worker Versioning: a delivery retried for 24 hours moves to the current build at its next
 // workflow task, so its code changes only behind patched().
-setWorkflowOptions({ versioningBehavior: 'AUTO_UPGRADE' }, webhookDeliveryWorkflow);
+setWorkflowOptions(whenVersioned('AUTO_UPGRADE'), webhookDeliveryWorkflow);
