@@ -21,7 +21,9 @@ function start(app, backoffMs) {
   if (stopping) return;
   const startedAt = Date.now();
   const { args, env } = appProcess(app);
-  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // One machine, one worker: the build just started becomes current (Worker Versioning), so a
+  // rebuilt worker takes new requests at once; runs pinned to the previous build wait for it.
+  const child = spawn(process.execPath, args, { env: { TEMPORAL_DEPLOYMENT_PROMOTE: 'on-start', ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   children.set(app, child);
   say(app, `started (pid ${child.pid})`);
   for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => say(app, line));

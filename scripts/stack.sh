@@ -279,6 +279,10 @@ temporal_up() {
     say "temporal: starting on 127.0.0.1:$MAS_TEMPORAL_PORT (UI on $MAS_TEMPORAL_UI_PORT)"
     # The settings beyond the dev server's defaults are repeated in scripts/bench/bench.mjs
     # (STACK_TEMPORAL), whose private-server experiments run "as the stack runs it": change both.
+    # matching.maxDeployments: every task queue with versioned workers is a worker deployment the
+    # server keeps (one that has a current build cannot be deleted), and the tests, the drill and the
+    # bench each use throwaway task queues: the default of 100 a namespace would run out on a
+    # machine that runs them often.
     $DETACH "$(temporal_bin)" server start-dev \
       --ip 127.0.0.1 --port "$MAS_TEMPORAL_PORT" --ui-port "$MAS_TEMPORAL_UI_PORT" \
       --db-filename "$DATA/temporal.db" --namespace "$TEMPORAL_NAMESPACE" --log-level warn \
@@ -290,6 +294,7 @@ temporal_up() {
       --dynamic-config-value frontend.enableExecuteMultiOperation=true \
       --dynamic-config-value system.enableActivityEagerExecution=true \
       --dynamic-config-value history.transferProcessorMaxPollRPS=1000 \
+      --dynamic-config-value matching.maxDeployments=100000 \
       --sqlite-pragma journal_mode=WAL --sqlite-pragma synchronous=NORMAL \
       >"$LOGS/temporal.log" 2>&1 &
     echo $! >"$RUN/temporal.pid"

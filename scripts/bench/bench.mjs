@@ -133,7 +133,7 @@ const RESULTS_DIR = join(ROOT, 'bench/results');
 const MESSAGE = 'Say something short.';
 /** The stack's Temporal settings beyond the dev server's defaults (scripts/stack.sh starts it so). */
 const STACK_TEMPORAL = {
-  dynamicConfig: ['system.enableActivityEagerExecution=true', 'history.transferProcessorMaxPollRPS=1000'],
+  dynamicConfig: ['system.enableActivityEagerExecution=true', 'history.transferProcessorMaxPollRPS=1000', 'matching.maxDeployments=100000'],
   pragmas: ['journal_mode=WAL', 'synchronous=NORMAL'],
 };
 /** Server settings compared on private Temporal dev servers (full runs): the stack's, and one

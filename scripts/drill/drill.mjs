@@ -5,7 +5,8 @@
 //
 // Faults: kill -9 of the api, the worker, the relay and the projector (by pid; the drill restarts
 // the app after 1 s, as `npm start` does), Kafka stopped and started, Temporal restarted,
-// PostgreSQL restarted (immediate). Then the same apps with two replicas each: one of each is
+// PostgreSQL restarted (immediate), a deploy of a changed worker build and its rollback with work
+// in flight (deploy-phase.mjs). Then the same apps with two replicas each: one of each is
 // killed at once and stays dead; the survivors carry the load, and the rate limit and the quota
 // are checked across both api replicas.
 //
@@ -32,6 +33,7 @@ import { send } from '../bench/lib/http.mjs';
 import { openAccounts } from '../bench/lib/key-pool.mjs';
 import { freePorts, startNode, stopAll, tail } from '../bench/lib/procs.mjs';
 import { appProcess } from '../app-process.mjs';
+import { deployScenario } from './deploy-phase.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
@@ -71,8 +73,9 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => void cleanu
 
 /** One app process (one replica), restartable under the same name, port and log. */
 class App {
-  constructor(name, replica, port) {
-    Object.assign(this, { name, replica, port, proc: undefined, starts: 0 });
+  /** `root`: the build it runs from (the deploy phase runs a changed copy). */
+  constructor(name, replica, port, root = ROOT) {
+    Object.assign(this, { name, replica, port, root, proc: undefined, starts: 0 });
   }
   get label() {
     return `${this.name}${this.replica}`;
@@ -86,7 +89,7 @@ class App {
     this.logOffset = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0;
     this.proc = startNode({
       name: this.label,
-      args: appProcess(this.name).args,
+      args: appProcess(this.name, { root: this.root }).args,
       env: { ...env, ...appProcess(this.name).env, ...(this.port ? { PORT: String(this.port), PUBLIC_BASE_URL: this.url } : {}), TEMPORAL_TASK_QUEUE: TASK_QUEUE, MAS_PLANS, AGENT_PICKUP_TIMEOUT_MS: String(PICKUP_MS), RECONCILER_INTERVAL_SECONDS: '30', KAFKA_GROUP_PREFIX: `mas-drill-${TS}` },
       logFile,
       pidFile: PID_FILE,
@@ -343,6 +346,31 @@ async function phase(name, { accounts, db, usage, apis, inject }) {
   return check(name, { db, usage, load, projects, recoveryS, added: 100_000 });
 }
 
+/** The deploy phase under the same load and invariants as a fault (deploy-phase.mjs says what it
+ * does); its own problems (a paused request or session not answered, a failed workflow task, a
+ * reservation held) are the phase's too. */
+async function deploy(ctx, temporal, apps) {
+  const found = [];
+  const result = await phase('deploy: roll forward and back', {
+    ...ctx,
+    inject: async () => {
+      const startWorker = async (root) => {
+        const worker = new App('worker', '-changed-build', undefined, root);
+        worker.start();
+        await worker.ready();
+        apps.push(worker);
+        return { stop: () => stopAll([worker.proc], 20_000) };
+      };
+      const namespace = env.TEMPORAL_NAMESPACE || 'default';
+      const d = await deployScenario({ api: ctx.apis[0], send, agent, temporal: { client: temporal, connection: temporal.connection }, namespace, taskQueue: TASK_QUEUE, accounts: ctx.accounts, db: ctx.db, startWorker, runDir: RUN_DIR, root: ROOT, log, quick: QUICK });
+      found.push(...d.problems);
+    },
+  });
+  result.problems.push(...found);
+  if (found.length) result.row.verdict = 'FAIL';
+  return result;
+}
+
 /** Rate limit and quota across two api replicas: exact, whichever replica answers. */
 async function sharedLimits(accounts, apis) {
   const [rate] = (await projectsFor(accounts, 1, 'rate')).keys;
@@ -430,6 +458,7 @@ async function main() {
     ...(env.DRILL_LOCAL_POSTGRES === '1' ? [['postgres restart', component('postgres', 'restart')]] : []),
   ];
   for (const [name, inject] of single) if (want(name)) record(await phase(name, { ...ctx(), inject }));
+  if (want('deploy')) record(await deploy(ctx(), temporal, apps));
   await stopAll(apps.map((a) => a.proc), 20_000);
 
   if (want('replicas')) {

@@ -4,7 +4,7 @@
 # The fault drills (scripts/drill/drill.mjs): builds, brings the local stack up (idempotent), uses a
 # database of its own (mas_drill; DRILL_DATABASE_URL overrides), then runs the apps from dist/ on
 # their own ports, task queue and consumer groups under a bounded keyed load, injects each fault
-# (kill -9 of each app, Kafka stop/start, Temporal restart, PostgreSQL restart; then two replicas
+# (kill -9 of each app, Kafka stop/start, Temporal restart, PostgreSQL restart, a deploy of a changed worker build and its rollback; then two replicas
 # of each app with one of each killed), checks the invariants after each and prints one table.
 # Exit status: 0 every invariant held, 1 one broke, 2 the drill could not run.
 #

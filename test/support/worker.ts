@@ -1,7 +1,7 @@
 import { NestFactory } from '@nestjs/core';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { WorkerModule } from '../../apps/worker/src/worker.module.js';
-import { createAgentWorker } from '../../apps/worker/src/worker.js';
+import { becomeCurrentIfDue, createAgentWorker } from '../../apps/worker/src/worker.js';
 import { withEnv } from './env.js';
 
 /** A running agent worker, in this process, built exactly as apps/worker/src/main.ts builds it. */
@@ -22,15 +22,22 @@ function quietRuntime(): void {
   }
 }
 
-/** The worker of a test's own task queue; it creates no reconciler schedule unless `env` asks for
- * one (a schedule would outlive the test's task queue). `options` as createAgentWorker takes them. */
+/**
+ * The worker of a test's own task queue; it creates no reconciler schedule unless `env` asks for
+ * one (a schedule would outlive the test's task queue). Unversioned unless `env` sets
+ * TEMPORAL_WORKER_VERSIONING: each test file's task queue would be a worker deployment of its own
+ * on the shared server, which keeps a deployment until it is deleted and refuses a namespace's
+ * 101st (matching.maxDeployments); a versioned worker returns once its build is current if it is
+ * to be (TEMPORAL_DEPLOYMENT_PROMOTE). `options` as createAgentWorker takes them.
+ */
 export async function startWorker(env: Record<string, string | undefined> = {}, options: Parameters<typeof createAgentWorker>[1] = {}): Promise<RunningWorker> {
   quietRuntime();
-  const { app, worker, connection } = await withEnv({ RECONCILER_INTERVAL_SECONDS: '0', ...env }, async () => {
+  const { app, worker, connection, build } = await withEnv({ RECONCILER_INTERVAL_SECONDS: '0', TEMPORAL_WORKER_VERSIONING: 'false', ...env }, async () => {
     const context = await NestFactory.createApplicationContext(WorkerModule, { logger: ['warn', 'error', 'fatal'] });
     return { app: context, ...(await createAgentWorker(context, options)) };
   });
   const running = worker.run();
+  if (build) await Promise.race([becomeCurrentIfDue(app, build), running]);
   return {
     close: async () => {
       worker.shutdown();

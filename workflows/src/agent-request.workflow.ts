@@ -1,9 +1,10 @@
-import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, patched, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, patched, setHandler, setWorkflowOptions, upsertSearchAttributes } from '@temporalio/workflow';
 import { blobMarker, FINAL_STATUSES, firstStopUpdate, initialStop, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type BeginRequestResult, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
 import * as acts from './proxies.js';
 import { StoredConversation, streamedSoFar } from './stored-conversation.js';
 import { notifySession } from './session-notify.js';
 import { completedMessage, endEvents, nextStep, offerTools, outputMessages, Tally, toAgentError, toolOutputsRefusal, type LegEnd } from './agent-loop.js';
+import { whenVersioned } from './versioning.js';
 
 /** How long the caller has to submit tool outputs (contract section 3.1). */
 export const TOOL_CONTEXT_LIFETIME = '5 minutes';
@@ -168,3 +169,7 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
   }
   return finish();
 }
+
+// Worker Versioning (DESIGN section 10): a request finishes on the build that started it; its
+// code may change freely between builds, and an old build keeps polling until its runs drain.
+setWorkflowOptions(whenVersioned('PINNED'), agentRequestWorkflow);

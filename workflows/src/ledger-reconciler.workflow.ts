@@ -1,5 +1,6 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { ReconcilerActivities, ReconcilerReport } from '#libs/contracts';
+import { whenVersioned } from './versioning.js';
 
 const { reconcile } = proxyActivities<ReconcilerActivities>({
   startToCloseTimeout: '2 minutes',
@@ -15,3 +16,6 @@ const { reconcile } = proxyActivities<ReconcilerActivities>({
 export async function ledgerReconcilerWorkflow(input: { readonly graceSeconds?: number } = {}): Promise<ReconcilerReport> {
   return reconcile({ graceSeconds: input.graceSeconds ?? 60 });
 }
+
+// Worker Versioning: moves to the current build at its next workflow task (changes behind patched()).
+setWorkflowOptions(whenVersioned('AUTO_UPGRADE'), ledgerReconcilerWorkflow);

@@ -6,6 +6,7 @@ import {
   log,
   proxyLocalActivities,
   setHandler,
+  setWorkflowOptions,
   startChild,
   upsertSearchAttributes,
   workflowInfo,
@@ -32,6 +33,7 @@ import {
 import { appendExchange } from './proxies.js';
 import type { agentRequestWorkflow } from './agent-request.workflow.js';
 import { failedStop } from './agent-loop.js';
+import { whenVersioned } from './versioning.js';
 
 /** Continue as new after this many history events (well below Temporal's limits; a message costs
  * about twenty), unless the input says otherwise or the server suggests it earlier. */
@@ -260,3 +262,7 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   await condition(allHandlersFinished);
   return view();
 }
+
+// Worker Versioning (DESIGN section 10): a session lives for hours and moves to the current build
+// at its next workflow task, so its code changes only behind patched() (docs/decisions.md).
+setWorkflowOptions(whenVersioned('AUTO_UPGRADE'), sessionWorkflow);

@@ -1,6 +1,7 @@
-import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, proxyActivities, setWorkflowOptions } from '@temporalio/workflow';
 import type { WebhookActivities, WebhookDeliveryInput, WebhookDeliveryResult } from '#libs/contracts';
 import { WEBHOOK_PERMANENT_FAILURES } from '#libs/contracts';
+import { whenVersioned } from './versioning.js';
 
 const { markWebhookFailed } = proxyActivities<WebhookActivities>({
   startToCloseTimeout: '30 seconds',
@@ -34,3 +35,7 @@ export async function webhookDeliveryWorkflow(input: WebhookDeliveryInput): Prom
     return { deliveryId: input.deliveryId, status: 'failed' };
   }
 }
+
+// Worker Versioning: a delivery retried for 24 hours moves to the current build at its next
+// workflow task, so its code changes only behind patched().
+setWorkflowOptions(whenVersioned('AUTO_UPGRADE'), webhookDeliveryWorkflow);

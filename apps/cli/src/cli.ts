@@ -9,6 +9,7 @@ import type { ApiKeyEntity, ProjectEntity } from '#libs/persistence';
 import { PROJECTION_NAMES } from '../../projector/src/projections/names.js';
 import type { RebuildSource } from '../../projector/src/rebuild.js';
 import { addConsoleCommands } from './console.commands.js';
+import { addDeployCommands } from './deploy.commands.js';
 import { addMcpCommands } from './mcp.commands.js';
 import { CliRefusal } from './refusal.js';
 import { addWebhookCommands } from './webhook.commands.js';
@@ -331,6 +332,8 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
           signIn,
       );
     });
+
+  addDeployCommands(program, { appConfig, print, jsonOption });
 
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -1,9 +1,9 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { APP_CONFIG, requireTemporalAddress, temporalConnectionOptions, type AppConfig } from '#libs/config';
+import { APP_CONFIG, ConfigError, requireTemporalAddress, temporalConnectionOptions, type AppConfig } from '#libs/config';
 import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities, WebhookActivities } from '#libs/contracts';
 import { temporalWorkerTracing, withActivityLogContext } from '#libs/observability';
-import { payloadDataConverter, TemporalClientService } from '#libs/temporal';
+import { payloadDataConverter, promoteBuild, TemporalClientService } from '#libs/temporal';
 import { BeginRequestActivity } from './activities/begin-request.activity.js';
 import { BuiltinToolActivities } from './activities/builtin-tools.activity.js';
 import { ConversationActivityHandlers } from './activities/conversation.activity.js';
@@ -14,7 +14,7 @@ import { RequestEventsActivities } from './activities/request-events.activity.js
 import { SessionEventsActivities } from './activities/session.activity.js';
 import { WebhookDeliveryActivities } from './activities/webhook-delivery.activity.js';
 import { ensureReconcilerSchedule } from './reconciler-schedule.js';
-import { workflowBundleOptions } from './workflow-bundle.js';
+import { builtBuildId, workflowBundleOptions } from './workflow-bundle.js';
 import { withWorkflowPromiseHooks } from './workflow-promise-hooks.js';
 import { callWorkflowsWithoutWatchdog } from './workflow-vm-calls.js';
 
@@ -66,11 +66,47 @@ export function webhookActivities(app: INestApplicationContext): WebhookActiviti
   return { deliverWebhook: webhooks.deliverWebhook, markWebhookFailed: webhooks.markWebhookFailed };
 }
 
+/** The build a versioned worker polls as: one Worker Deployment Version of the deployment named
+ * after its task queue (DESIGN section 10, docs/operations.md "Deploying"). */
+export interface WorkerBuild {
+  readonly deploymentName: string;
+  readonly buildId: string;
+}
+
+/** This worker's build, or undefined when Worker Versioning is off (TEMPORAL_WORKER_VERSIONING=false). */
+export function workerBuild(config: AppConfig): WorkerBuild | undefined {
+  const { versioning, taskQueue } = config.temporal;
+  if (!versioning.enabled) return undefined;
+  const buildId = versioning.buildId ?? builtBuildId();
+  if (!buildId) throw new ConfigError(['TEMPORAL_BUILD_ID is required when there is no build (dist/workflows/build-id, written by `npm run build`) and TEMPORAL_WORKER_VERSIONING is not false']);
+  // Temporal's version strings join the two with '.' or ':'.
+  if (/[.:]/.test(taskQueue)) throw new ConfigError([`TEMPORAL_TASK_QUEUE names the worker deployment and may not contain '.' or ':' while TEMPORAL_WORKER_VERSIONING is on, got "${taskQueue}"`]);
+  return { deploymentName: taskQueue, buildId };
+}
+
+/**
+ * After the worker's first poll has registered its build: makes it the deployment's current
+ * build if TEMPORAL_DEPLOYMENT_PROMOTE says so (`on-start`), or if the deployment has none yet (a
+ * first start: a fresh machine, a test's own task queue). A versioned build that is not current
+ * gets only the runs pinned to it; an operator promotes it (`mas deploy promote`).
+ */
+export async function becomeCurrentIfDue(app: INestApplicationContext, build: WorkerBuild): Promise<{ current: string | undefined; promoted: boolean }> {
+  const config = app.get<AppConfig>(APP_CONFIG);
+  const { connection } = app.get(TemporalClientService);
+  if (!connection) throw new ConfigError(['TEMPORAL_ADDRESS is required but not set']);
+  const identity = `worker ${build.buildId} (${process.pid})`;
+  return promoteBuild(connection.workflowService, config.temporal.namespace, build.deploymentName, build.buildId, { identity, onlyIfNone: config.temporal.versioning.promote === 'if-none' });
+}
+
 /** The Temporal worker of the agent task queue (and the reconciler's schedule on it).
  * `workflowInterceptorModules` go into the workflow bundle (tests: a worker whose workflow code
  * differs from the one that started a run, as after a deploy). */
-export async function createAgentWorker(app: INestApplicationContext, options: { workflowInterceptorModules?: readonly string[] } = {}): Promise<{ worker: Worker; connection: NativeConnection }> {
+export async function createAgentWorker(
+  app: INestApplicationContext,
+  options: { workflowInterceptorModules?: readonly string[] } = {},
+): Promise<{ worker: Worker; connection: NativeConnection; build: WorkerBuild | undefined }> {
   const config = app.get<AppConfig>(APP_CONFIG);
+  const build = workerBuild(config);
   const connection = await NativeConnection.connect({ address: requireTemporalAddress(config), ...temporalConnectionOptions(config.engines.temporal) });
   // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
   const traced = temporalWorkerTracing();
@@ -99,11 +135,15 @@ export async function createAgentWorker(app: INestApplicationContext, options: {
       // workflow task of a request about 5 ms shorter (docs/performance.md). There is no limit on
       // one activation's run time in this mode (docs/decisions.md says what that means).
       debugMode: true,
+      // Worker Versioning: agentRequestWorkflow is pinned to the build that started it; the others
+      // move to the current build at their next workflow task (each workflow declares which, with
+      // setWorkflowOptions; a workflow that does not falls back to AUTO_UPGRADE).
+      ...(build ? { workerDeploymentOptions: { version: build, useWorkerVersioning: true, defaultVersioningBehavior: 'AUTO_UPGRADE' as const } } : {}),
       // Payloads (inputs, results, updates, signals) encrypted outside the workflow sandbox.
       dataConverter: payloadDataConverter(config),
       ...tracing,
     }),
   );
   await ensureReconcilerSchedule(app.get(TemporalClientService).client!, config);
-  return { worker, connection };
+  return { worker, connection, build };
 }

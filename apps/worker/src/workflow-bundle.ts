@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { BundleOptions } from '@temporalio/worker';
@@ -27,6 +27,14 @@ export function workflowBundleOptions(options: { withInterceptorModules?: boolea
   if (!options.withInterceptorModules && existsSync(prebuilt) && (!fromSource || statSync(prebuilt).mtimeMs >= newestSourceMs())) return { workflowBundle: { codePath: prebuilt } };
   const workflowsPath = fileURLToPath(new URL(`../../../workflows/src/index.${fromSource ? 'ts' : 'js'}`, import.meta.url));
   return { workflowsPath, bundlerOptions: fromSource ? sourceBundlerOptions() : {} };
+}
+
+/** The build id `npm run build` wrote beside its workflow bundle (scripts/bundle-workflows.mjs:
+ * package version + commit), or undefined when there is no build. */
+export function builtBuildId(): string | undefined {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const file = fileURLToPath(new URL(fromSource ? '../../../dist/workflows/build-id' : '../../../workflows/build-id', import.meta.url));
+  return existsSync(file) ? readFileSync(file, 'utf8').trim() || undefined : undefined;
 }
 
 /** The latest change to the sources the workflow bundle is made of (the workflows, the contracts

@@ -26,8 +26,10 @@ describe('loadConfig', () => {
     expect(config.port).toBe(3000);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
     expect(config.kafkaBrokers).toEqual(['127.0.0.1:19092', '127.0.0.2:19092']);
-    expect(config.temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'mas-agent', uiUrl: undefined, pickupTimeoutMs: 10000, workflowStackTraces: false });
+    expect(config.temporal).toEqual({ address: '127.0.0.1:7233', namespace: 'default', taskQueue: 'mas-agent', uiUrl: undefined, pickupTimeoutMs: 10000, workflowStackTraces: false, versioning: { enabled: true, buildId: undefined, promote: 'if-none' } });
     expect(loadConfig({ ...valid, WORKFLOW_STACK_TRACES: 'true' }).temporal.workflowStackTraces).toBe(true);
+    expect(loadConfig({ ...valid, TEMPORAL_WORKER_VERSIONING: 'false', TEMPORAL_BUILD_ID: '0.2.0+abc', TEMPORAL_DEPLOYMENT_PROMOTE: 'on-start' }).temporal.versioning).toEqual({ enabled: false, buildId: '0.2.0+abc', promote: 'on-start' });
+    expect(problemsOf({ ...valid, TEMPORAL_WORKER_VERSIONING: 'no', TEMPORAL_DEPLOYMENT_PROMOTE: 'always' })).toEqual([expect.stringContaining('TEMPORAL_WORKER_VERSIONING'), expect.stringContaining('TEMPORAL_DEPLOYMENT_PROMOTE')]);
     expect(problemsOf({ ...valid, WORKFLOW_STACK_TRACES: 'yes' })).toEqual(['WORKFLOW_STACK_TRACES must be true or false, got "yes"']);
     expect(config.runs).toEqual({ maxInFlight: 64, maxWaitMs: 5000 });
     expect(config.masterKey).toHaveLength(32);

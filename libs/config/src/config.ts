@@ -45,6 +45,19 @@ export interface AppConfig {
      * UI shows for a running workflow (WORKFLOW_STACK_TRACES, off: it costs a sixth of the
      * worker's main thread under load, docs/operations.md). */
     readonly workflowStackTraces: boolean;
+    /** Worker Versioning (docs/operations.md, "Deploying"): the worker polls as one build of the
+     * worker deployment named after its task queue. */
+    readonly versioning: {
+      /** TEMPORAL_WORKER_VERSIONING (true): false for a server without worker deployments; the
+       * worker then polls unversioned and a deploy must drain the task queue first. */
+      readonly enabled: boolean;
+      /** TEMPORAL_BUILD_ID: unset, the build's own (package version + commit, written by `npm run build`). */
+      readonly buildId: string | undefined;
+      /** TEMPORAL_DEPLOYMENT_PROMOTE: `if-none` (default) makes this build current only when the
+       * deployment has no current build yet (a first start); `on-start` makes it current whenever
+       * it starts (`npm start`); otherwise an operator promotes it (`mas deploy promote`). */
+      readonly promote: 'if-none' | 'on-start';
+    };
   };
   /** Runs one api process has waiting for their first stop at once (API_MAX_RUNS_IN_FLIGHT); past
    * that a new run waits up to API_RUN_WAIT_MS for a turn, then gets 503 service_unavailable. */
@@ -338,6 +351,11 @@ export function loadConfig(env: Env): AppConfig {
       uiUrl: r.optional('TEMPORAL_UI_URL'),
       pickupTimeoutMs: r.positiveInt('AGENT_PICKUP_TIMEOUT_MS', 10_000),
       workflowStackTraces: r.flag('WORKFLOW_STACK_TRACES'),
+      versioning: {
+        enabled: r.oneOf('TEMPORAL_WORKER_VERSIONING', ['true', 'false'] as const) !== 'false',
+        buildId: r.optional('TEMPORAL_BUILD_ID'),
+        promote: r.oneOf('TEMPORAL_DEPLOYMENT_PROMOTE', ['if-none', 'on-start'] as const) ?? 'if-none',
+      },
     },
     runs: { maxInFlight: r.positiveInt('API_MAX_RUNS_IN_FLIGHT', 64), maxWaitMs: r.positiveInt('API_RUN_WAIT_MS', 5_000) },
     masterKey: r.secret('MAS_MASTER_KEY', 32),

@@ -11,3 +11,4 @@ export {
 } from './payload-codec.js';
 export { clearTaskQueue } from './task-queue-leftovers.js';
 export { historyFromJson, historyToJson } from './history-json.js';
+export { describeDeployment, promoteBuild, waitForBuild, type DeploymentBuild, type DeploymentState } from './worker-deployment.js';
