@@ -214,21 +214,31 @@ describe('agentRequestWorkflow', () => {
     expect(ledger.settled).toEqual([1]);
   });
 
-  it('runs nothing and reserves nothing when its first task starts after the api stopped waiting', async () => {
+  it('gives admission the pickup deadline, which refuses a request first taken up after it: nothing runs, a failed stop is recorded', async () => {
     const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
+    const deadlines: (number | undefined)[] = [];
     let admitted = 0;
+    // libs/metering's admit refuses a request not admitted by its deadline (metering.int-spec.ts).
+    const admit = async (input: { acceptBy?: number }) => {
+      deadlines.push(input.acceptBy);
+      if (input.acceptBy !== undefined && Date.now() > input.acceptBy) return { ok: false as const, error: { code: 'compute_unavailable' as const, message: 'No agent worker took the request up in time.' }, balance: 100, requestsUsed: 0 };
+      admitted += 1;
+      return { ok: true as const, balance: 94, requestsUsed: 1 };
+    };
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
       workflowsPath,
       bundlerOptions: sourceBundlerOptions(),
-      activities: { ...fakeActivities(ledger), beginRequest: conversations.beginRequest(async () => ((admitted += 1), { ok: true as const, balance: 94, requestsUsed: 1 })) },
+      activities: { ...fakeActivities(ledger), beginRequest: conversations.beginRequest(admit) },
     });
+    const acceptBy = Date.now() - 1;
     await worker.runUntil(async () => {
-      const { first } = await start('hello', { acceptBy: Date.now() - 1 });
+      const { first } = await start('hello', { acceptBy });
       expect(first).toMatchObject({ status: 'failed', error: { code: 'compute_unavailable' }, creditsThisRequest: 0 });
     });
     expect(admitted).toBe(0);
+    expect(new Set(deadlines)).toEqual(new Set([acceptBy]));
     // Local activities run at least once: what counts is that only a failed first stop was recorded.
     expect(new Set(ledger.stops)).toEqual(new Set(['1:failed']));
   });
