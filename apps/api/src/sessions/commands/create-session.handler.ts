@@ -6,8 +6,8 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { SEARCH_ATTRIBUTES, ServiceError, SESSION_LIMITS, sessionWorkflowId, type SessionWorkflowInput } from '#libs/contracts';
 import { addLogContext } from '#libs/observability';
 import { TemporalClientService } from '#libs/temporal';
-import { IdempotencyKeys, type StoredAnswer } from '../../agent/idempotency.js';
-import { fromTemporalError } from '../../agent/temporal-errors.js';
+import { IdempotencyKeys, type StoredAnswer } from '../../runs/idempotency.js';
+import { fromTemporalError, requireTemporal } from '../../runs/temporal-errors.js';
 import { withinPickup } from '../session-temporal.js';
 import type { SessionRecord } from '#libs/resources';
 import { SessionsRepository } from '../sessions.repository.js';
@@ -28,9 +28,7 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
     if (project.plan === 'free' || !project.creditsPurchased) {
       throw new ServiceError('plan_restricted', 'Sessions are available only to accounts that have purchased credits. Purchase credits to start a session.');
     }
-    const client = this.temporal.client;
-    const connection = this.temporal.connection;
-    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const { client, connection } = requireTemporal(this.temporal);
 
     // With a key, the session's id is the claim's request id: every attempt creates the same session.
     const claim = idempotency ? await this.idempotency.claim(project.id, idempotency.key, 'POST /v1/sessions', idempotency.body) : undefined;
