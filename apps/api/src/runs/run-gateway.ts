@@ -87,9 +87,10 @@ export class RunGateway {
   }
 
   /**
-   * The overload gate: the run starts once this api has room for it (it waits its turn, or gets
-   * 503 service_unavailable with Retry-After before anything starts), and the room is freed when
-   * the run's first stop is known.
+   * The overload gate for every path that makes a run go on in this api (a new agent request, a
+   * session message, a tool-output continuation): the call starts once this api has room for it
+   * (it waits its turn, or gets 503 service_unavailable with Retry-After before anything starts),
+   * and the room is freed when the run's next stop is known.
    */
   async gated<T extends StartedRun>(start: () => Promise<T>): Promise<T> {
     const release = await this.gate.enter(() => atCapacity(this.config.runs.maxWaitMs));
@@ -101,6 +102,16 @@ export class RunGateway {
     } catch (e) {
       release();
       throw e;
+    }
+  }
+
+  /** `call` (which waits for a run's next stop) within the overload gate; see gated. */
+  async gatedStop(call: () => Promise<AgentStop>): Promise<AgentStop> {
+    const release = await this.gate.enter(() => atCapacity(this.config.runs.maxWaitMs));
+    try {
+      return await call();
+    } finally {
+      release();
     }
   }
 

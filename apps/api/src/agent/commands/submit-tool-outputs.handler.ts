@@ -42,7 +42,9 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
   async execute(command: SubmitToolOutputsCommand): Promise<AgentStop> {
     requireToolOutputsTarget(this.config, command.requestId, command.body);
     const temporal = this.runs.temporal();
-    return this.submit(temporal, command);
+    // The run goes on with these outputs and this api waits for its next stop: within the
+    // overload gate, like a new run (503 with Retry-After before anything is delivered).
+    return this.runs.gatedStop(() => this.submit(temporal, command));
   }
 
   private async submit({ client, connection }: ConfiguredTemporal, { principal, requestId, body, bodyHash }: SubmitToolOutputsCommand): Promise<AgentStop> {

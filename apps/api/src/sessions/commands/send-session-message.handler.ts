@@ -59,7 +59,9 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
     addLogContext({ request_id: requestId });
     const duplicate = claim !== undefined && !claim.first;
     try {
-      const run = await this.send(temporal, command, requestId, duplicate);
+      // The message is a run: within the overload gate, like a request to POST /v1/agent (503 with
+      // Retry-After before anything is sent to the session).
+      const run = await this.runs.gated(() => this.send(temporal, command, requestId, duplicate));
       return { kind: 'accepted', requestId, ...(claim ? { claim } : {}), duplicate, firstStop: run.firstStop };
     } catch (e) {
       throw withRequestId(e, requestId);
