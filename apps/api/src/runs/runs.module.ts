@@ -12,8 +12,9 @@ import { GetAgentRequestHandler } from './queries/get-agent-request.handler.js';
 import { RunGate } from './run-gate.js';
 import { RunGateway } from './run-gateway.js';
 
-/** The run gateway (run-gateway.ts) and what it shares with the endpoints over it (agent/,
- * sessions/): the Idempotency-Keys, the one RunGate of this api process, a request's read. */
+/** The run gateway (run-gateway.ts), with the one RunGate of this api process and the
+ * Idempotency-Keys behind it, and what the endpoints over it (agent/, sessions/) also read: a
+ * request's state (GetAgentRequestQuery, RequestReadModel) and the SSE responder. */
 @Module({
   imports: [CqrsModule, PersistenceModule, EventsModule, TemporalClientModule, SseModule],
   providers: [
@@ -23,6 +24,6 @@ import { RunGateway } from './run-gateway.js';
     GetAgentRequestHandler,
     RequestReadModel,
   ],
-  exports: [RunGateway, IdempotencyKeys, RequestReadModel, SseModule],
+  exports: [RunGateway, RequestReadModel, SseModule],
 })
 export class RunsModule {}

@@ -6,7 +6,8 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { SEARCH_ATTRIBUTES, ServiceError, SESSION_LIMITS, sessionWorkflowId, type SessionWorkflowInput } from '#libs/contracts';
 import { addLogContext } from '#libs/observability';
 import { TemporalClientService } from '#libs/temporal';
-import { IdempotencyKeys, type StoredAnswer } from '../../runs/idempotency.js';
+import type { StoredAnswer } from '../../runs/idempotency.js';
+import { RunGateway } from '../../runs/run-gateway.js';
 import { fromTemporalError, requireTemporal } from '../../runs/temporal-errors.js';
 import { withinPickup } from '../session-temporal.js';
 import type { SessionRecord } from '#libs/resources';
@@ -19,7 +20,7 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly temporal: TemporalClientService,
     private readonly sessions: SessionsRepository,
-    private readonly idempotency: IdempotencyKeys,
+    private readonly runs: RunGateway,
   ) {}
 
   async execute({ principal, idempotency }: CreateSessionCommand): Promise<CreateSessionOutcome> {
@@ -31,9 +32,9 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
     const { client, connection } = requireTemporal(this.temporal);
 
     // With a key, the session's id is the claim's request id: every attempt creates the same session.
-    const claim = idempotency ? await this.idempotency.claim(project.id, idempotency.key, 'POST /v1/sessions', idempotency.body) : undefined;
+    const claim = await this.runs.claim(principal, idempotency?.key, 'POST /v1/sessions', idempotency?.body);
     if (claim?.answer) return { kind: 'replay', answer: claim.answer };
-    const save = async (answer: StoredAnswer): Promise<StoredAnswer> => (claim ? this.idempotency.save(claim, answer) : answer);
+    const save = (answer: StoredAnswer): Promise<StoredAnswer> => this.runs.save(claim, answer);
 
     const now = Date.now();
     const idleTimeoutMs = this.config.sessions.idleTimeoutMs;
