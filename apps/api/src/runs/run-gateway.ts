@@ -6,6 +6,7 @@ import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { agentRequestWorkflowId, firstStopUpdate, SEARCH_ATTRIBUTES, ServiceError, type AgentRequestInput, type AgentStop } from '#libs/contracts';
 import { BlobStore, FileStore } from '#libs/persistence';
+import type { AgentResponse } from '#libs/resources';
 import { TemporalClientService } from '#libs/temporal';
 import { SseResponder } from '../streaming/sse-responder.js';
 import type { AgentRequestBody } from './agent-request.validation.js';
@@ -203,7 +204,7 @@ export class RunGateway {
   }
 
   /** A stop as the contract's AgentResponse (GET, cancel): see renderResponse. */
-  render(stop: AgentStop, principal: Principal, startedAt: number) {
+  render(stop: AgentStop, principal: Principal, startedAt: number): Promise<AgentResponse> {
     return renderResponse(stop, { config: this.config, files: this.files, principal, startedAt });
   }
 
