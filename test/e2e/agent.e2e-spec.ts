@@ -1,17 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { AesGcmPayloadCodec } from '#libs/temporal';
 import { agentRequestWorkflowId } from '#libs/contracts';
-import { startApi, type RunningApi } from '../support/api.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
+import { e2eStack } from '../support/e2e-stack.js';
 import { request } from '../support/http.js';
 import { connectTemporal, historyText } from '../support/temporal.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
 
-const config = testConfig();
-// Each test file has its own task queue, so no other worker (e.g. a running `npm start`) takes its requests.
-const env = { TEMPORAL_TASK_QUEUE: `e2e-agent-${randomUUID()}` };
 
 const weatherTool = {
   name: 'get_weather',
@@ -20,27 +13,11 @@ const weatherTool = {
 };
 
 describe('POST /v1/agent', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
-  let models: ModelServer;
-
-  beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    models = await startModelServer();
-    worker = await startWorker(env);
-    api = await startApi(env);
-  });
-  afterAll(async () => {
-    await api.close();
-    await worker.close();
-    await models.close();
-    await fixtures.close();
-  });
+  const stack = e2eStack({ name: 'agent' });
 
   it('answers a one-shot request with every AgentResponse field and the headers', async () => {
-    const { project, auth } = await fixtures.project({ credits: 10 });
-    const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Hello there' } });
+    const { project, auth } = await stack.fixtures.project({ credits: 10 });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Hello there' } });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       id: expect.stringMatching(/^[0-9a-f-]{36}$/),
@@ -51,7 +28,7 @@ describe('POST /v1/agent', () => {
       files: [],
       usage: { credits_this_request: 1, credits_remaining: 9, tokens_used: expect.any(Number) },
       meta: { duration_ms: expect.any(Number), project_id: project.id, plan: 'pro' },
-      _compute_instance: `default/${env.TEMPORAL_TASK_QUEUE}`,
+      _compute_instance: `default/${stack.env.TEMPORAL_TASK_QUEUE}`,
     });
     expect(res.body.usage.tokens_used).toBeGreaterThan(0);
     expect(res.headers.get('x-request-id')).toBe(res.body.id);
@@ -59,14 +36,14 @@ describe('POST /v1/agent', () => {
     expect(res.headers.get('x-ratelimit-remaining')).toBe('49999');
     expect(Number(res.headers.get('x-ratelimit-reset'))).toBeGreaterThan(Date.now() / 1000);
 
-    const read = await request(api.url, 'GET', `/v1/agent/${res.body.id}`, { headers: auth });
+    const read = await request(stack.api.url, 'GET', `/v1/agent/${res.body.id}`, { headers: auth });
     expect(read.status).toBe(200);
     expect(read.body).toMatchObject({ id: res.body.id, status: 'completed', message: 'You said: "Hello there"' });
   });
 
   it('pauses for custom tools, resumes with their outputs, and charges only the first leg', async () => {
-    const { auth } = await fixtures.project({ credits: 10 });
-    const first = await request(api.url, 'POST', '/v1/agent', {
+    const { auth } = await stack.fixtures.project({ credits: 10 });
+    const first = await request(stack.api.url, 'POST', '/v1/agent', {
       headers: auth,
       body: { message: 'What is the weather? use get_weather {"city":"Oslo"}', tools: [weatherTool] },
     });
@@ -81,7 +58,7 @@ describe('POST /v1/agent', () => {
     expect(first.body.message).toBeUndefined();
     const call = first.body.tool_calls[0];
 
-    const second = await request(api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
+    const second = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
       headers: auth,
       body: { tool_outputs: [{ tool_call_id: call.id, output: 'Sunny, 21 C' }], _compute_instance: first.body._compute_instance },
     });
@@ -95,7 +72,7 @@ describe('POST /v1/agent', () => {
     expect(second.headers.get('x-request-id')).toBe(first.body.id);
 
     // The context is gone once the request finished.
-    const again = await request(api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
+    const again = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
       headers: auth,
       body: { tool_outputs: [{ tool_call_id: call.id, output: 'x' }], _compute_instance: first.body._compute_instance },
     });
@@ -104,52 +81,52 @@ describe('POST /v1/agent', () => {
   });
 
   it('calls an OpenAI-compatible server with the project key, through a tool round trip', async () => {
-    const { auth } = await fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-openai-secret-1' } });
-    models.reply({ toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] }, { content: 'It is sunny in Paris.' });
-    const first = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Weather in Paris?', tools: [weatherTool] } });
+    const { auth } = await stack.fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-openai-secret-1' } });
+    stack.models.reply({ toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] }, { content: 'It is sunny in Paris.' });
+    const first = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Weather in Paris?', tools: [weatherTool] } });
     expect(first.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] });
-    const second = await request(api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
+    const second = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
       headers: auth,
       body: { tool_outputs: [{ tool_call_id: first.body.tool_calls[0].id, output: '{"sky":"clear"}' }], _compute_instance: first.body._compute_instance },
     });
     expect(second.body).toMatchObject({ status: 'completed', message: 'It is sunny in Paris.' });
-    const calls = models.requests.filter((r) => r.path.endsWith('/chat/completions')).slice(-2);
+    const calls = stack.models.requests.filter((r) => r.path.endsWith('/chat/completions')).slice(-2);
     expect(calls[0]?.headers.authorization).toBe('Bearer sk-openai-secret-1');
     expect(calls[1]?.body.messages.at(-1)).toMatchObject({ role: 'tool', content: '{"sky":"clear"}' });
   });
 
   it('calls an Anthropic server', async () => {
-    const { auth } = await fixtures.project({ model: { provider: 'anthropic', model: 'claude-test', baseUrl: models.origin, apiKey: 'sk-ant-secret-2' } });
-    models.reply({ content: 'Bonjour from Anthropic.' });
-    const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Say hello' } });
+    const { auth } = await stack.fixtures.project({ model: { provider: 'anthropic', model: 'claude-test', baseUrl: stack.models.origin, apiKey: 'sk-ant-secret-2' } });
+    stack.models.reply({ content: 'Bonjour from Anthropic.' });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Say hello' } });
     expect(res.body).toMatchObject({ status: 'completed', message: 'Bonjour from Anthropic.' });
-    expect(models.requests.at(-1)?.headers['x-api-key']).toBe('sk-ant-secret-2');
+    expect(stack.models.requests.at(-1)?.headers['x-api-key']).toBe('sk-ant-secret-2');
   });
 
   it('reports a rejected model key as compute_error with the provider message and no key, charging nothing', async () => {
-    const { auth, project } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-wrong-key-3' } });
-    models.requireKey('sk-the-right-key');
+    const { auth, project } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-wrong-key-3' } });
+    stack.models.requireKey('sk-the-right-key');
     try {
-      const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } });
+      const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } });
       expect(res.status).toBe(502);
-      expect(res.body.error).toMatchObject({ code: 'compute_error', message: expect.stringContaining('401'), docs: `${config.publicBaseUrl}/docs/errors#compute_error` });
+      expect(res.body.error).toMatchObject({ code: 'compute_error', message: expect.stringContaining('401'), docs: `${stack.config.publicBaseUrl}/docs/errors#compute_error` });
       expect(JSON.stringify(res.body)).not.toContain('sk-wrong-key-3');
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     } finally {
-      models.requireKey(undefined);
+      stack.models.requireKey(undefined);
     }
   });
 
   it('keeps the model key and the API key out of the Temporal history', async () => {
-    const { auth, key } = await fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-model-key-never-logged' } });
-    models.reply({ content: 'done' });
-    const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello' } });
+    const { auth, key } = await stack.fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-model-key-never-logged' } });
+    stack.models.reply({ content: 'done' });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello' } });
     expect(res.body.status).toBe('completed');
-    const { client, connection } = await connectTemporal(config);
+    const { client, connection } = await connectTemporal(stack.config);
     try {
       const history = await client.workflow.getHandle(agentRequestWorkflowId(res.body.id)).fetchHistory();
       // Payloads are encrypted in the history: search them as the codec decrypts them.
-      const text = JSON.stringify(history) + (await historyText(history, AesGcmPayloadCodec.fromConfig(config)));
+      const text = JSON.stringify(history) + (await historyText(history, AesGcmPayloadCodec.fromConfig(stack.config)));
       expect(text).toContain('hello');
       expect(text).not.toContain('sk-model-key-never-logged');
       expect(text).not.toContain(key);
@@ -160,19 +137,19 @@ describe('POST /v1/agent', () => {
   });
 
   it('returns the first response for a repeated Idempotency-Key with the same body, 409 for another body', async () => {
-    const { auth } = await fixtures.project({ credits: 10 });
+    const { auth } = await stack.fixtures.project({ credits: 10 });
     const headers = { ...auth, 'idempotency-key': `order-${randomUUID()}` };
-    const first = await request(api.url, 'POST', '/v1/agent', { headers, body: { message: 'charge me once', capabilities: ['chat'] } });
+    const first = await request(stack.api.url, 'POST', '/v1/agent', { headers, body: { message: 'charge me once', capabilities: ['chat'] } });
     expect(first.status).toBe(200);
     // The same parsed body (keys in another order) is the same request.
-    const again = await request(api.url, 'POST', '/v1/agent', { headers, body: { capabilities: ['chat'], message: 'charge me once' } });
+    const again = await request(stack.api.url, 'POST', '/v1/agent', { headers, body: { capabilities: ['chat'], message: 'charge me once' } });
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect(again.headers.get('x-request-id')).toBe(first.body.id);
-    expect((await fixtures.accounts.findProject(first.body.meta.project_id)).creditBalance).toBe(9);
+    expect((await stack.fixtures.accounts.findProject(first.body.meta.project_id)).creditBalance).toBe(9);
 
-    const conflict = await request(api.url, 'POST', '/v1/agent', { headers, body: { message: 'something else' } });
+    const conflict = await request(stack.api.url, 'POST', '/v1/agent', { headers, body: { message: 'something else' } });
     expect(conflict.status).toBe(409);
-    expect(conflict.body.error).toEqual({ code: 'idempotency_conflict', message: expect.stringContaining('different request body'), docs: `${config.publicBaseUrl}/docs/errors#idempotency_conflict` });
+    expect(conflict.body.error).toEqual({ code: 'idempotency_conflict', message: expect.stringContaining('different request body'), docs: `${stack.config.publicBaseUrl}/docs/errors#idempotency_conflict` });
   });
 });

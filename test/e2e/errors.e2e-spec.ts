@@ -1,14 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { ErrorCode } from '#libs/contracts';
-import { startApi, type RunningApi } from '../support/api.js';
+import { startApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
+import { e2eStack } from '../support/e2e-stack.js';
 import { request, type JsonResponse } from '../support/http.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
 
 // Every error code of the contract and of DESIGN.md section 7, provoked over HTTP.
 const config = testConfig();
-const env = { TEMPORAL_TASK_QUEUE: `e2e-errors-${randomUUID()}` };
 
 function expectError(res: JsonResponse, status: number, code: ErrorCode, message?: RegExp | string): void {
   expect({ status: res.status, code: res.body?.error?.code }).toEqual({ status, code });
@@ -29,27 +27,17 @@ const tool = (overrides: Record<string, unknown> = {}) => ({
 });
 
 describe('contract errors over HTTP', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
+  const stack = e2eStack({ name: 'errors' });
   let auth: { authorization: string };
 
   beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    worker = await startWorker(env);
-    api = await startApi(env);
-    ({ auth } = await fixtures.project({ credits: 1000 }));
-  });
-  afterAll(async () => {
-    await api.close();
-    await worker.close();
-    await fixtures.close();
+    ({ auth } = await stack.fixtures.project({ credits: 1000 }));
   });
 
-  const post = (path: string, body: unknown, headers: Record<string, string> = auth) => request(api.url, 'POST', path, { headers, body });
+  const post = (path: string, body: unknown, headers: Record<string, string> = auth) => request(stack.api.url, 'POST', path, { headers, body });
 
   it('serves the page every docs link points into', async () => {
-    const res = await request(api.url, 'GET', '/docs/errors');
+    const res = await request(stack.api.url, 'GET', '/docs/errors');
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/html');
     for (const code of ['invalid_api_key', 'context_expired', 'session_expired', 'stream_not_supported']) {
@@ -68,11 +56,11 @@ describe('contract errors over HTTP', () => {
     });
 
     it('for a revoked key, from the very next request', async () => {
-      const { key, project } = await fixtures.project();
+      const { key, project } = await stack.fixtures.project();
       const headers = { authorization: `bearer ${key}` };
       expect((await post('/v1/agent', { message: 'hi' }, headers)).status).toBe(200);
-      const [record] = await fixtures.accounts.listApiKeys(project.id);
-      await fixtures.accounts.revokeApiKey(record!.id);
+      const [record] = await stack.fixtures.accounts.listApiKeys(project.id);
+      await stack.fixtures.accounts.revokeApiKey(record!.id);
       expectError(await post('/v1/agent', { message: 'hi' }, headers), 401, 'invalid_api_key');
     });
   });
@@ -142,28 +130,28 @@ describe('contract errors over HTTP', () => {
 
   describe('403', () => {
     it('capability_not_enabled names the capabilities', async () => {
-      const { auth: a } = await fixtures.project({ capabilities: ['chat', 'documents'] });
+      const { auth: a } = await stack.fixtures.project({ capabilities: ['chat', 'documents'] });
       expectError(await post('/v1/agent', { message: 'hi', capabilities: ['chat', 'code', 'data'] }, a), 403, 'capability_not_enabled', 'Capabilities not enabled on this project: code, data.');
     });
 
     it('plan_restricted before capability_not_enabled', async () => {
-      const { auth: a } = await fixtures.project({ plan: 'free' });
+      const { auth: a } = await stack.fixtures.project({ plan: 'free' });
       expectError(await post('/v1/agent', { message: 'hi', capabilities: ['research'] }, a), 403, 'plan_restricted', /free plan does not include: research/);
     });
   });
 
   describe('402 and 429', () => {
     it('insufficient_credits runs nothing and charges nothing', async () => {
-      const { auth: a, project } = await fixtures.project({ credits: 0 });
+      const { auth: a, project } = await stack.fixtures.project({ credits: 0 });
       expectError(await post('/v1/agent', { message: 'hi' }, a), 402, 'insufficient_credits');
-      const after = await fixtures.accounts.findProject(project.id);
+      const after = await stack.fixtures.accounts.findProject(project.id);
       expect(after.creditBalance).toBe(0);
     });
 
     it('quota_exceeded names the quota', async () => {
-      const small = await startApi({ ...env, MAS_PLANS: '{"starter":{"monthlyQuota":1,"capabilities":["chat"]}}' });
+      const small = await startApi({ ...stack.env, MAS_PLANS: '{"starter":{"monthlyQuota":1,"capabilities":["chat"]}}' });
       try {
-        const { auth: a } = await fixtures.project({ plan: 'starter', capabilities: ['chat'] });
+        const { auth: a } = await stack.fixtures.project({ plan: 'starter', capabilities: ['chat'] });
         expect((await request(small.url, 'POST', '/v1/agent', { headers: a, body: { message: 'one' } })).status).toBe(200);
         const res = await request(small.url, 'POST', '/v1/agent', { headers: a, body: { message: 'two' } });
         expectError(res, 429, 'quota_exceeded', /quota of 1 requests/);
@@ -174,12 +162,12 @@ describe('contract errors over HTTP', () => {
     });
 
     it('rate_limited on the 61st request within a minute, with Retry-After', async () => {
-      const { auth: a } = await fixtures.project();
+      const { auth: a } = await stack.fixtures.project();
       const id = randomUUID();
       for (let i = 0; i < 60; i++) {
-        expect((await request(api.url, 'GET', `/v1/agent/${id}`, { headers: a })).status).toBe(404);
+        expect((await request(stack.api.url, 'GET', `/v1/agent/${id}`, { headers: a })).status).toBe(404);
       }
-      const res = await request(api.url, 'GET', `/v1/agent/${id}`, { headers: a });
+      const res = await request(stack.api.url, 'GET', `/v1/agent/${id}`, { headers: a });
       expectError(res, 429, 'rate_limited', /60 requests/);
       expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
     });
@@ -204,7 +192,7 @@ describe('contract errors over HTTP', () => {
 
     it('invalid_tool_outputs for ids that are not the pending calls, recording nothing', async () => {
       expectError(await submit({ tool_outputs: [{ tool_call_id: 'call_other', output: 'b' }], _compute_instance: paused.instance }), 400, 'invalid_tool_outputs', /unknown tool_call_id: call_other/);
-      const state = await request(api.url, 'GET', `/v1/agent/${paused.id}`, { headers: auth });
+      const state = await request(stack.api.url, 'GET', `/v1/agent/${paused.id}`, { headers: auth });
       expect(state.body.status).toBe('requires_tool_outputs');
     });
 
@@ -216,27 +204,27 @@ describe('contract errors over HTTP', () => {
       const body = { tool_outputs: [{ tool_call_id: paused.callId, output: 'b' }], _compute_instance: paused.instance };
       expectError(await submit(body, randomUUID()), 404, 'context_expired');
       expectError(await submit(body, 'not-a-uuid'), 404, 'context_expired');
-      const other = await fixtures.project();
+      const other = await stack.fixtures.project();
       expectError(await submit(body, paused.id, other.auth), 404, 'context_expired');
       expectError(await submit({ ...body, _compute_instance: 'elsewhere/queue' }), 404, 'context_expired');
     });
   });
 
   it('request_not_found for an unknown request or another project\'s', async () => {
-    expectError(await request(api.url, 'GET', `/v1/agent/${randomUUID()}`, { headers: auth }), 404, 'request_not_found');
+    expectError(await request(stack.api.url, 'GET', `/v1/agent/${randomUUID()}`, { headers: auth }), 404, 'request_not_found');
     const mine = await post('/v1/agent', { message: 'hi' });
-    const other = await fixtures.project();
-    expectError(await request(api.url, 'GET', `/v1/agent/${mine.body.id}`, { headers: other.auth }), 404, 'request_not_found');
+    const other = await stack.fixtures.project();
+    expectError(await request(stack.api.url, 'GET', `/v1/agent/${mine.body.id}`, { headers: other.auth }), 404, 'request_not_found');
   });
 
   it('not_found for an unknown route, in the same envelope', async () => {
-    expectError(await request(api.url, 'GET', '/v1/nothing-here', { headers: auth }), 404, 'not_found');
-    expectError(await request(api.url, 'GET', '/nothing-here'), 404, 'not_found');
+    expectError(await request(stack.api.url, 'GET', '/v1/nothing-here', { headers: auth }), 404, 'not_found');
+    expectError(await request(stack.api.url, 'GET', '/nothing-here'), 404, 'not_found');
   });
 
   it('internal_error 500 for an unexpected failure, without internals', async () => {
     // An api whose database has none of the service's tables: the key lookup fails unexpectedly.
-    const broken = await startApi({ ...env, DATABASE_URL: config.databaseUrl.replace(/\/[^/]+$/, '/postgres') });
+    const broken = await startApi({ ...stack.env, DATABASE_URL: config.databaseUrl.replace(/\/[^/]+$/, '/postgres') });
     try {
       const res = await request(broken.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } });
       expectError(res, 500, 'internal_error', 'An unexpected error occurred. It has been logged.');
@@ -248,7 +236,7 @@ describe('contract errors over HTTP', () => {
 
   describe('compute errors', () => {
     it('service_unavailable 503 when no Temporal address is configured', async () => {
-      const bare = await startApi({ ...env, TEMPORAL_ADDRESS: undefined });
+      const bare = await startApi({ ...stack.env, TEMPORAL_ADDRESS: undefined });
       try {
         expectError(await request(bare.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } }), 503, 'service_unavailable');
       } finally {
@@ -257,9 +245,9 @@ describe('contract errors over HTTP', () => {
     });
 
     it('service_unavailable 503 when the project has no model, charging nothing', async () => {
-      const { auth: a, project } = await fixtures.project({ model: null, credits: 10 });
+      const { auth: a, project } = await stack.fixtures.project({ model: null, credits: 10 });
       expectError(await post('/v1/agent', { message: 'hi' }, a), 503, 'service_unavailable', /No language model is configured/);
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });
 
     it('compute_unavailable 502 when no worker takes the request up in time', async () => {
@@ -272,7 +260,7 @@ describe('contract errors over HTTP', () => {
     });
 
     it('compute_unavailable 502 when Temporal cannot be reached', async () => {
-      const cut = await startApi({ ...env, TEMPORAL_ADDRESS: '127.0.0.1:2', AGENT_PICKUP_TIMEOUT_MS: '1500' });
+      const cut = await startApi({ ...stack.env, TEMPORAL_ADDRESS: '127.0.0.1:2', AGENT_PICKUP_TIMEOUT_MS: '1500' });
       try {
         expectError(await request(cut.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } }), 502, 'compute_unavailable');
       } finally {
@@ -281,9 +269,9 @@ describe('contract errors over HTTP', () => {
     });
 
     it('compute_unavailable 502 when the model server cannot be reached, charging nothing', async () => {
-      const { auth: a, project } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-test' } });
+      const { auth: a, project } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-test' } });
       expectError(await post('/v1/agent', { message: 'hi' }, a), 502, 'compute_unavailable', /could not be reached/);
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });
   });
 });

@@ -12,6 +12,8 @@ import { startWorker } from '../support/worker.js';
 // step than the code that started the run, as after a deploy without patched()) cannot make
 // progress. The caller's 502 says so and why, GET shows it, and the api counts it; once a worker
 // that can run it is back, the same submission goes through.
+// Its own set-up, not e2eStack: the test stops and starts workers itself (one with a workflow
+// interceptor that adds a step), on a queue with a short pickup timeout.
 const config = testConfig();
 const queue = { TEMPORAL_TASK_QUEUE: `e2e-failing-task-${randomUUID()}`, AGENT_PICKUP_TIMEOUT_MS: '2000' };
 const weather = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };

@@ -1,28 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { startApi, type RunningApi } from '../support/api.js';
+import { startApi } from '../support/api.js';
+import { e2eStack } from '../support/e2e-stack.js';
 import { request } from '../support/http.js';
-import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
-
-const config = testConfig();
 
 describe('health', () => {
-  let api: RunningApi;
-  beforeAll(async () => {
-    api = await startApi();
-  });
-  afterAll(async () => {
-    await api.close();
-  });
+  const stack = e2eStack({ name: 'health', worker: false });
 
   it('GET /healthz answers while the process is alive', async () => {
-    const res = await request(api.url, 'GET', '/healthz');
+    const res = await request(stack.api.url, 'GET', '/healthz');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'ok' });
   });
 
   it('GET /readyz reports PostgreSQL, Kafka and Temporal up', async () => {
-    const res = await request(api.url, 'GET', '/readyz');
+    const res = await request(stack.api.url, 'GET', '/readyz');
     expect(res.body).toMatchObject({
       status: 'ready',
       components: { postgres: { status: 'up' }, kafka: { status: 'up' }, temporal: { status: 'up' } },
@@ -48,19 +39,17 @@ describe('health', () => {
   });
 
   it('GET /readyz shows a stuck relay (the oldest unsent outbox row) without taking the api out of service', async () => {
-    const fixtures = await Fixtures.open(config);
     const eventId = randomUUID();
     try {
       // A valid CloudEvent, in case a relay of another test publishes it meanwhile.
       const payload = { specversion: '1.0', id: eventId, type: 'mas.readyz-test.v1', source: 'test', data: {} };
-      await fixtures.db.query(`insert into outbox (event_id, topic, key, payload, created_at) values ($1, 'mas.events.v1', 'readyz-test', $2, now() - interval '10 minutes')`, [eventId, JSON.stringify(payload)]);
-      const { status, body } = await request(api.url, 'GET', '/readyz');
+      await stack.fixtures.db.query(`insert into outbox (event_id, topic, key, payload, created_at) values ($1, 'mas.events.v1', 'readyz-test', $2, now() - interval '10 minutes')`, [eventId, JSON.stringify(payload)]);
+      const { status, body } = await request(stack.api.url, 'GET', '/readyz');
       expect(status).toBe(200);
       expect(body.status).toBe('ready');
       expect(body.components.outbox).toMatchObject({ status: 'down', error: expect.stringMatching(/^the oldest unsent outbox row is \d+ s old/) });
     } finally {
-      await fixtures.db.query(`delete from outbox where event_id = $1`, [eventId]);
-      await fixtures.close();
+      await stack.fixtures.db.query(`delete from outbox where event_id = $1`, [eventId]);
     }
   });
 });

@@ -3,16 +3,15 @@ import type { Client, Connection } from '@temporalio/client';
 import { agentRequestWorkflowId } from '#libs/contracts';
 import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
+import { e2eStack } from '../support/e2e-stack.js';
 import { request, type JsonResponse } from '../support/http.js';
 import { readSse } from '../support/sse.js';
 import { connectTemporal } from '../support/temporal.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
+import { startWorker } from '../support/worker.js';
 
 // Idempotency-Key on every POST (DESIGN.md section 9): a real api and worker on their own task
 // queue, the real PostgreSQL and Temporal, the scripted model.
 const config = testConfig();
-const env = { TEMPORAL_TASK_QUEUE: `e2e-idempotency-${randomUUID()}` };
 
 const lookup = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
 
@@ -20,34 +19,26 @@ const lookup = { name: 'lookup', description: 'Look up', parameters: { type: 'ob
 const withoutDuration = (body: { meta?: Record<string, unknown> }) => ({ ...body, meta: { ...body.meta, duration_ms: 0 } });
 
 describe('Idempotency-Key', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
+  const stack = e2eStack({ name: 'idempotency' });
   let connection: Connection;
   let temporal: Client;
 
   beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    worker = await startWorker(env);
-    api = await startApi(env);
     ({ connection, client: temporal } = await connectTemporal(config));
   });
   afterAll(async () => {
     await connection?.close();
-    await api?.close();
-    await worker?.close();
-    await fixtures?.close();
   });
 
-  const post = (path: string, auth: Record<string, string>, key: string | undefined, body?: unknown, base = api) =>
+  const post = (path: string, auth: Record<string, string>, key: string | undefined, body?: unknown, base = stack.api) =>
     request(base.url, 'POST', path, { headers: { ...auth, ...(key === undefined ? {} : { 'idempotency-key': key }) }, body });
   const newKey = () => `key-${randomUUID()}`;
   /** The run id of the request's workflow: a second run under the same id would change it. */
   const runIdOf = async (requestId: string) => (await temporal.workflow.getHandle(agentRequestWorkflowId(requestId)).describe()).runId;
   const reserves = async (projectId: string): Promise<number> =>
-    ((await fixtures.db.query(`select count(*)::int as n from credit_ledger where project_id = $1 and kind = 'reserve'`, [projectId])) as { n: number }[])[0]!.n;
+    ((await stack.fixtures.db.query(`select count(*)::int as n from credit_ledger where project_id = $1 and kind = 'reserve'`, [projectId])) as { n: number }[])[0]!.n;
   const recordedKeys = async (projectId: string): Promise<number> =>
-    ((await fixtures.db.query(`select count(*)::int as n from idempotency_keys where project_id = $1`, [projectId])) as { n: number }[])[0]!.n;
+    ((await stack.fixtures.db.query(`select count(*)::int as n from idempotency_keys where project_id = $1`, [projectId])) as { n: number }[])[0]!.n;
   const expectSameAnswer = (again: JsonResponse, first: JsonResponse) => {
     expect({ status: again.status, body: again.body }).toEqual({ status: first.status, body: first.body });
     expect(again.headers.get('x-request-id')).toBe(first.headers.get('x-request-id'));
@@ -55,7 +46,7 @@ describe('Idempotency-Key', () => {
 
   describe('POST /v1/agent', () => {
     it('replays a completed request for the same parsed body; another body or another endpoint is 409', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10 });
+      const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const key = newKey();
       const first = await post('/v1/agent', auth, key, { message: 'charge me once', capabilities: ['chat'] });
       expect(first.status).toBe(200);
@@ -64,7 +55,7 @@ describe('Idempotency-Key', () => {
       const again = await post('/v1/agent', auth, key, { capabilities: ['chat'], message: 'charge me once' });
       expectSameAnswer(again, first);
       expect(await runIdOf(first.body.id)).toBe(runId);
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
 
       const otherBody = await post('/v1/agent', auth, key, { message: 'something else' });
       expect(otherBody.status).toBe(409);
@@ -76,7 +67,7 @@ describe('Idempotency-Key', () => {
     });
 
     it('replays a failed first answer (402) and never runs the request again, even once credits are added', async () => {
-      const { auth, project } = await fixtures.project({ credits: 0 });
+      const { auth, project } = await stack.fixtures.project({ credits: 0 });
       const key = newKey();
       const body = { message: 'too poor', capabilities: ['chat'] };
       const first = await post('/v1/agent', auth, key, body);
@@ -86,55 +77,55 @@ describe('Idempotency-Key', () => {
       expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
       const runId = await runIdOf(requestId);
 
-      await fixtures.accounts.addCredits(project.id, 10);
+      await stack.fixtures.accounts.addCredits(project.id, 10);
       const again = await post('/v1/agent', auth, key, body);
       expectSameAnswer(again, first);
       expect(await runIdOf(requestId)).toBe(runId);
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });
 
     it('replays a run that failed on the model configuration, even once the configuration is fixed', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10, model: null });
+      const { auth, project } = await stack.fixtures.project({ credits: 10, model: null });
       const key = newKey();
       const body = { message: 'no model yet', capabilities: ['chat'] };
       const first = await post('/v1/agent', auth, key, body);
       expect({ status: first.status, code: first.body.error.code }).toEqual({ status: 503, code: 'service_unavailable' });
       const requestId = first.headers.get('x-request-id')!;
       const runId = await runIdOf(requestId);
-      await fixtures.accounts.setModel(project.id, { provider: 'scripted', model: 'scripted-test' });
+      await stack.fixtures.accounts.setModel(project.id, { provider: 'scripted', model: 'scripted-test' });
       expectSameAnswer(await post('/v1/agent', auth, key, body), first);
       expect(await runIdOf(requestId)).toBe(runId);
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });
 
     it('answers a retry that finds the run finished but no saved answer from the closed workflow, without a second run', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10 });
+      const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const key = newKey();
       const body = { message: 'finished before the answer was saved', capabilities: ['chat'] };
       const first = await post('/v1/agent', auth, key, body);
       expect(first.status).toBe(200);
       const runId = await runIdOf(first.body.id);
       // As if the api had died between the run's completion and the saving of its answer.
-      await fixtures.db.query(`update idempotency_keys set response = null where project_id = $1 and key = $2`, [project.id, key]);
+      await stack.fixtures.db.query(`update idempotency_keys set response = null where project_id = $1 and key = $2`, [project.id, key]);
 
       const again = await post('/v1/agent', auth, key, body);
       expect(again.status).toBe(200);
       expect(withoutDuration(again.body)).toEqual(withoutDuration(first.body));
       expect(await runIdOf(first.body.id)).toBe(runId);
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
       // From now on the answer is saved: later retries are byte for byte the same.
       expectSameAnswer(await post('/v1/agent', auth, key, body), again);
     });
 
     it('gives ten concurrent duplicates one run and ten identical answers', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10 });
+      const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const key = newKey();
       const body = { message: 'ten at once', capabilities: ['chat'] };
       const answers = await Promise.all(Array.from({ length: 10 }, () => post('/v1/agent', auth, key, body)));
       expect(answers.map((a) => a.status)).toEqual(Array(10).fill(200));
       for (const a of answers) expectSameAnswer(a, answers[0]!);
       expect(await reserves(project.id)).toBe(1);
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
       // Every run ever made under the request's workflow id (visibility may lag: wait for this one).
       const runId = await runIdOf(answers[0]!.body.id);
       let runs: string[] = [];
@@ -147,10 +138,10 @@ describe('Idempotency-Key', () => {
     });
 
     it('replays a streamed request: the stored events again from the first, one run', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10 });
+      const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const key = newKey();
       const body = { message: 'stream this one, please, in several words', stream: true, capabilities: ['chat'] };
-      const stream = () => readSse(`${api.url}/v1/agent`, { method: 'POST', headers: { ...auth, 'idempotency-key': key }, body });
+      const stream = () => readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: { ...auth, 'idempotency-key': key }, body });
       // Two at once (the second joins the first run), then one after it finished.
       const [a, b] = await Promise.all([stream(), stream()]);
       const c = await stream();
@@ -163,13 +154,13 @@ describe('Idempotency-Key', () => {
         expect(other.events).toEqual(a.events);
       }
       expect(await reserves(project.id)).toBe(1);
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
       // The same key without stream is another body.
       expect((await post('/v1/agent', auth, key, { ...body, stream: false })).status).toBe(409);
     });
 
     it('refuses a bad key with 400 invalid_body and records nothing', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10 });
+      const { auth, project } = await stack.fixtures.project({ credits: 10 });
       for (const key of ['', 'x'.repeat(256), 'tab\there']) {
         for (const body of [{ message: 'hi' }, { message: 'hi', stream: true }]) {
           const res = await post('/v1/agent', auth, key, body);
@@ -187,7 +178,7 @@ describe('Idempotency-Key', () => {
     });
 
     it('records nothing for a request refused by its body or its capabilities', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10, capabilities: ['chat'] });
+      const { auth, project } = await stack.fixtures.project({ credits: 10, capabilities: ['chat'] });
       const key = newKey();
       expect((await post('/v1/agent', auth, key, { message: '' })).status).toBe(400);
       expect((await post('/v1/agent', auth, key, { message: 'hi', capabilities: ['code'] })).status).toBe(403);
@@ -199,7 +190,7 @@ describe('Idempotency-Key', () => {
 
   describe('tool outputs', () => {
     it('replays a paused request, and a retried accepted submission gets the answer it got (with or without a key)', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10 });
+      const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const key = newKey();
       const body = { message: 'lookup {"q":"x"}', tools: [lookup] };
       const paused = await post('/v1/agent', auth, key, body);
@@ -224,11 +215,11 @@ describe('Idempotency-Key', () => {
       const other = await post(path, auth, undefined, { ...outputs, tool_outputs: [{ ...outputs.tool_outputs[0], output: 'other' }] });
       expect(other.status).toBe(404);
       expect(other.body.error.code).toBe('context_expired');
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
     });
 
     it('answers a retried submission without a key the same while the request is still running', async () => {
-      const { auth } = await fixtures.project({ credits: 10 });
+      const { auth } = await stack.fixtures.project({ credits: 10 });
       const paused = await post('/v1/agent', auth, undefined, { message: 'lookup {"q":"x"}', tools: [lookup] });
       const path = `/v1/agent/${paused.body.id}/tool-outputs`;
       const first = { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }], _compute_instance: paused.body._compute_instance };
@@ -241,35 +232,35 @@ describe('Idempotency-Key', () => {
 
   describe('sessions', () => {
     it('creates one session for one key and replays it', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10 });
+      const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const key = newKey();
       const answers = await Promise.all(Array.from({ length: 5 }, () => post('/v1/sessions', auth, key)));
       expect(answers[0]!.status).toBe(200);
       for (const a of answers) expectSameAnswer(a, answers[0]!);
       expectSameAnswer(await post('/v1/sessions', auth, key), answers[0]!);
-      const listed = await request(api.url, 'GET', '/v1/sessions', { headers: auth });
+      const listed = await request(stack.api.url, 'GET', '/v1/sessions', { headers: auth });
       expect(listed.body.data.map((s: { id: string }) => s.id)).toEqual([answers[0]!.body.id]);
-      const slots: unknown[] = await fixtures.db.query(`select 1 from session_slots where project_id = $1`, [project.id]);
+      const slots: unknown[] = await stack.fixtures.db.query(`select 1 from session_slots where project_id = $1`, [project.id]);
       expect(slots).toHaveLength(1);
       // A body on session creation is part of the request.
       expect((await post('/v1/sessions', auth, key, { purpose: 'other' })).status).toBe(409);
     });
 
     it('does not save a creation refused at the session limit: a retry with the key creates the session once a slot is free', async () => {
-      const { auth } = await fixtures.project({ credits: 10 });
+      const { auth } = await stack.fixtures.project({ credits: 10 });
       const sessions = [];
       for (let i = 0; i < 10; i++) sessions.push((await post('/v1/sessions', auth, undefined)).body.id as string);
       const key = newKey();
       const refused = await post('/v1/sessions', auth, key);
       expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 429, code: 'session_limit_reached' });
-      expect((await request(api.url, 'DELETE', `/v1/sessions/${sessions[0]}`, { headers: auth })).status).toBe(200);
+      expect((await request(stack.api.url, 'DELETE', `/v1/sessions/${sessions[0]}`, { headers: auth })).status).toBe(200);
       const created = await post('/v1/sessions', auth, key);
       expect(created.status).toBe(200);
       expectSameAnswer(await post('/v1/sessions', auth, key), created);
     });
 
     it('replays a session message; the conversation takes it once', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10 });
+      const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const session = await post('/v1/sessions', auth, undefined);
       const key = newKey();
       const path = `/v1/sessions/${session.body.id}/messages`;
@@ -280,17 +271,17 @@ describe('Idempotency-Key', () => {
       expectSameAnswer(b, a);
       expectSameAnswer(c, a);
       expectSameAnswer(await post(path, auth, key, body), a);
-      expect((await request(api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(2);
+      expect((await request(stack.api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(2);
       expect(await reserves(project.id)).toBe(1);
       expect((await post(path, auth, key, { ...body, message: 'another' })).status).toBe(409);
     });
 
     it('replays a streamed session message from the first event', async () => {
-      const { auth } = await fixtures.project({ credits: 10 });
+      const { auth } = await stack.fixtures.project({ credits: 10 });
       const session = await post('/v1/sessions', auth, undefined);
       const key = newKey();
       const stream = () =>
-        readSse(`${api.url}/v1/sessions/${session.body.id}/messages`, { method: 'POST', headers: { ...auth, 'idempotency-key': key }, body: { message: 'a streamed message in a session', stream: true } });
+        readSse(`${stack.api.url}/v1/sessions/${session.body.id}/messages`, { method: 'POST', headers: { ...auth, 'idempotency-key': key }, body: { message: 'a streamed message in a session', stream: true } });
       const a = await stream();
       const b = await stream();
       expect(a.events.at(-1)!.event).toBe('done');
@@ -299,13 +290,13 @@ describe('Idempotency-Key', () => {
       // The session answers its messages in order and updates its count before a JSON answer: one
       // more message makes 4 if the streamed one entered the conversation once.
       expect((await post(`/v1/sessions/${session.body.id}/messages`, auth, undefined, { message: 'and one more' })).status).toBe(200);
-      expect((await request(api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(4);
+      expect((await request(stack.api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(4);
     });
   });
 
   it('is documented on every POST of the OpenAPI document', async () => {
-    const { auth } = await fixtures.project();
-    const doc = (await request(api.url, 'GET', '/v1/openapi.json', { headers: auth })).body;
+    const { auth } = await stack.fixtures.project();
+    const doc = (await request(stack.api.url, 'GET', '/v1/openapi.json', { headers: auth })).body;
     for (const path of ['/v1/agent', '/v1/agent/{id}/tool-outputs', '/v1/sessions', '/v1/sessions/{id}/messages']) {
       const post = doc.paths[path].post;
       expect({ path, header: post.parameters.find((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Idempotency-Key') }).toEqual({
@@ -327,7 +318,7 @@ describe('Idempotency-Key', () => {
     });
 
     it('answers 502 compute_unavailable with the request id; the request is left to the workflow, and a retry joins it', async () => {
-      const { auth, project } = await fixtures.project({ credits: 10 });
+      const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const key = newKey();
       const body = { message: 'nobody is listening', capabilities: ['chat'] };
       const first = await post('/v1/agent', auth, key, body, lonely);
@@ -355,7 +346,7 @@ describe('Idempotency-Key', () => {
         await late.close();
       }
       expect(await reserves(project.id)).toBe(0);
-      expect((await fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
+      expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });
   });
 });

@@ -11,6 +11,8 @@ import { sampleSum, scrapeMetrics, type Sample } from '../support/prometheus.js'
 // The compiled apps as `npm start` runs them (dist/apps/*/src/main.js, one process each, JSON
 // logs), on their own task queue and ports: each app's /metrics answers and its series move after
 // a request, and no line any app writes carries the project's model key or its API key.
+// Its own set-up, not e2eStack: the apps run as processes of their own from dist/ (their logs
+// and /metrics are what is tested).
 const config = testConfig();
 const APPS = ['api', 'worker', 'relay', 'projector'] as const;
 type App = (typeof APPS)[number];

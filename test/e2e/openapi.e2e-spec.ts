@@ -1,20 +1,11 @@
-import { startApi, type RunningApi } from '../support/api.js';
-import { testConfig } from '../support/config.js';
+import { e2eStack } from '../support/e2e-stack.js';
 import { request } from '../support/http.js';
 
-testConfig();
-
 describe('API reference', () => {
-  let api: RunningApi;
-  beforeAll(async () => {
-    api = await startApi();
-  });
-  afterAll(async () => {
-    await api.close();
-  });
+  const stack = e2eStack({ name: 'openapi', worker: false });
 
   it('serves OpenAPI 3.1 for the /v1 surface at /v1/openapi.json, without a key', async () => {
-    const res = await request(api.url, 'GET', '/v1/openapi.json');
+    const res = await request(stack.api.url, 'GET', '/v1/openapi.json');
     expect(res.status).toBe(200);
     const doc = res.body;
     expect(doc.openapi).toBe('3.1.0');
@@ -33,10 +24,10 @@ describe('API reference', () => {
   });
 
   it('serves an interactive page at /docs, and the error page stays at /docs/errors', async () => {
-    const page = await fetch(`${api.url}/docs`);
+    const page = await fetch(`${stack.api.url}/docs`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('swagger');
-    const errors = await request(api.url, 'GET', '/docs/errors');
+    const errors = await request(stack.api.url, 'GET', '/docs/errors');
     expect(errors.status).toBe(200);
     expect(errors.body).toContain('id="invalid_api_key"');
   });

@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
 import { Fixtures } from '../support/fixtures.js';
+import { e2eStack } from '../support/e2e-stack.js';
 import { request, type JsonResponse } from '../support/http.js';
 import { stack } from '../support/stack.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
@@ -10,6 +11,8 @@ import { startWorker, type RunningWorker } from '../support/worker.js';
 
 // What a client sees while a component the api depends on is down, and that the api heals by
 // itself once it is back. Outages here are short: other tests share the stack.
+// The first and last blocks keep their own set-up, not e2eStack: an api that reaches PostgreSQL
+// through a TCP proxy made in beforeAll (the worker not), and an api with no worker at all.
 const config = testConfig();
 const env = { TEMPORAL_TASK_QUEUE: `e2e-outages-${randomUUID()}` };
 
@@ -62,24 +65,11 @@ describe('PostgreSQL unreachable', () => {
 });
 
 describe('Temporal restarted', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
-
-  beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    worker = await startWorker(env);
-    api = await startApi(env);
-  });
-  afterAll(async () => {
-    await api.close();
-    await worker.close();
-    await fixtures.close();
-  });
+  const apps = e2eStack({ name: 'outages-temporal' });
 
   it('answers 502 compute_unavailable with X-Request-Id while it is down, and 200 from the first request once it serves again', async () => {
-    const { auth } = await fixtures.project({ credits: 1000 });
-    expect((await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'before' } })).status).toBe(200);
+    const { auth } = await apps.fixtures.project({ credits: 1000 });
+    expect((await request(apps.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'before' } })).status).toBe(200);
     // A client that keeps trying through the outage and the restart, as real clients do (each try
     // also makes the api's gRPC channel back off further): every answer is a 502 that names the
     // request, never a hang or a 500.
@@ -90,7 +80,7 @@ describe('Temporal restarted', () => {
     const client = (async () => {
       try {
         while (!restarted || during.length < 7) {
-          during.push(await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: `during ${during.length}` } }));
+          during.push(await request(apps.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: `during ${during.length}` } }));
         }
       } finally {
         clientEnded = true;
@@ -108,7 +98,7 @@ describe('Temporal restarted', () => {
       expect(res.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
     }
     // stack.sh start returns once Temporal reports SERVING: the api's next request goes through.
-    const after = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'after' } });
+    const after = await request(apps.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'after' } });
     expect({ status: after.status, code: after.body?.error?.code }).toEqual({ status: 200, code: undefined });
   });
 });

@@ -12,6 +12,8 @@ import { startWorker, type RunningWorker } from '../support/worker.js';
 
 // Temporal payloads are encrypted (AES-256-GCM, key id in the metadata) by every client and
 // worker; a key rotation does not break a workflow in flight. Real api, worker and Temporal.
+// Its own set-up, not e2eStack: each test starts and stops the api and the worker under changing
+// payload keys (a rotation in flight).
 const config = testConfig();
 const taskQueue = `e2e-payload-encryption-${randomUUID()}`;
 const keyA = randomBytes(32);

@@ -16,6 +16,8 @@ import { request } from '../support/http.js';
 // the temporary directory, so only the first run on a machine pays for it (about 15 s).
 const run = promisify(execFile);
 const root = new URL('../..', import.meta.url).pathname;
+// Its own set-up, not e2eStack: the previous release's api and worker run as processes of their
+// own, built from another commit.
 const config = testConfig();
 const commit = readFileSync(join(root, 'test/previous-release'), 'utf8')
   .split('\n')

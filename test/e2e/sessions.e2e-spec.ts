@@ -2,16 +2,13 @@ import { randomUUID } from 'node:crypto';
 import type { ErrorCode } from '#libs/contracts';
 import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
+import { e2eStack } from '../support/e2e-stack.js';
 import { request, type JsonResponse } from '../support/http.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { readSse } from '../support/sse.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
 
 // Sessions over HTTP: a real api and worker in this process on their own task queue, the real
 // Temporal and PostgreSQL, and the scripted model (or a scripted model server for what the model saw).
 const config = testConfig();
-const env = { TEMPORAL_TASK_QUEUE: `e2e-sessions-${randomUUID()}` };
 /** An api replica on the same task queue whose sessions expire after 2 seconds. */
 const SHORT_IDLE_MS = 2000;
 
@@ -30,36 +27,25 @@ function expectError(res: JsonResponse, status: number, code: ErrorCode): void {
 }
 
 describe('/v1/sessions', () => {
-  let api: RunningApi;
+  const stack = e2eStack({ name: 'sessions' });
   let replica: RunningApi;
   let shortApi: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
-  let models: ModelServer;
 
   beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    models = await startModelServer();
-    worker = await startWorker(env);
-    api = await startApi(env);
-    replica = await startApi(env);
-    shortApi = await startApi({ ...env, SESSION_IDLE_TIMEOUT_MS: String(SHORT_IDLE_MS) });
+    replica = await startApi(stack.env);
+    shortApi = await startApi({ ...stack.env, SESSION_IDLE_TIMEOUT_MS: String(SHORT_IDLE_MS) });
   });
   afterAll(async () => {
     await shortApi?.close();
     await replica?.close();
-    await api?.close();
-    await worker?.close();
-    await models?.close();
-    await fixtures?.close();
   });
 
-  const call = (method: string, path: string, auth: Record<string, string>, body?: unknown, base = api) => request(base.url, method, path, { headers: auth, body });
-  const create = (auth: Record<string, string>, base = api) => call('POST', '/v1/sessions', auth, undefined, base);
+  const call = (method: string, path: string, auth: Record<string, string>, body?: unknown, base = stack.api) => request(base.url, method, path, { headers: auth, body });
+  const create = (auth: Record<string, string>, base = stack.api) => call('POST', '/v1/sessions', auth, undefined, base);
   const send = (auth: Record<string, string>, id: string, body: unknown) => call('POST', `/v1/sessions/${id}/messages`, auth, body);
 
   it('creates an active session with the resource fields and the headers of every 200', async () => {
-    const { auth } = await fixtures.project({ credits: 10 });
+    const { auth } = await stack.fixtures.project({ credits: 10 });
     const before = Math.floor(Date.now() / 1000);
     const res = await create(auth);
     expect(res.status).toBe(200);
@@ -84,7 +70,7 @@ describe('/v1/sessions', () => {
   });
 
   it('gives the model the conversation so far, and answers in the session message shape', async () => {
-    const { auth, project } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-session-model' } });
+    const { auth, project } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-model' } });
     const session = (await create(auth)).body;
     const first = await send(auth, session.id, { message: 'My name is Ada.' });
     expect(first.status).toBe(200);
@@ -98,18 +84,18 @@ describe('/v1/sessions', () => {
       files: [],
       usage: { credits_this_request: 1, credits_remaining: 9, tokens_used: expect.any(Number) },
       meta: { duration_ms: expect.any(Number), project_id: project.id, plan: 'pro' },
-      _compute_instance: `default/${env.TEMPORAL_TASK_QUEUE}`,
+      _compute_instance: `default/${stack.env.TEMPORAL_TASK_QUEUE}`,
     });
     expect(first.body.id).not.toBe(session.id);
     expect(first.headers.get('x-request-id')).toBe(first.body.id);
     expect(first.headers.get('x-ratelimit-remaining')).toBe('49999');
 
-    models.reply({ content: 'Your name is Ada.' });
+    stack.models.reply({ content: 'Your name is Ada.' });
     const second = await send(auth, session.id, { message: 'What is my name?' });
     expect(second.body).toMatchObject({ object: 'session.message', session_id: session.id, status: 'completed', message: 'Your name is Ada.', usage: { credits_remaining: 8 } });
     expect(second.body.id).not.toBe(first.body.id);
     expect(second.headers.get('x-ratelimit-remaining')).toBe('49998');
-    const seen = models.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body.messages;
+    const seen = stack.models.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body.messages;
     expect(seen).toEqual([
       { role: 'user', content: 'My name is Ada.' },
       { role: 'assistant', content: 'You said: "My name is Ada."' },
@@ -123,7 +109,7 @@ describe('/v1/sessions', () => {
   });
 
   it('validates a message like an agent request', async () => {
-    const { auth } = await fixtures.project({ credits: 10 });
+    const { auth } = await stack.fixtures.project({ credits: 10 });
     const session = (await create(auth)).body;
     expectError(await send(auth, session.id, {}), 400, 'missing_message');
     expectError(await send(auth, session.id, '{"message":'), 400, 'invalid_body');
@@ -133,9 +119,9 @@ describe('/v1/sessions', () => {
   });
 
   it('streams a message like the agent endpoint, and the streamed exchange joins the conversation', async () => {
-    const { auth } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-session-stream' } });
+    const { auth } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-stream' } });
     const session = (await create(auth)).body;
-    const res = await readSse(`${api.url}/v1/sessions/${session.id}/messages`, { method: 'POST', headers: auth, body: { message: 'Stream this, please.', stream: true } });
+    const res = await readSse(`${stack.api.url}/v1/sessions/${session.id}/messages`, { method: 'POST', headers: auth, body: { message: 'Stream this, please.', stream: true } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const id = res.headers.get('x-request-id')!;
@@ -146,10 +132,10 @@ describe('/v1/sessions', () => {
     expect(tokens.join('')).toBe('You said: "Stream this, please."');
     expect(res.events.at(-1)).toMatchObject({ event: 'done', data: { type: 'done', id, status: 'completed', usage: { credits_this_request: 1, credits_remaining: 9 } } });
 
-    models.reply({ content: 'Done.' });
+    stack.models.reply({ content: 'Done.' });
     const next = await send(auth, session.id, { message: 'And now?' });
     expect(next.body).toMatchObject({ object: 'session.message', session_id: session.id, message: 'Done.' });
-    const seen = models.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body.messages;
+    const seen = stack.models.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body.messages;
     expect(seen).toEqual([
       { role: 'user', content: 'Stream this, please.' },
       { role: 'assistant', content: 'You said: "Stream this, please."' },
@@ -158,15 +144,15 @@ describe('/v1/sessions', () => {
   });
 
   it('refuses sessions to accounts that never purchased credits, and to the free plan, with 403 plan_restricted', async () => {
-    const never = await fixtures.project({ credits: 0 });
+    const never = await stack.fixtures.project({ credits: 0 });
     expectError(await create(never.auth), 403, 'plan_restricted');
-    const free = await fixtures.project({ plan: 'free' });
+    const free = await stack.fixtures.project({ plan: 'free' });
     expectError(await create(free.auth), 403, 'plan_restricted');
     expect((await call('GET', '/v1/sessions', never.auth)).body.data).toEqual([]);
   });
 
   it('allows 10 active sessions per project: the 11th gets 429 session_limit_reached until one ends', async () => {
-    const { auth } = await fixtures.project();
+    const { auth } = await stack.fixtures.project();
     const ids: string[] = [];
     for (let i = 0; i < 10; i++) {
       const res = await create(auth);
@@ -180,8 +166,8 @@ describe('/v1/sessions', () => {
   });
 
   it('never lets concurrent creations, on two api replicas, exceed 10 active sessions', async () => {
-    const { auth } = await fixtures.project();
-    const results = await Promise.all(Array.from({ length: 15 }, (_, i) => create(auth, i % 2 ? api : replica)));
+    const { auth } = await stack.fixtures.project();
+    const results = await Promise.all(Array.from({ length: 15 }, (_, i) => create(auth, i % 2 ? stack.api : replica)));
     const statuses = results.map((r) => r.status).sort();
     expect(statuses).toEqual([...Array(10).fill(200), ...Array(5).fill(429)]);
     for (const r of results.filter((x) => x.status === 429)) expect(r.body.error.code).toBe('session_limit_reached');
@@ -190,7 +176,7 @@ describe('/v1/sessions', () => {
   });
 
   it('ends a session with DELETE: later requests get 410 session_ended, and it still reads', async () => {
-    const { auth } = await fixtures.project({ credits: 10 });
+    const { auth } = await stack.fixtures.project({ credits: 10 });
     const session = (await create(auth)).body;
     expect((await send(auth, session.id, { message: 'hello' })).status).toBe(200);
     const ended = await call('DELETE', `/v1/sessions/${session.id}`, auth);
@@ -203,8 +189,8 @@ describe('/v1/sessions', () => {
   });
 
   it('answers 404 session_not_found for an unknown id, a malformed one, and another project\'s session', async () => {
-    const mine = await fixtures.project({ credits: 10 });
-    const theirs = await fixtures.project({ credits: 10 });
+    const mine = await stack.fixtures.project({ credits: 10 });
+    const theirs = await stack.fixtures.project({ credits: 10 });
     const foreign = (await create(theirs.auth)).body.id;
     for (const id of [randomUUID(), 'not-a-uuid', foreign]) {
       expectError(await call('GET', `/v1/sessions/${id}`, mine.auth), 404, 'session_not_found');
@@ -216,8 +202,8 @@ describe('/v1/sessions', () => {
   });
 
   it('lists this project\'s sessions newest first, with cursor paging and a status filter', async () => {
-    const { auth } = await fixtures.project();
-    const other = await fixtures.project();
+    const { auth } = await stack.fixtures.project();
+    const other = await stack.fixtures.project();
     await create(other.auth);
     const created: string[] = [];
     for (let i = 0; i < 5; i++) created.push((await create(auth)).body.id);
@@ -253,7 +239,7 @@ describe('/v1/sessions', () => {
   });
 
   it('pauses a session message for custom tools; tool-outputs resumes it as a session message', async () => {
-    const { auth } = await fixtures.project({ credits: 10 });
+    const { auth } = await stack.fixtures.project({ credits: 10 });
     const session = (await create(auth)).body;
     const first = await send(auth, session.id, { message: 'What is the weather? use get_weather {"city":"Oslo"}', tools: [weatherTool] });
     expect(first.status).toBe(200);
@@ -288,17 +274,17 @@ describe('/v1/sessions', () => {
   });
 
   it('answers 409 session_busy while the previous message runs or waits for tool outputs, records nothing for it, and takes the next once the pause is answered', async () => {
-    const { auth, project } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-session-busy' } });
+    const { auth, project } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-busy' } });
     const session = (await create(auth)).body;
     const path = `/v1/sessions/${session.id}/messages`;
     const lookup = { name: 'lookup', description: 'Look something up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
     const account = async () => {
-      const p = await fixtures.accounts.findProject(project.id);
+      const p = await stack.fixtures.accounts.findProject(project.id);
       return { credits: p.creditBalance, requestsUsed: p.requestsUsed };
     };
     /** Rows anywhere that name the request: events, credit ledger, request views, conversations. */
     const traces = async (requestId: string): Promise<number> => {
-      const [row] = (await fixtures.db.query(
+      const [row] = (await stack.fixtures.db.query(
         `select (select count(*) from events where data::text like '%' || $1 || '%' or metadata::text like '%' || $1 || '%')
               + (select count(*) from credit_ledger where request_id = $1::uuid)
               + (select count(*) from request_views where request_id = $1::uuid)
@@ -314,10 +300,10 @@ describe('/v1/sessions', () => {
     };
 
     // Running: the model takes 2 seconds to answer.
-    models.reply({ content: 'Slowly, yes.', delayMs: 2000 });
-    const calls = models.requests.length;
+    stack.models.reply({ content: 'Slowly, yes.', delayMs: 2000 });
+    const calls = stack.models.requests.length;
     const running = send(auth, session.id, { message: 'Take your time.' });
-    while (models.requests.length === calls) await new Promise((r) => setTimeout(r, 20));
+    while (stack.models.requests.length === calls) await new Promise((r) => setTimeout(r, 20));
     const whileRunning = await account();
     expectBusy(await send(auth, session.id, { message: 'Are you there?' }));
     // With an Idempotency-Key: refused, and the key keeps no answer.
@@ -329,7 +315,7 @@ describe('/v1/sessions', () => {
     expect(first.body).toMatchObject({ status: 'completed', message: 'Slowly, yes.', usage: { credits_this_request: 1, credits_remaining: 9 } });
 
     // Paused for tool outputs.
-    models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+    stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
     const paused = await send(auth, session.id, { message: 'lookup {"q":"x"}', tools: [lookup] });
     expect(paused.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ name: 'lookup', arguments: { q: 'x' } }] });
     const whilePaused = await account();
@@ -346,7 +332,7 @@ describe('/v1/sessions', () => {
     expect(resumed.body).toMatchObject({ id: paused.body.id, status: 'completed' });
     // The moment the pause is answered, the session takes the next message: the refused key's
     // retry runs it, once.
-    models.reply({ content: 'Here now.' });
+    stack.models.reply({ content: 'Here now.' });
     const next = await call('POST', path, { ...auth, 'idempotency-key': key }, { message: 'Still there?' });
     expect(next.status).toBe(200);
     expect(next.body).toMatchObject({ object: 'session.message', status: 'completed', message: 'Here now.', usage: { credits_this_request: 1, credits_remaining: 7 } });
@@ -362,7 +348,7 @@ describe('/v1/sessions', () => {
   });
 
   it('expires after the idle timeout: 410 session_expired, and it stops counting at once', async () => {
-    const { auth } = await fixtures.project({ credits: 10 });
+    const { auth } = await stack.fixtures.project({ credits: 10 });
     const session = (await create(auth, shortApi)).body;
     expect(session.expires_at - session.created_at).toBe(SHORT_IDLE_MS / 1000);
     expect((await send(auth, session.id, { message: 'quick one' })).status).toBe(200);

@@ -9,6 +9,8 @@ import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { startWorker, type RunningWorker } from '../support/worker.js';
 
 // What SIGTERM does to the api (apps/api/src/main.ts calls drainAndClose on it).
+// Its own set-up, not e2eStack: the test stops the api itself (drainAndClose), which the stack
+// would close a second time.
 const config = testConfig();
 const env = { TEMPORAL_TASK_QUEUE: `e2e-shutdown-${randomUUID()}` };
 

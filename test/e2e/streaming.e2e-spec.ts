@@ -1,34 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { startApi, type RunningApi } from '../support/api.js';
-import { testConfig } from '../support/config.js';
-import { Fixtures } from '../support/fixtures.js';
+import { startApi } from '../support/api.js';
+import { e2eStack } from '../support/e2e-stack.js';
 import { request } from '../support/http.js';
-import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { readSse } from '../support/sse.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
 
-const config = testConfig();
-const env = { TEMPORAL_TASK_QUEUE: `e2e-streaming-${randomUUID()}` };
 const longMessage = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
 
 describe('streaming (SSE)', () => {
-  let api: RunningApi;
-  let worker: RunningWorker;
-  let fixtures: Fixtures;
-  let models: ModelServer;
-
-  beforeAll(async () => {
-    fixtures = await Fixtures.open(config);
-    models = await startModelServer();
-    worker = await startWorker(env);
-    api = await startApi(env);
-  });
-  afterAll(async () => {
-    await api.close();
-    await worker.close();
-    await models.close();
-    await fixtures.close();
-  });
+  const stack = e2eStack({ name: 'streaming' });
 
   async function finished(url: string, id: string, auth: Record<string, string>) {
     for (let i = 0; i < 100; i++) {
@@ -40,8 +18,8 @@ describe('streaming (SSE)', () => {
   }
 
   it('streams tokens, then done with usage; the tokens are the final message', async () => {
-    const { auth } = await fixtures.project({ credits: 20 });
-    const res = await readSse(`${api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: longMessage, stream: true, capabilities: ['chat'] } });
+    const { auth } = await stack.fixtures.project({ credits: 20 });
+    const res = await readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: longMessage, stream: true, capabilities: ['chat'] } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const id = res.headers.get('x-request-id')!;
@@ -57,13 +35,13 @@ describe('streaming (SSE)', () => {
     expect(done.data).toEqual({ type: 'done', id, status: 'completed', usage: { credits_this_request: 1, credits_remaining: 19, tokens_used: expect.any(Number) } });
     expect(done.data.usage.tokens_used).toBeGreaterThan(0);
     expect(tokens.every((t) => t.data.type === 'token' && typeof t.data.content === 'string')).toBe(true);
-    const final = await finished(api.url, id, auth);
+    const final = await finished(stack.api.url, id, auth);
     expect(tokens.map((t) => t.data.content).join('')).toBe(final.message);
   });
 
   it('reports built-in tools with tool_start and tool_end', async () => {
-    const { auth } = await fixtures.project();
-    const res = await readSse(`${api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: 'run_javascript {"code":"2+2"}', stream: true, capabilities: ['code'] } });
+    const { auth } = await stack.fixtures.project();
+    const res = await readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: 'run_javascript {"code":"2+2"}', stream: true, capabilities: ['code'] } });
     const types = res.events.map((e) => e.event);
     expect(types.indexOf('tool_start')).toBeLessThan(types.indexOf('tool_end'));
     expect(res.events.find((e) => e.event === 'tool_start')!.data).toEqual({ type: 'tool_start', tool: 'run_javascript', call_id: expect.any(String) });
@@ -73,25 +51,25 @@ describe('streaming (SSE)', () => {
   });
 
   it('ends with one error event when the model fails in the middle of the stream', async () => {
-    const { auth } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-stream' } });
+    const { auth } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-stream' } });
     const failing = { content: 'one two three four five six seven eight', failAfterEvents: 3 };
-    models.reply(failing, failing, failing, failing);
-    const res = await readSse(`${api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: 'hi', stream: true } });
+    stack.models.reply(failing, failing, failing, failing);
+    const res = await readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: 'hi', stream: true } });
     expect(res.status).toBe(200);
     const last = res.events.at(-1)!;
     expect(last.event).toBe('error');
-    expect(last.data).toEqual({ type: 'error', code: 'compute_unavailable', message: expect.any(String), docs: `${config.publicBaseUrl}/docs/errors#compute_unavailable` });
+    expect(last.data).toEqual({ type: 'error', code: 'compute_unavailable', message: expect.any(String), docs: `${stack.config.publicBaseUrl}/docs/errors#compute_unavailable` });
     expect(res.events.filter((e) => e.event === 'error')).toHaveLength(1);
     expect(res.events.filter((e) => e.event === 'token').length).toBeGreaterThan(0);
   });
 
   it('resumes a dropped connection on another api replica with exactly the missing events', async () => {
-    const { auth } = await fixtures.project();
-    const first = await readSse(`${api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: longMessage, stream: true, capabilities: ['chat'] } }, 3);
+    const { auth } = await stack.fixtures.project();
+    const first = await readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: longMessage, stream: true, capabilities: ['chat'] } }, 3);
     const id = first.headers.get('x-request-id')!;
     expect(first.events.map((e) => e.id)).toEqual(['1', '2', '3']);
-    await finished(api.url, id, auth); // the run went on without the client
-    const replica = await startApi(env);
+    await finished(stack.api.url, id, auth); // the run went on without the client
+    const replica = await startApi(stack.env);
     try {
       const rest = await readSse(`${replica.url}/v1/agent/${id}/events`, { headers: { ...auth, 'last-event-id': '3' } });
       expect(rest.status).toBe(200);
@@ -100,10 +78,10 @@ describe('streaming (SSE)', () => {
       expect(ids).toEqual(ids.map((_, i) => 4 + i));
       expect(rest.events.at(-1)!.event).toBe('done');
       const all = [...first.events, ...rest.events].filter((e) => e.event === 'token').map((e) => e.data.content).join('');
-      expect(all).toBe((await finished(api.url, id, auth)).message);
+      expect(all).toBe((await finished(stack.api.url, id, auth)).message);
       const byQuery = await readSse(`${replica.url}/v1/agent/${id}/events?after=${ids.at(-2)}`, { headers: auth });
       expect(byQuery.events.map((e) => e.event)).toEqual(['done']);
-      const other = await fixtures.project();
+      const other = await stack.fixtures.project();
       const denied = await request(replica.url, 'GET', `/v1/agent/${id}/events`, { headers: other.auth });
       expect(denied.status).toBe(404);
       expect(denied.body.error.code).toBe('request_not_found');

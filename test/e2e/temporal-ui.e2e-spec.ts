@@ -16,6 +16,7 @@ import { startWorker, type RunningWorker } from '../support/worker.js';
 // file's own, started with `--ui-codec-endpoint` as scripts/stack.sh starts the shared one (whose
 // codec endpoint is the port of `npm start`'s api, not a test's).
 const CHROMIUM = '/usr/bin/chromium';
+// Its own set-up, not e2eStack: the apps use a Temporal dev server of this file's own.
 const config = testConfig();
 
 describe('the Temporal UI with the codec endpoint', () => {

@@ -12,6 +12,8 @@ import { connectTemporal } from '../support/temporal.js';
 // request's workflow waits when the worker runs with WORKFLOW_STACK_TRACES=true, and nothing by
 // default (the promise hook behind it is costly: apps/worker/src/workflow-promise-hooks.ts). The
 // workers run as `npm start` runs them: inside jest's sandbox the SDK cannot see stack traces.
+// Its own set-up, not e2eStack: two workers run as processes of their own (one with
+// WORKFLOW_STACK_TRACES=true), each with its api.
 const config = testConfig();
 const weatherTool = {
   name: 'get_weather',

@@ -28,11 +28,14 @@ export interface E2eStackOptions {
   readonly workerEnv?: Readonly<Record<string, string>>;
   /** Also run the relay and the projector (usage events on Kafka, read models). */
   readonly pipeline?: boolean;
+  /** `false`: no worker, for files that need the api alone (health, the API reference, the codec
+   * endpoints); `stack.worker` is then an error. Default true. */
+  readonly worker?: boolean;
 }
 
 /**
- * Starts, in `beforeAll`, the fixtures, a model server, the worker (and, when asked, the relay and
- * the projector) and the api, each on the file's own task queue, and stops them in `afterAll`.
+ * Starts, in `beforeAll`, the fixtures, a model server, the worker (unless `worker: false`; and,
+ * when asked, the relay and the projector) and the api, each on the file's own task queue, and stops them in `afterAll`.
  * Read the members inside tests (they exist once `beforeAll` has run).
  */
 export function e2eStack(options: E2eStackOptions): E2eStack {
@@ -48,9 +51,11 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
     const models = await startModelServer();
     started.models = models;
     closers.push(() => models.close());
-    const worker = await startWorker({ ...env, ...options.workerEnv });
-    started.worker = worker;
-    closers.push(() => worker.close());
+    if (options.worker !== false) {
+      const worker = await startWorker({ ...env, ...options.workerEnv });
+      started.worker = worker;
+      closers.push(() => worker.close());
+    }
     if (options.pipeline) {
       const pipeline = await startEventPipeline(env);
       closers.push(() => pipeline.close());

@@ -6,20 +6,19 @@ import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { endEvents, FINAL_STATUSES, ServiceError, type AgentStop, type StreamEvent } from '#libs/contracts';
-import { FileStore } from '#libs/persistence';
+import { addLogContext } from '#libs/observability';
+import type { AgentResponse } from '#libs/resources';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from './agent-request.validation.js';
-import { computeInstanceOf, renderStop, responseFiles, type AgentResponse } from '#libs/resources';
-import { sendAnswer, setResponseHeaders, stopAnswer, withRequestId } from './agent-response.js';
-import { StartAgentRequestCommand, StreamAgentRequestCommand } from './commands/start-agent-request.command.js';
+import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
+import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from '../runs/agent-request.validation.js';
+import { sendAnswer, setResponseHeaders, withRequestId } from '../runs/answers.js';
+import { bodyHash, parseIdempotencyKey } from '../runs/idempotency.js';
+import { GetAgentRequestQuery } from '../runs/queries/get-agent-request.query.js';
+import { answerShape, RunGateway, type StartedRun } from '../runs/run-gateway.js';
+import { SseResponder } from '../streaming/sse-responder.js';
+import { StartAgentRequestCommand } from './commands/start-agent-request.command.js';
 import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command.js';
 import { requireToolOutputsTarget } from './commands/submit-tool-outputs.handler.js';
-import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
-import { SseResponder } from '../streaming/sse-responder.js';
-import { backgroundAnswer } from './background.js';
-import { bodyHash, IdempotencyKeys, parseIdempotencyKey } from './idempotency.js';
-import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
-import { addLogContext } from '#libs/observability';
 
 const AUTH_ERRORS = ['invalid_api_key', 'rate_limited'] as const;
 const COMPUTE_ERRORS = ['compute_error', 'compute_unavailable', 'service_unavailable'] as const;
@@ -40,17 +39,9 @@ export class AgentController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
-    private readonly files: FileStore,
+    private readonly runs: RunGateway,
     private readonly sse: SseResponder,
-    private readonly idempotency: IdempotencyKeys,
   ) {}
-
-  private async render(stop: AgentStop, principal: Principal, startedAt: number): Promise<AgentResponse> {
-    const files = await responseFiles(stop, this.files, this.config);
-    // A session's request stays a `session.message` through its tool-output continuations.
-    const object = stop.sessionId ? 'session.message' : 'agent.response';
-    return renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan }, files);
-  }
 
   @Post()
   @HttpCode(200)
@@ -73,53 +64,19 @@ export class AgentController {
     // The 403s come before the key is claimed: nothing is recorded for a refused request.
     const plan = this.config.plans[principal.project.plan];
     resolveCapabilities(request.capabilities, plan.name, plan.capabilities, principal.project.capabilities, request.tools.length > 0);
-    const claim = key === undefined ? undefined : await this.idempotency.claim(principal.project.id, key, 'POST /v1/agent', body);
+    const claim = await this.runs.claim(principal, key, 'POST /v1/agent', body);
     if (claim?.answer) return sendAnswer(res, claim.answer);
     // Every attempt with the key runs under the claim's request id: Temporal joins them into one run.
     const requestId = claim?.requestId ?? randomUUID();
     addLogContext({ request_id: requestId });
-    if (request.background) {
-      let started;
-      try {
-        started = await this.commands.execute(new StreamAgentRequestCommand(principal, request, requestId));
-      } catch (e) {
-        throw withRequestId(e, requestId);
-      }
-      const ctx = { config: this.config, files: this.files, principal, startedAt, requestsUsed: principal.project.requestsUsed };
-      const answer = await backgroundAnswer(this.sse, this.queries, { requestId, firstStop: started.firstStop(), duplicate: claim !== undefined && !claim.first }, ctx);
-      return sendAnswer(res, claim ? await this.idempotency.save(claim, answer) : answer);
-    }
-    if (request.stream) {
-      let started;
-      try {
-        started = await this.commands.execute(new StreamAgentRequestCommand(principal, request, requestId));
-      } catch (e) {
-        throw withRequestId(e, requestId);
-      }
-      const firstStop = started.firstStop();
-      // A stream refused for quota or credits (or never taken up) is answered as JSON, like a
-      // request without `stream`: SSE headers are written only once the run was admitted.
-      const unadmitted = await this.sse.unadmittedStop(requestId, firstStop, this.config.temporal.pickupTimeoutMs);
-      if (unadmitted && 'error' in unadmitted) throw withRequestId(unadmitted.error, requestId);
-      if (unadmitted) {
-        const answer = await stopAnswer(unadmitted.stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: unadmitted.stop.requestsUsed });
-        return sendAnswer(res, answer);
-      }
-      // The quota counter moves when the run is admitted; until then the headers count this request.
-      setResponseHeaders(res, requestId, principal, plan.monthlyQuota, principal.project.requestsUsed + (claim && !claim.first ? 0 : 1));
-      // A duplicate gets the whole stream again, from the first stored event.
-      await this.sse.respond(res, requestId, principal.project.id, 0, firstStop);
-      return;
-    }
-    let stop: AgentStop;
+    let run: StartedRun;
     try {
-      stop = await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId));
+      run = await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId));
     } catch (e) {
       // Not saved: whether the request ran is not known here; a retry with the key joins it.
       throw withRequestId(e, requestId);
     }
-    const answer = await stopAnswer(stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: stop.requestsUsed });
-    sendAnswer(res, claim ? await this.idempotency.save(claim, answer) : answer);
+    await this.runs.answer(res, { ...run, ...(claim ? { claim } : {}) }, answerShape(request), principal, startedAt);
   }
 
   @Post(':id/tool-outputs')
@@ -140,7 +97,7 @@ export class AgentController {
     const outputs = parseToolOutputs(body);
     const key = parseIdempotencyKey(rawKey);
     requireToolOutputsTarget(this.config, id, outputs);
-    const claim = key === undefined ? undefined : await this.idempotency.claim(principal.project.id, key, `POST /v1/agent/${id}/tool-outputs`, body);
+    const claim = await this.runs.claim(principal, key, `POST /v1/agent/${id}/tool-outputs`, body);
     if (claim?.answer) return sendAnswer(res, claim.answer);
     let stop: AgentStop;
     try {
@@ -150,8 +107,7 @@ export class AgentController {
       throw e instanceof ServiceError && e.status >= 500 ? withRequestId(e, id) : e;
     }
     // A continuation is not a new request: the quota counter has not moved.
-    const answer = await stopAnswer(stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: principal.project.requestsUsed });
-    sendAnswer(res, claim ? await this.idempotency.save(claim, answer) : answer);
+    await this.runs.send(res, claim, await this.runs.stopAnswer(stop, principal, startedAt, principal.project.requestsUsed));
   }
 
   /** Replays what a client missed (Last-Event-ID or ?starting_after=) and continues live. */
@@ -197,6 +153,6 @@ export class AgentController {
     const startedAt = performance.now();
     const stop = await this.queries.execute(new GetAgentRequestQuery(principal, id));
     setResponseHeaders(res, stop.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed);
-    return this.render(stop, principal, startedAt);
+    return this.runs.render(stop, principal, startedAt);
   }
 }

@@ -1,27 +1,18 @@
 import { Module } from '@nestjs/common';
-import { DataSource } from 'typeorm';
-import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { CqrsModule } from '@nestjs/cqrs';
-import { EventsModule } from '#libs/events';
 import { PersistenceModule } from '#libs/persistence';
 import { TemporalClientModule } from '#libs/temporal';
+import { RunsModule } from '../runs/runs.module.js';
 import { AgentController } from './agent.controller.js';
 import { CancelController } from './cancel.controller.js';
 import { CancelAgentRequestHandler } from './commands/cancel-agent-request.handler.js';
-import { RunGate } from './run-gate.js';
-import { AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandler } from './commands/start-agent-request.handler.js';
-import { IdempotencyKeys } from './idempotency.js';
+import { StartAgentRequestHandler } from './commands/start-agent-request.handler.js';
 import { SubmitToolOutputsHandler } from './commands/submit-tool-outputs.handler.js';
-import { GetAgentRequestHandler } from './queries/get-agent-request.handler.js';
-import { RequestReadModel } from '#libs/resources';
-import { SseModule } from '../streaming/sse.module.js';
 
+/** `/v1/agent`: one-shot requests, their tool outputs, events and cancellation, over the run gateway. */
 @Module({
-  imports: [CqrsModule, PersistenceModule, EventsModule, TemporalClientModule, SseModule],
+  imports: [CqrsModule, PersistenceModule, TemporalClientModule, RunsModule],
   controllers: [AgentController, CancelController],
-  providers: [
-    { provide: IdempotencyKeys, inject: [DataSource], useFactory: (db: DataSource) => new IdempotencyKeys(db) },
-    { provide: RunGate, inject: [APP_CONFIG], useFactory: (config: AppConfig) => new RunGate(config.runs.maxInFlight, config.runs.maxWaitMs) },
-    AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandler, SubmitToolOutputsHandler, CancelAgentRequestHandler, GetAgentRequestHandler, RequestReadModel],
+  providers: [StartAgentRequestHandler, SubmitToolOutputsHandler, CancelAgentRequestHandler],
 })
 export class AgentModule {}

@@ -1,19 +1,17 @@
-import { Body, Controller, Headers, HttpCode, Inject, Param, Post, Res } from '@nestjs/common';
+import { Body, Controller, Headers, HttpCode, Param, Post, Res } from '@nestjs/common';
 import { CommandBus, QueryBus } from '@nestjs/cqrs';
 import { ApiBearerAuth, ApiOperation, ApiParam, ApiTags } from '@nestjs/swagger';
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
-import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { FINAL_STATUSES, type AgentStop } from '#libs/contracts';
-import { FileStore } from '#libs/persistence';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
-import { computeInstanceOf, renderStop, responseFiles } from '#libs/resources';
-import { responseHeaders, sendAnswer, withRequestId } from './agent-response.js';
+import { sendAnswer, withRequestId } from '../runs/answers.js';
+import { parseIdempotencyKey } from '../runs/idempotency.js';
+import { GetAgentRequestQuery } from '../runs/queries/get-agent-request.query.js';
+import { RunGateway } from '../runs/run-gateway.js';
 import { CancelAgentRequestCommand } from './commands/cancel-agent-request.command.js';
 import { notCancellable } from './commands/cancel-agent-request.handler.js';
-import { IdempotencyKeys, parseIdempotencyKey, type StoredAnswer } from './idempotency.js';
-import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
 
 /** `POST /v1/agent/{id}/cancel` (DESIGN.md section 9). */
 @ApiTags('agent')
@@ -21,11 +19,9 @@ import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
 @Controller('v1/agent')
 export class CancelController {
   constructor(
-    @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
-    private readonly files: FileStore,
-    private readonly idempotency: IdempotencyKeys,
+    private readonly runs: RunGateway,
   ) {}
 
   @Post(':id/cancel')
@@ -52,7 +48,7 @@ export class CancelController {
     const key = parseIdempotencyKey(rawKey);
     // 404 for an unknown id or another project's request, before the key is claimed.
     const current: AgentStop = await this.queries.execute(new GetAgentRequestQuery(principal, id));
-    const claim = key === undefined ? undefined : await this.idempotency.claim(principal.project.id, key, `POST /v1/agent/${id}/cancel`, body);
+    const claim = await this.runs.claim(principal, key, `POST /v1/agent/${id}/cancel`, body);
     if (claim?.answer) return sendAnswer(res, claim.answer);
     if (FINAL_STATUSES.has(current.status)) throw notCancellable();
     let stop: AgentStop;
@@ -61,16 +57,8 @@ export class CancelController {
     } catch (e) {
       throw withRequestId(e, id);
     }
-    const answer = await this.answer(stop, principal, startedAt);
-    sendAnswer(res, claim ? await this.idempotency.save(claim, answer) : answer);
-  }
-
-  /** The cancelled stop as an AgentResponse, with the partial message it kept. */
-  private async answer(stop: AgentStop, principal: Principal, startedAt: number): Promise<StoredAnswer> {
-    const files = await responseFiles(stop, this.files, this.config);
-    const object = stop.sessionId ? 'session.message' : 'agent.response';
-    const body = renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(this.config), startedAt, plan: principal.project.plan }, files);
-    // Cancelling is not a new request: the quota counter has not moved.
-    return { status: 200, headers: responseHeaders(stop.requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed), body };
+    // The cancelled stop with the partial message it kept. Cancelling is not a new request: the
+    // quota counter has not moved.
+    await this.runs.send(res, claim, await this.runs.stopAnswer(stop, principal, startedAt, principal.project.requestsUsed));
   }
 }

@@ -1,6 +1,6 @@
 import { ApiHeader, ApiResponse } from '@nestjs/swagger';
 import { CAPABILITIES, ERROR_STATUS, type ErrorCode } from '#libs/contracts';
-import { LIMITS } from '../agent/agent-request.validation.js';
+import { LIMITS } from '../runs/agent-request.validation.js';
 
 /** JSON Schemas of the contract's bodies, the single source for the OpenAPI document. */
 export const SCHEMAS = {

@@ -1,6 +1,6 @@
 import { ServiceError } from '#libs/contracts';
-import { fromTemporalError } from '../agent/temporal-errors.js';
-export { withinPickup } from '../agent/temporal-errors.js';
+import { fromTemporalError } from '../runs/temporal-errors.js';
+export { withinPickup } from '../runs/temporal-errors.js';
 import type { SessionsRepository } from './sessions.repository.js';
 import { closedSessionError, sessionNotFound } from './session-resource.js';
 

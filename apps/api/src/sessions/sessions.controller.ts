@@ -5,14 +5,12 @@ import { ApiBearerAuth, ApiBody, ApiOperation, ApiQuery, ApiTags } from '@nestjs
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { FileStore } from '#libs/persistence';
-import { parseAgentRequest } from '../agent/agent-request.validation.js';
-import { responseHeaders, sendAnswer, setResponseHeaders, stopAnswer, withRequestId } from '../agent/agent-response.js';
-import { backgroundAnswer } from '../agent/background.js';
-import { IdempotencyKeys, parseIdempotencyKey } from '../agent/idempotency.js';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
-import { SseResponder } from '../streaming/sse-responder.js';
+import { parseAgentRequest } from '../runs/agent-request.validation.js';
+import { responseHeaders, sendAnswer, setResponseHeaders } from '../runs/answers.js';
+import { parseIdempotencyKey } from '../runs/idempotency.js';
+import { answerShape, RunGateway } from '../runs/run-gateway.js';
 import { CreateSessionCommand } from './commands/create-session.command.js';
 import { EndSessionCommand } from './commands/end-session.command.js';
 import { SendSessionMessageCommand } from './commands/send-session-message.command.js';
@@ -33,9 +31,7 @@ export class SessionsController {
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly commands: CommandBus,
     private readonly queries: QueryBus,
-    private readonly files: FileStore,
-    private readonly sse: SseResponder,
-    private readonly idempotency: IdempotencyKeys,
+    private readonly runs: RunGateway,
   ) {}
 
   /** The headers of every 200; a session read or change has its own request id. */
@@ -118,28 +114,6 @@ export class SessionsController {
     const key = parseIdempotencyKey(rawKey);
     const outcome = await this.commands.execute(new SendSessionMessageCommand(principal, id, request, key === undefined ? undefined : { key, body }));
     if (outcome.kind === 'replay') return sendAnswer(res, outcome.answer);
-    if (request.background) {
-      const ctx = { config: this.config, files: this.files, principal, startedAt, requestsUsed: principal.project.requestsUsed };
-      const started = { requestId: outcome.requestId, firstStop: outcome.firstStop(), sessionId: id, duplicate: outcome.duplicate };
-      const answer = await backgroundAnswer(this.sse, this.queries, started, ctx);
-      return sendAnswer(res, outcome.claim ? await this.idempotency.save(outcome.claim, answer) : answer);
-    }
-    if (request.stream) {
-      const firstStop = outcome.firstStop();
-      // A stream refused for quota or credits is answered as JSON, as on the agent endpoint: SSE
-      // headers are written only once the message's run was admitted.
-      const unadmitted = await this.sse.unadmittedStop(outcome.requestId, firstStop, this.config.temporal.pickupTimeoutMs);
-      if (unadmitted && 'error' in unadmitted) throw withRequestId(unadmitted.error, outcome.requestId);
-      if (unadmitted) return sendAnswer(res, await stopAnswer(unadmitted.stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: unadmitted.stop.requestsUsed }));
-      // SSE identical to the agent endpoint (contract 4.4); the quota counter moves when the run
-      // is admitted, so until then the headers count this message. A duplicate gets the whole
-      // stream again, from the first stored event.
-      this.headers(res, principal, outcome.requestId, principal.project.requestsUsed + (outcome.duplicate ? 0 : 1));
-      await this.sse.respond(res, outcome.requestId, principal.project.id, 0, firstStop);
-      return;
-    }
-    const stop = await outcome.firstStop();
-    const answer = await stopAnswer(stop, { config: this.config, files: this.files, principal, startedAt, requestsUsed: stop.requestsUsed });
-    sendAnswer(res, outcome.claim ? await this.idempotency.save(outcome.claim, answer) : answer);
+    await this.runs.answer(res, { ...outcome, sessionId: id }, answerShape(request), principal, startedAt);
   }
 }

@@ -1,10 +1,9 @@
 import { Module } from '@nestjs/common';
 import { CqrsModule } from '@nestjs/cqrs';
-import { DataSource } from 'typeorm';
 import { EventsModule } from '#libs/events';
 import { PersistenceModule } from '#libs/persistence';
 import { TemporalClientModule } from '#libs/temporal';
-import { IdempotencyKeys } from '../agent/idempotency.js';
+import { RunsModule } from '../runs/runs.module.js';
 import { CreateSessionHandler } from './commands/create-session.handler.js';
 import { EndSessionHandler } from './commands/end-session.handler.js';
 import { SendSessionMessageHandler } from './commands/send-session-message.handler.js';
@@ -12,14 +11,13 @@ import { GetSessionHandler } from './queries/get-session.handler.js';
 import { ListSessionsHandler } from './queries/list-sessions.handler.js';
 import { SessionsController } from './sessions.controller.js';
 import { SessionsRepository } from './sessions.repository.js';
-import { SseModule } from '../streaming/sse.module.js';
 
-/** Sessions (issue 6): long-lived conversations, each a sessionWorkflow. */
+/** Sessions (issue 6): long-lived conversations, each a sessionWorkflow; a message is a run
+ * through the run gateway (runs/). */
 @Module({
-  imports: [CqrsModule, PersistenceModule, EventsModule, TemporalClientModule, SseModule],
+  imports: [CqrsModule, PersistenceModule, EventsModule, TemporalClientModule, RunsModule],
   controllers: [SessionsController],
   providers: [
-    { provide: IdempotencyKeys, inject: [DataSource], useFactory: (db: DataSource) => new IdempotencyKeys(db) },
     SessionsRepository, CreateSessionHandler, SendSessionMessageHandler, EndSessionHandler, GetSessionHandler, ListSessionsHandler],
 })
 export class SessionsModule {}

@@ -4,7 +4,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { agentRequestWorkflowId, ServiceError, type AgentStop } from '#libs/contracts';
 import { TemporalClientService } from '#libs/temporal';
-import { awaitAnswer, fromTemporalError, withinPickup } from '../temporal-errors.js';
+import { awaitAnswer, fromTemporalError, requireTemporal, withinPickup } from '../../runs/temporal-errors.js';
 import { CancelAgentRequestCommand } from './cancel-agent-request.command.js';
 
 /** 409 request_not_cancellable: the request has finished (or finishes before the cancellation reaches it). */
@@ -26,8 +26,7 @@ export class CancelAgentRequestHandler implements ICommandHandler<CancelAgentReq
   ) {}
 
   async execute({ principal, requestId }: CancelAgentRequestCommand): Promise<AgentStop> {
-    const { client, connection } = this.temporal;
-    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const { client, connection } = requireTemporal(this.temporal);
     const pickupMs = this.config.temporal.pickupTimeoutMs;
     const handle = client.workflow.getHandle(agentRequestWorkflowId(requestId));
     let stop: AgentStop;

@@ -3,10 +3,10 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { agentRequestWorkflowId, ServiceError, submitToolOutputsUpdate, type AgentStop, type ToolOutputsSubmission, isUuid } from '#libs/contracts';
 import { BlobStore } from '#libs/persistence';
-import { TemporalClientService } from '#libs/temporal';
 import { computeInstanceOf, RequestReadModel } from '#libs/resources';
-import { awaitAnswer, fromTemporalError } from '../temporal-errors.js';
-import type { ToolOutputsBody } from '../agent-request.validation.js';
+import type { ToolOutputsBody } from '../../runs/agent-request.validation.js';
+import { RunGateway } from '../../runs/run-gateway.js';
+import { awaitAnswer, fromTemporalError, type ConfiguredTemporal } from '../../runs/temporal-errors.js';
 import { SubmitToolOutputsCommand } from './submit-tool-outputs.command.js';
 
 /** Outputs above this size go to the blob store and travel by id (claim check), like a long user
@@ -34,15 +34,20 @@ export function requireToolOutputsTarget(config: Pick<AppConfig, 'temporal'>, re
 export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutputsCommand> {
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly temporal: TemporalClientService,
+    private readonly runs: RunGateway,
     private readonly blobs: BlobStore,
     private readonly requests: RequestReadModel,
   ) {}
 
-  async execute({ principal, requestId, body, bodyHash }: SubmitToolOutputsCommand): Promise<AgentStop> {
-    requireToolOutputsTarget(this.config, requestId, body);
-    const { client, connection } = this.temporal;
-    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+  async execute(command: SubmitToolOutputsCommand): Promise<AgentStop> {
+    requireToolOutputsTarget(this.config, command.requestId, command.body);
+    const temporal = this.runs.temporal();
+    // The run goes on with these outputs and this api waits for its next stop: within the
+    // overload gate, like a new run (503 with Retry-After before anything is delivered).
+    return this.runs.gatedStop(() => this.submit(temporal, command));
+  }
+
+  private async submit({ client, connection }: ConfiguredTemporal, { principal, requestId, body, bodyHash }: SubmitToolOutputsCommand): Promise<AgentStop> {
     const outputs: ToolOutputsSubmission['outputs'][number][] = [];
     for (const o of body.outputs) {
       if (Buffer.byteLength(o.output, 'utf8') > INLINE_OUTPUT_BYTES) {

@@ -1,6 +1,6 @@
 import { Command } from '@nestjs/cqrs';
 import type { Principal } from '#libs/accounts';
-import type { StoredAnswer } from '../../agent/idempotency.js';
+import type { StoredAnswer } from '../../runs/idempotency.js';
 import type { SessionRecord } from '#libs/resources';
 
 /** An Idempotency-Key and the parsed body it is bound to. */

@@ -6,8 +6,9 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { SEARCH_ATTRIBUTES, ServiceError, SESSION_LIMITS, sessionWorkflowId, type SessionWorkflowInput } from '#libs/contracts';
 import { addLogContext } from '#libs/observability';
 import { TemporalClientService } from '#libs/temporal';
-import { IdempotencyKeys, type StoredAnswer } from '../../agent/idempotency.js';
-import { fromTemporalError } from '../../agent/temporal-errors.js';
+import type { StoredAnswer } from '../../runs/idempotency.js';
+import { RunGateway } from '../../runs/run-gateway.js';
+import { fromTemporalError, requireTemporal } from '../../runs/temporal-errors.js';
 import { withinPickup } from '../session-temporal.js';
 import type { SessionRecord } from '#libs/resources';
 import { SessionsRepository } from '../sessions.repository.js';
@@ -19,7 +20,7 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
     @Inject(APP_CONFIG) private readonly config: AppConfig,
     private readonly temporal: TemporalClientService,
     private readonly sessions: SessionsRepository,
-    private readonly idempotency: IdempotencyKeys,
+    private readonly runs: RunGateway,
   ) {}
 
   async execute({ principal, idempotency }: CreateSessionCommand): Promise<CreateSessionOutcome> {
@@ -28,14 +29,12 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
     if (project.plan === 'free' || !project.creditsPurchased) {
       throw new ServiceError('plan_restricted', 'Sessions are available only to accounts that have purchased credits. Purchase credits to start a session.');
     }
-    const client = this.temporal.client;
-    const connection = this.temporal.connection;
-    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const { client, connection } = requireTemporal(this.temporal);
 
     // With a key, the session's id is the claim's request id: every attempt creates the same session.
-    const claim = idempotency ? await this.idempotency.claim(project.id, idempotency.key, 'POST /v1/sessions', idempotency.body) : undefined;
+    const claim = await this.runs.claim(principal, idempotency?.key, 'POST /v1/sessions', idempotency?.body);
     if (claim?.answer) return { kind: 'replay', answer: claim.answer };
-    const save = async (answer: StoredAnswer): Promise<StoredAnswer> => (claim ? this.idempotency.save(claim, answer) : answer);
+    const save = (answer: StoredAnswer): Promise<StoredAnswer> => this.runs.save(claim, answer);
 
     const now = Date.now();
     const idleTimeoutMs = this.config.sessions.idleTimeoutMs;

@@ -1,10 +1,10 @@
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { endSessionUpdate, ServiceError, sessionWorkflowId, type SessionView } from '#libs/contracts';
+import { endSessionUpdate, sessionWorkflowId, type SessionView } from '#libs/contracts';
 import { TemporalClientService } from '#libs/temporal';
 import { closedSessionError, sessionNotFound, UUID } from '../session-resource.js';
-import { awaitAnswer } from '../../agent/temporal-errors.js';
+import { awaitAnswer, requireTemporal } from '../../runs/temporal-errors.js';
 import { sessionCallError, withinPickup } from '../session-temporal.js';
 import { SessionsRepository } from '../sessions.repository.js';
 import { EndSessionCommand } from './end-session.command.js';
@@ -23,9 +23,7 @@ export class EndSessionHandler implements ICommandHandler<EndSessionCommand> {
     if (!record) throw sessionNotFound();
     const closed = closedSessionError(record.status);
     if (closed) throw closed;
-    const client = this.temporal.client;
-    const connection = this.temporal.connection;
-    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const { client, connection } = requireTemporal(this.temporal);
     try {
       const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
       const pickupMs = this.config.temporal.pickupTimeoutMs;

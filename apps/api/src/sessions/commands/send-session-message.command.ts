@@ -1,8 +1,8 @@
 import { Command } from '@nestjs/cqrs';
 import type { Principal } from '#libs/accounts';
 import type { AgentStop } from '#libs/contracts';
-import type { AgentRequestBody } from '../../agent/agent-request.validation.js';
-import type { IdempotencyClaim, StoredAnswer } from '../../agent/idempotency.js';
+import type { AgentRequestBody } from '../../runs/agent-request.validation.js';
+import type { IdempotencyClaim, StoredAnswer } from '../../runs/idempotency.js';
 import type { IdempotencyRequest } from './create-session.command.js';
 
 /** A session message the session has accepted (or, for a retry, the one an earlier attempt sent):

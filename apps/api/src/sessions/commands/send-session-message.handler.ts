@@ -4,15 +4,15 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { agentRequestWorkflowId, sendSessionMessageUpdate, ServiceError, sessionWorkflowId, type AgentStop, type SessionMessage } from '#libs/contracts';
+import { agentRequestWorkflowId, sendSessionMessageUpdate, sessionWorkflowId, type AgentStop, type SessionMessage } from '#libs/contracts';
 import { SessionStream } from '#libs/events';
 import { BlobStore } from '#libs/persistence';
-import { TemporalClientService, withUpdateStart, type UpdateStart } from '#libs/temporal';
-import { resolveCapabilities } from '../../agent/agent-request.validation.js';
-import { withRequestId } from '../../agent/agent-response.js';
-import { IdempotencyKeys } from '../../agent/idempotency.js';
-import { requestInput } from '../../agent/request-input.js';
-import { awaitAnswer, fromTemporalError, withFailingCause } from '../../agent/temporal-errors.js';
+import { withUpdateStart, type UpdateStart } from '#libs/temporal';
+import { resolveCapabilities } from '../../runs/agent-request.validation.js';
+import { withRequestId } from '../../runs/answers.js';
+import { requestInput } from '../../runs/request-input.js';
+import { RunGateway, type StartedRun } from '../../runs/run-gateway.js';
+import { awaitAnswer, fromTemporalError, withFailingCause, type ConfiguredTemporal, type RunDescription } from '../../runs/temporal-errors.js';
 import { closedSessionError, sessionNotFound, UUID } from '../session-resource.js';
 import { sessionCallError, withinPickup } from '../session-temporal.js';
 import { SessionsRepository } from '../sessions.repository.js';
@@ -35,13 +35,13 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
     private readonly db: DataSource,
     private readonly stream: SessionStream,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
-    private readonly temporal: TemporalClientService,
+    private readonly runs: RunGateway,
     private readonly blobs: BlobStore,
     private readonly sessions: SessionsRepository,
-    private readonly idempotency: IdempotencyKeys,
   ) {}
 
-  async execute({ principal, sessionId, body, idempotency }: SendSessionMessageCommand): Promise<AcceptedSessionMessage | ReplayedSessionMessage> {
+  async execute(command: SendSessionMessageCommand): Promise<AcceptedSessionMessage | ReplayedSessionMessage> {
+    const { principal, sessionId, body, idempotency } = command;
     const { project } = principal;
     // 404 and 410 come after the body's 400 and before the capabilities' 403.
     const record = UUID.test(sessionId) ? await this.sessions.find(project.id, sessionId) : undefined;
@@ -50,65 +50,70 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
     if (closed) throw closed;
     const plan = this.config.plans[project.plan];
     resolveCapabilities(body.capabilities, plan.name, plan.capabilities, project.capabilities, body.tools.length > 0);
-    const client = this.temporal.client;
-    const connection = this.temporal.connection;
-    if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+    const temporal = this.runs.temporal();
 
     // Claimed once the request has passed its checks: nothing is recorded for a refused request.
-    const claim = idempotency ? await this.idempotency.claim(project.id, idempotency.key, `POST /v1/sessions/${sessionId}/messages`, idempotency.body) : undefined;
+    const claim = await this.runs.claim(principal, idempotency?.key, `POST /v1/sessions/${sessionId}/messages`, idempotency?.body);
     if (claim?.answer) return { kind: 'replay', answer: claim.answer };
     const requestId = claim?.requestId ?? randomUUID();
     addLogContext({ request_id: requestId });
     const duplicate = claim !== undefined && !claim.first;
     try {
-      if (duplicate) {
-        const closedStop = await this.closedRequestStop(requestId);
-        if (closedStop) return { kind: 'accepted', requestId, claim, duplicate, firstStop: () => Promise.resolve(closedStop) };
-      }
-      const input = await requestInput(this.config, this.blobs, principal, body, requestId);
-      const pickupMs = this.config.temporal.pickupTimeoutMs;
-      // Past this moment the caller has been told compute_unavailable: the session must refuse it.
-      const message: SessionMessage = { ...input, acceptBy: Date.now() + pickupMs };
-      const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
-      let update;
-      try {
-        const start: UpdateStart = {};
-        update = await withinPickup(connection, pickupMs, () =>
-          handle.startUpdate(sendSessionMessageUpdate, withUpdateStart({ args: [message], updateId: requestId, waitForStage: 'ACCEPTED' as const }, start)),
-        );
-        // Refused by the session (session_busy while the previous message runs or is paused, and
-        // the others): its failure, at once. Nothing was recorded, so neither is an acceptance,
-        // and the key stays unanswered, free for a retry.
-        if (start.refused) await update.result();
-      } catch (e) {
-        throw await withFailingCause(await sessionCallError(e, this.sessions, project.id, sessionId), client, async () => (await handle.describe()).raw);
-      }
-      const accepted = update;
-      await this.recordAccepted(sessionId, project.id, requestId);
-      return {
-        kind: 'accepted',
-        requestId,
-        ...(claim ? { claim } : {}),
-        duplicate,
-        firstStop: async () => {
-          try {
-            // Bounded like a request's first stop: as long as workers make progress on the message.
-            return await awaitAnswer({ connection, client, describe: () => this.progress(sessionId, requestId) }, pickupMs, () => accepted.result());
-          } catch (e) {
-            throw withRequestId(await sessionCallError(e, this.sessions, project.id, sessionId), requestId);
-          }
-        },
-      };
+      // The message is a run: within the overload gate, like a request to POST /v1/agent (503 with
+      // Retry-After before anything is sent to the session).
+      const run = await this.runs.gated(() => this.send(temporal, command, requestId, duplicate));
+      return { kind: 'accepted', requestId, ...(claim ? { claim } : {}), duplicate, firstStop: run.firstStop };
     } catch (e) {
       throw withRequestId(e, requestId);
     }
   }
 
+  /** Sends the message to the session (the duplicate of a closed request reads that request
+   * instead), and returns once the session accepted it. */
+  private async send(temporal: ConfiguredTemporal, { principal, sessionId, body }: SendSessionMessageCommand, requestId: string, duplicate: boolean): Promise<StartedRun> {
+    const { client, connection } = temporal;
+    const { project } = principal;
+    if (duplicate) {
+      const closedStop = await this.closedRequestStop(client, requestId);
+      if (closedStop) return { requestId, firstStop: () => Promise.resolve(closedStop) };
+    }
+    const input = await requestInput(this.config, this.blobs, principal, body, requestId);
+    const pickupMs = this.config.temporal.pickupTimeoutMs;
+    // Past this moment the caller has been told compute_unavailable: the session must refuse it.
+    const message: SessionMessage = { ...input, acceptBy: Date.now() + pickupMs };
+    const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
+    let update;
+    try {
+      const start: UpdateStart = {};
+      update = await withinPickup(connection, pickupMs, () =>
+        handle.startUpdate(sendSessionMessageUpdate, withUpdateStart({ args: [message], updateId: requestId, waitForStage: 'ACCEPTED' as const }, start)),
+      );
+      // Refused by the session (session_busy while the previous message runs or is paused, and
+      // the others): its failure, at once. Nothing was recorded, so neither is an acceptance,
+      // and the key stays unanswered, free for a retry.
+      if (start.refused) await update.result();
+    } catch (e) {
+      throw await withFailingCause(await sessionCallError(e, this.sessions, project.id, sessionId), client, async () => (await handle.describe()).raw);
+    }
+    const accepted = update;
+    await this.recordAccepted(sessionId, project.id, requestId);
+    return {
+      requestId,
+      firstStop: async () => {
+        try {
+          // Bounded like a request's first stop: as long as workers make progress on the message.
+          return await awaitAnswer({ connection, client, describe: () => this.progress(temporal, sessionId, requestId) }, pickupMs, () => accepted.result());
+        } catch (e) {
+          throw withRequestId(await sessionCallError(e, this.sessions, project.id, sessionId), requestId);
+        }
+      },
+    };
+  }
+
   /** What a worker must do next for the message: its request's pending steps once it started,
    * before that the session's own (a message accepted just as the previous request ended waits in
    * the session while that exchange enters the conversation). */
-  private async progress(sessionId: string, requestId: string): Promise<Awaited<ReturnType<Parameters<typeof awaitAnswer>[0]['describe']>>> {
-    const client = this.temporal.client!;
+  private async progress({ client }: ConfiguredTemporal, sessionId: string, requestId: string): Promise<RunDescription> {
     try {
       return (await client.workflow.getHandle(agentRequestWorkflowId(requestId)).describe()).raw;
     } catch (e) {
@@ -130,8 +135,8 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
 
   /** The last stop of the message's request when that request has closed; undefined while it runs
    * or before it started. */
-  private async closedRequestStop(requestId: string): Promise<AgentStop | undefined> {
-    const handle = this.temporal.client!.workflow.getHandle(agentRequestWorkflowId(requestId));
+  private async closedRequestStop(client: ConfiguredTemporal['client'], requestId: string): Promise<AgentStop | undefined> {
+    const handle = client.workflow.getHandle(agentRequestWorkflowId(requestId));
     try {
       const { status } = await handle.describe();
       if (status.name === 'RUNNING') return undefined;

@@ -1,11 +1,11 @@
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
-import { ServiceError, type AgentStop } from '#libs/contracts';
+import { initialStop, ServiceError, type AgentStop } from '#libs/contracts';
 import { billingAnchor, quotaFigures } from '#libs/metering';
 import type { FileStore } from '#libs/persistence';
 import { renderError } from '../errors/contract-exception.filter.js';
-import { computeInstanceOf, renderStop, responseFiles } from '#libs/resources';
+import { computeInstanceOf, renderStop, responseFiles, type AgentResponse } from '#libs/resources';
 import type { StoredAnswer } from './idempotency.js';
 
 /** A stop that answers a POST: a failed run becomes its contract error instead of a 200. */
@@ -56,12 +56,27 @@ export function withRequestId(e: unknown, requestId: string): unknown {
   return new ServiceError(e.code, e.message, { ...e.headers, 'X-Request-Id': requestId });
 }
 
-/** What renders a stop as the answer to a POST. */
-export interface StopAnswerContext {
+/** What renders a stop: the api's configuration, the file store (for the response's files), who
+ * asked and when the call began (the response's timing). */
+export interface RenderContext {
   readonly config: Pick<AppConfig, 'publicBaseUrl' | 'plans' | 'temporal'>;
   readonly files: FileStore;
   readonly principal: Principal;
   readonly startedAt: number;
+}
+
+/** A stop as the contract's AgentResponse: the one place a stop is rendered for the api (POST
+ * answers, GET, cancel). A session's request stays a `session.message` through its tool-output
+ * continuations. */
+export async function renderResponse(stop: AgentStop, ctx: RenderContext): Promise<AgentResponse> {
+  const { config, principal } = ctx;
+  const files = await responseFiles(stop, ctx.files, config);
+  const object = stop.sessionId ? 'session.message' : 'agent.response';
+  return renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(config), startedAt: ctx.startedAt, plan: principal.project.plan }, files);
+}
+
+/** What renders a stop as the answer to a POST. */
+export interface StopAnswerContext extends RenderContext {
   /** The quota counter the headers show (the stop's own for a request that was admitted). */
   readonly requestsUsed: number;
 }
@@ -76,8 +91,34 @@ export async function stopAnswer(stop: AgentStop, ctx: StopAnswerContext): Promi
     if (e instanceof ServiceError) return errorAnswer(e, config.publicBaseUrl, stop.requestId);
     throw e;
   }
-  const files = await responseFiles(stop, ctx.files, config);
-  const object = stop.sessionId ? 'session.message' : 'agent.response';
-  const body = renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(config), startedAt: ctx.startedAt, plan: principal.project.plan }, files);
+  const body = await renderResponse(stop, ctx);
   return { status: 200, headers: responseHeaders(stop.requestId, principal, config.plans[principal.project.plan].monthlyQuota, ctx.requestsUsed), body };
+}
+
+/**
+ * The answer to `"background": true` (DESIGN.md section 9): 200 with `in_progress` as soon as the run
+ * was admitted, whatever it does next. A run refused before it ran (402 `insufficient_credits`, 429
+ * `quota_exceeded`, 502) is answered as that error, exactly as without `background`, so a 200 always
+ * means a run that goes on. The run's events are recorded (it runs as a streamed one), for
+ * GET /v1/agent/{id}/events; its result is read with GET /v1/agent/{id}. `unadmitted` is what the
+ * wait for admission found (SseResponder.unadmittedStop); `read` the run's state once admitted.
+ */
+export async function backgroundAnswer(
+  run: { readonly requestId: string; readonly sessionId?: string; readonly duplicate: boolean },
+  unadmitted: { stop: AgentStop } | { error: unknown } | undefined,
+  read: () => Promise<AgentStop | undefined>,
+  ctx: RenderContext,
+): Promise<StoredAnswer> {
+  const { requestId } = run;
+  if (unadmitted && 'error' in unadmitted) throw withRequestId(unadmitted.error, requestId);
+  if (unadmitted) return stopAnswer(unadmitted.stop, { ...ctx, requestsUsed: unadmitted.stop.requestsUsed });
+  // Admitted (or still waiting for a worker, which GET then shows): the figures after admission.
+  const current = await read();
+  const stop: AgentStop = {
+    ...initialStop({ requestId, projectId: ctx.principal.project.id, ...(run.sessionId ? { sessionId: run.sessionId } : {}) }),
+    creditsRemaining: current?.creditsRemaining ?? ctx.principal.project.creditBalance,
+    // 0 before admission (no worker has taken the run up yet): the headers count this request, as a stream's do.
+    requestsUsed: current?.requestsUsed || ctx.principal.project.requestsUsed + (run.duplicate ? 0 : 1),
+  };
+  return stopAnswer(stop, { ...ctx, requestsUsed: stop.requestsUsed });
 }

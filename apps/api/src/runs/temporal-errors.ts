@@ -5,6 +5,20 @@ import protos from '@temporalio/proto';
 import { isErrorCode, ServiceError, type ErrorCode } from '#libs/contracts';
 import { workflowTasksFailing } from '#libs/observability';
 
+/** The api's Temporal client and connection. */
+export interface ConfiguredTemporal {
+  readonly client: Client;
+  readonly connection: Connection;
+}
+
+/** The one check that Temporal is configured: without TEMPORAL_ADDRESS every call that needs a
+ * workflow is 503 service_unavailable (reads answer from the read models alone). */
+export function requireTemporal(temporal: { readonly client: Client | undefined; readonly connection: Connection | undefined }): ConfiguredTemporal {
+  const { client, connection } = temporal;
+  if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+  return { client, connection };
+}
+
 /** gRPC status codes that mean the request never reached a running workflow. */
 const NOT_FOUND = 5;
 
