@@ -6,17 +6,6 @@ export { runJavascriptTool, RUN_JAVASCRIPT_DEFAULTS, RUN_JAVASCRIPT_MAX_CODE_CHA
 
 export { fetchUrlTool, FETCH_URL_DEFAULTS, type FetchUrlOptions } from './research/fetch-url.tool.js';
 export {
-  HostAllowList,
-  checkResolvedHost,
-  classifyAddress,
-  classifyIp,
-  parseCidr,
-  parseIp,
-  type AddressKind,
-  type ResolvedAddress,
-} from './research/address.policy.js';
-export { addressesOf, literalAddressRefusal, pinnedLookup, systemResolve } from './research/destination.js';
-export {
   webSearchTool,
   WEB_SEARCH_DEFAULTS,
   WEB_SEARCH_UNAVAILABLE,
