@@ -3,4 +3,3 @@ export { ModelError, type ModelErrorKind } from './model-error.js';
 export type { ModelProvider, ModelRequest } from './model-request.js';
 export { modelTargetProblem, PROVIDER_GUIDE, type ModelTarget } from './model-targets.js';
 export { scriptedTurn } from './scripted.provider.js';
-export { redactSecret } from './redact.js';
