@@ -3,11 +3,9 @@ import { Command, CommanderError, Option } from 'commander';
 import type { DataSource } from 'typeorm';
 import type { AccountsService } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
-import { CAPABILITIES, MODEL_PROVIDERS, PLANS, type AwsCredentials, type Capability, type PlanName } from '#libs/contracts';
-import { PROVIDER_GUIDE } from '#libs/llm';
+import { CAPABILITIES, MODEL_PROVIDERS, PLANS, PROJECTION_NAMES, PROVIDER_GUIDE, type AwsCredentials, type Capability, type PlanName } from '#libs/contracts';
 import type { ApiKeyEntity, ProjectEntity } from '#libs/persistence';
-import { PROJECTION_NAMES } from '../../projector/src/projections/names.js';
-import type { RebuildSource } from '../../projector/src/rebuild.js';
+import type { RebuildSource } from '#libs/read-models';
 import { addMcpCommands } from './mcp.commands.js';
 import { CliRefusal } from './refusal.js';
 import { addWebhookCommands } from './webhook.commands.js';
@@ -221,11 +219,7 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
     .addOption(new Option('--from <source>', 'read the events from the event store or from Kafka offset 0 (default: the event store where the projection\'s events are in it)').choices(['events', 'kafka']))
     .addOption(jsonOption)
     .action(async (name: string | undefined, o: { from?: RebuildSource; json?: boolean }) => {
-      const [{ PROJECTIONS }, { rebuildProjection }, { createKafka }] = await Promise.all([
-        import('../../projector/src/projections/index.js'),
-        import('../../projector/src/rebuild.js'),
-        import('#libs/kafka'),
-      ]);
+      const [{ PROJECTIONS, rebuildProjection }, { createKafka }] = await Promise.all([import('#libs/read-models'), import('#libs/kafka')]);
       const chosen = name ? PROJECTIONS.filter((p) => p.name === name) : PROJECTIONS;
       if (chosen.length === 0) throw new CliRefusal(`no projection "${name}"; there are ${PROJECTION_NAMES.join(', ')}`);
       const results = [];

@@ -13,7 +13,7 @@ import { AgentRequestStarter, StartAgentRequestHandler, StreamAgentRequestHandle
 import { IdempotencyKeys } from './idempotency.js';
 import { SubmitToolOutputsHandler } from './commands/submit-tool-outputs.handler.js';
 import { GetAgentRequestHandler } from './queries/get-agent-request.handler.js';
-import { RequestReadModel } from '#libs/resources';
+import { RequestReadModel } from '#libs/read-models';
 import { SseModule } from '../streaming/sse.module.js';
 
 @Module({
