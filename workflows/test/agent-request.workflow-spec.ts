@@ -217,12 +217,17 @@ describe('agentRequestWorkflow', () => {
   it('runs nothing and reserves nothing when its first task starts after the api stopped waiting', async () => {
     const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
     let admitted = 0;
+    // Since the stop-recorded-once patch admission refuses past acceptBy, as MeteringService.admit
+    // does (nothing reserved), and the workflow records the refusal as its first stop.
+    const pickupMissed = { code: 'compute_unavailable' as const, message: 'No agent worker took the request up in time. Nothing was run or charged.' };
+    const admit = async ({ acceptBy }: { acceptBy?: number }) =>
+      acceptBy !== undefined && Date.now() > acceptBy ? { ok: false as const, error: pickupMissed, balance: 100, requestsUsed: 0 } : ((admitted += 1), { ok: true as const, balance: 94, requestsUsed: 1 });
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
       workflowsPath,
       bundlerOptions: sourceBundlerOptions(),
-      activities: { ...fakeActivities(ledger), beginRequest: conversations.beginRequest(async () => ((admitted += 1), { ok: true as const, balance: 94, requestsUsed: 1 })) },
+      activities: { ...fakeActivities(ledger), beginRequest: conversations.beginRequest(admit) },
     });
     await worker.runUntil(async () => {
       const { first } = await start('hello', { acceptBy: Date.now() - 1 });
