@@ -2,6 +2,7 @@ import js from '@eslint/js';
 import globals from 'globals';
 import { builtinModules } from 'node:module';
 import tseslint from 'typescript-eslint';
+import { masPlugin } from './scripts/lint/package-graph.mjs';
 
 const nodeBuiltins = [...builtinModules, ...builtinModules.map((m) => `node:${m}`)];
 
@@ -23,6 +24,13 @@ export default tseslint.config(
       '@typescript-eslint/no-unsafe-function-type': 'off',
       'no-console': 'error',
     },
+  },
+  {
+    // The package graph (scripts/lint/package-graph.mjs): no app imports another app, a lib only
+    // the libs listed for it, and the libs' graph stays acyclic.
+    files: ['apps/**/*.ts', 'libs/**/*.ts', 'workflows/**/*.ts'],
+    plugins: { mas: masPlugin },
+    rules: { 'mas/package-graph': 'error' },
   },
   {
     // Workflow code is replayed deterministically inside Temporal's sandbox: no I/O, no Nest, no

@@ -1,5 +1,5 @@
-// The data tool's renderer itself, not #libs/tools: the index loads every tool (QuickJS, DuckDB, ...).
-import { renderChartSvg } from '../../../libs/tools/src/data/chart.renderer.js';
+// The data tool's renderer (#libs/tools loads every tool's module at the console's start, once).
+import { renderChartSvg } from '#libs/tools';
 import type { DayUsage } from './console-reads.js';
 
 /** Limits of one rendering: the console's chart is small and its spec its own. */

@@ -2,8 +2,9 @@ import { Controller, Get, Inject, NotFoundException, Param, Post, Req, Res } fro
 import type { Request, Response } from 'express';
 import { AccountsError, AccountsService, ConsoleAccountsService, type ConsoleMembership, type ConsoleSession } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { CAPABILITIES, isUuid, MODEL_PROVIDERS, type ChatMessage } from '#libs/contracts';
-import { callModel, PROVIDER_GUIDE, redactSecret } from '#libs/llm';
+import { CAPABILITIES, isUuid, MODEL_PROVIDERS, PROVIDER_GUIDE, type ChatMessage } from '#libs/contracts';
+import { callModel } from '#libs/llm';
+import { redactSecret } from '#libs/observability';
 import { usageChartSvg } from './chart.js';
 import { ConsoleReads, PAGE_SIZE, type RequestSummary } from './console-reads.js';
 import { html, trusted, type Html } from './web/html.js';

@@ -4,8 +4,7 @@ import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { createKafka } from '#libs/kafka';
 import { addMetricsCollector } from '#libs/observability';
 import { PersistenceModule } from '#libs/persistence';
-import { ProjectionRunner } from './projection-runner.js';
-import { PROJECTIONS } from './projections/index.js';
+import { ProjectionRunner, PROJECTIONS } from '#libs/read-models';
 
 /** The projections: Kafka's mas.events.v1 and mas.usage.v1 into the read models, each event once. */
 @Injectable()

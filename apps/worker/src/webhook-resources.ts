@@ -6,7 +6,8 @@ import type { FileStore } from '#libs/persistence';
 import type { WebhookResources } from '#libs/webhooks';
 // The api's renderers (libs/resources), so a webhook carries exactly what GET /v1/agent/{id} and
 // GET /v1/sessions/{id} show (one renderer per resource).
-import { computeInstanceOf, renderRecord, renderStop, RequestReadModel, responseFiles } from '#libs/resources';
+import { RequestReadModel } from '#libs/read-models';
+import { computeInstanceOf, renderRecord, renderStop, responseFiles } from '#libs/resources';
 
 /**
  * The resource of a webhook event as it stood at that event (its stream folded up to the event's

@@ -1,4 +1,4 @@
-import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
 import type { AgentError, AgentStatus, ChatMessage, FileRef, InputFileRef, StreamEvent, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
 import type { Capability, PlanName } from './capabilities.js';
@@ -12,6 +12,29 @@ export const SEARCH_ATTRIBUTES = {
 };
 
 export const agentRequestWorkflowId = (requestId: string): string => `agent-request-${requestId}`;
+
+/** How an agent request's workflow is started, by the api and by a session (as its child). */
+export interface AgentRequestStartOptions {
+  readonly workflowId: string;
+  /** A request id runs once: a closed run's id is never used for a second run. */
+  readonly workflowIdReusePolicy: 'REJECT_DUPLICATE';
+  readonly workflowExecutionTimeout: '24 hours';
+  readonly typedSearchAttributes: SearchAttributePair[];
+}
+
+/** The start options every agent request's workflow shares, whoever starts it. */
+export function agentRequestStartOptions(input: { readonly requestId: string; readonly projectId: string; readonly capabilities: readonly Capability[] }): AgentRequestStartOptions {
+  return {
+    workflowId: agentRequestWorkflowId(input.requestId),
+    workflowIdReusePolicy: 'REJECT_DUPLICATE',
+    workflowExecutionTimeout: '24 hours',
+    typedSearchAttributes: [
+      { key: SEARCH_ATTRIBUTES.projectId, value: input.projectId },
+      { key: SEARCH_ATTRIBUTES.agentStatus, value: 'in_progress' },
+      { key: SEARCH_ATTRIBUTES.capabilities, value: [...input.capabilities] },
+    ],
+  };
+}
 
 /** A text inline, or stored in the blob store (claim check) when it is long. */
 export type TextRef = { readonly text: string } | { readonly blobId: string };

@@ -4,6 +4,7 @@ export * from './capabilities.js';
 export * from './errors.js';
 export * from './events.js';
 export * from './model-providers.js';
+export * from './projections.js';
 export * from './session-workflow.js';
 export * from './topics.js';
 export * from './mcp.js';

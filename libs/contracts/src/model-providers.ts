@@ -7,6 +7,18 @@ export function isModelProvider(value: unknown): value is ModelProvider {
   return typeof value === 'string' && (MODEL_PROVIDERS as readonly string[]).includes(value);
 }
 
+/** What each provider reaches, which settings it takes and how it authenticates (README, CLI
+ * help; here rather than in libs/llm so that the CLI's help loads none of the service's libs). */
+export const PROVIDER_GUIDE: Readonly<Record<ModelProvider, string>> = {
+  openai: 'OpenAI Chat Completions (@ai-sdk/openai); with --base-url any OpenAI-compatible server (@ai-sdk/openai-compatible: Ollama, vLLM, llama.cpp), key optional there',
+  anthropic: 'Anthropic Messages API (@ai-sdk/anthropic); --base-url is the API origin (a proxy)',
+  google: 'Google Gemini API (@ai-sdk/google, generateContent); --base-url defaults to https://generativelanguage.googleapis.com/v1beta',
+  mistral: 'Mistral chat completions (@ai-sdk/mistral); --base-url defaults to https://api.mistral.ai/v1',
+  'azure-openai': 'Azure OpenAI (@ai-sdk/azure, chat completions); --model is the deployment name, --resource or --base-url, --api-version v1 (default) or a dated version',
+  bedrock: 'Amazon Bedrock Converse API (@ai-sdk/amazon-bedrock); --region required; AWS credentials (SigV4) or a Bedrock API key',
+  scripted: 'the deterministic offline model (tests, the demo); no key',
+};
+
 /** A provider's own settings, none of them secret (stored in plain text beside the model name). */
 export interface ModelProviderSettings {
   /** bedrock: the AWS region, e.g. `us-east-1`. */

@@ -1,6 +1,5 @@
 export { callModel } from './call-model.js';
 export { ModelError, type ModelErrorKind } from './model-error.js';
 export type { ModelProvider, ModelRequest } from './model-request.js';
-export { modelTargetProblem, PROVIDER_GUIDE, type ModelTarget } from './model-targets.js';
+export { modelTargetProblem, type ModelTarget } from './model-targets.js';
 export { scriptedTurn } from './scripted.provider.js';
-export { redactSecret } from './redact.js';

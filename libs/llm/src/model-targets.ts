@@ -1,16 +1,5 @@
 import { isModelProvider, MODEL_PROVIDERS, type ModelProvider, type ModelProviderSettings } from '#libs/contracts';
 
-/** What each provider reaches, which settings it takes and how it authenticates (README, CLI help). */
-export const PROVIDER_GUIDE: Readonly<Record<ModelProvider, string>> = {
-  openai: 'OpenAI Chat Completions (@ai-sdk/openai); with --base-url any OpenAI-compatible server (@ai-sdk/openai-compatible: Ollama, vLLM, llama.cpp), key optional there',
-  anthropic: 'Anthropic Messages API (@ai-sdk/anthropic); --base-url is the API origin (a proxy)',
-  google: 'Google Gemini API (@ai-sdk/google, generateContent); --base-url defaults to https://generativelanguage.googleapis.com/v1beta',
-  mistral: 'Mistral chat completions (@ai-sdk/mistral); --base-url defaults to https://api.mistral.ai/v1',
-  'azure-openai': 'Azure OpenAI (@ai-sdk/azure, chat completions); --model is the deployment name, --resource or --base-url, --api-version v1 (default) or a dated version',
-  bedrock: 'Amazon Bedrock Converse API (@ai-sdk/amazon-bedrock); --region required; AWS credentials (SigV4) or a Bedrock API key',
-  scripted: 'the deterministic offline model (tests, the demo); no key',
-};
-
 const REGION = /^[a-z]{2}(-gov|-iso[a-z]?)?-[a-z]+-\d{1,2}$/;
 const AZURE_RESOURCE = /^[a-zA-Z0-9][a-zA-Z0-9-]{0,62}[a-zA-Z0-9]$/;
 const AZURE_API_VERSION = /^(v1|\d{4}-\d{2}-\d{2}(-preview)?)$/;

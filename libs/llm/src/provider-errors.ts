@@ -1,8 +1,8 @@
 import type { APICallError } from 'ai';
 import type { ModelProvider } from '#libs/contracts';
+import { redactSecret } from '#libs/observability';
 import { isRecord } from './json.js';
 import { ModelError } from './model-error.js';
-import { redactSecret } from './redact.js';
 
 const MAX_DETAIL = 500;
 /** Error types (Anthropic's, Bedrock's) that blame the request when they arrive inside a stream. */

@@ -4,6 +4,7 @@ export * from './metrics/metrics-server.js';
 export * from './metrics/http-metrics.js';
 export * from './logging/log-context.js';
 export * from './logging/logger.js';
+export { redactSecret } from './logging/redact.js';
 export * from './logging/activity-log-context.js';
 export * from './logging/http-logging.js';
 export * from './tracing/index.js';

@@ -2,5 +2,4 @@
 // in one place for the api's answers and the worker's webhooks.
 export * from './agent-resource.js';
 export * from './compute-instance.js';
-export * from './request-read-model.js';
 export * from './session-resource.js';

@@ -6,17 +6,6 @@ export { runJavascriptTool, RUN_JAVASCRIPT_DEFAULTS, RUN_JAVASCRIPT_MAX_CODE_CHA
 
 export { fetchUrlTool, FETCH_URL_DEFAULTS, type FetchUrlOptions } from './research/fetch-url.tool.js';
 export {
-  HostAllowList,
-  checkResolvedHost,
-  classifyAddress,
-  classifyIp,
-  parseCidr,
-  parseIp,
-  type AddressKind,
-  type ResolvedAddress,
-} from './research/address.policy.js';
-export { addressesOf, literalAddressRefusal, pinnedLookup, systemResolve } from './research/destination.js';
-export {
   webSearchTool,
   WEB_SEARCH_DEFAULTS,
   WEB_SEARCH_UNAVAILABLE,
@@ -30,6 +19,7 @@ export { createDocumentTool, CREATE_DOCUMENT_DEFAULTS, type CreateDocumentOption
 
 export { queryDataTool, QUERY_DATA_DEFAULTS, type QueryDataOptions } from './data/query-data.tool.js';
 export { createChartTool, CREATE_CHART_DEFAULTS, MAX_CHART_ROWS, type CreateChartOptions } from './data/create-chart.tool.js';
+export { renderChartSvg } from './data/chart.renderer.js';
 export { DATA_FILE_EXTENSIONS, isDataFileName, tableNameFor, tableNamesFor } from './data/table-name.util.js';
 
 export { writeFileTool, WRITE_FILE_MAX_BYTES, type WriteFileOptions } from './files/write-file.tool.js';

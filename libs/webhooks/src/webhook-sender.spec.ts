@@ -1,4 +1,4 @@
-import { HostAllowList } from '#libs/tools';
+import { HostAllowList } from '#libs/egress';
 import { sendWebhook } from './webhook-sender.js';
 
 const headers = { 'webhook-id': 'x', 'webhook-timestamp': '1', 'webhook-signature': 'v1,x' };

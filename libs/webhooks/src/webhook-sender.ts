@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { WebhookSignatureHeaders } from './signature.js';
-import { checkResolvedHost, HostAllowList, addressesOf, pinnedLookup, systemResolve, type ResolvedAddress } from '#libs/tools';
+import { checkResolvedHost, HostAllowList, addressesOf, pinnedLookup, systemResolve, type ResolvedAddress } from '#libs/egress';
 
 /** What one POST came to: the receiver's status, or why there was none. */
 export type SendOutcome =

@@ -4,7 +4,7 @@ import { AccountsError, decryptSecret, encryptSecret } from '#libs/accounts';
 import { ConfigError, type AppConfig } from '#libs/config';
 import { isUuid, isWebhookEventType, WEBHOOK_EVENTS, type WebhookEventType } from '#libs/contracts';
 import { deterministicUuid } from '#libs/events';
-import { HostAllowList, literalAddressRefusal } from '#libs/tools';
+import { HostAllowList, literalAddressRefusal } from '#libs/egress';
 import { generateWebhookSecret } from './signature.js';
 
 /** A webhook endpoint as an operator sees it: never its secret. */

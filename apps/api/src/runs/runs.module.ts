@@ -4,7 +4,7 @@ import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { EventsModule } from '#libs/events';
 import { PersistenceModule } from '#libs/persistence';
-import { RequestReadModel } from '#libs/resources';
+import { RequestReadModel } from '#libs/read-models';
 import { TemporalClientModule } from '#libs/temporal';
 import { SseModule } from '../streaming/sse.module.js';
 import { IdempotencyKeys } from './idempotency.js';

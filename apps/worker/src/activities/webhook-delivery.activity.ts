@@ -1,7 +1,7 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { ConfigError, type AppConfig } from '#libs/config';
 import { WEBHOOK_PERMANENT_FAILURES, type WebhookActivities } from '#libs/contracts';
-import { HostAllowList } from '#libs/tools';
+import { HostAllowList } from '#libs/egress';
 import { sendWebhook, signWebhook, type SendOptions, type WebhookStore } from '#libs/webhooks';
 
 /** Delivery attempts of webhookDeliveryWorkflow. The body, URL and secret are read here from

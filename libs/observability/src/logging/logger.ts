@@ -3,8 +3,8 @@ import { isSpanContextValid, trace } from '@opentelemetry/api';
 import type { LogLevel as TemporalLogLevel, LogMetadata, Logger as TemporalLogger } from '@temporalio/common';
 import { pino, type Level, type Logger } from 'pino';
 import pretty from 'pino-pretty';
-import { redactSecret } from '#libs/llm';
 import { currentLogContext } from './log-context.js';
+import { redactSecret } from './redact.js';
 
 /** Field paths whose values never reach a log line, whatever logs them (pino redaction). */
 export const REDACTED_PATHS = [

@@ -1,8 +1,7 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import type { FetchLike } from '@modelcontextprotocol/sdk/shared/transport.js';
-import type { HostAllowList } from '../research/address.policy.js';
-import { checkedDestination, pinnedLookup, type Resolve } from '../research/destination.js';
+import { checkedDestination, pinnedLookup, type HostAllowList, type Resolve } from '#libs/egress';
 
 /** How one MCP connection may reach the network. */
 export interface GuardedFetchOptions {

@@ -1,6 +1,5 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { HostAllowList } from '../research/address.policy.js';
-import { DestinationRefused, describeNetworkError, systemResolve, type Resolve } from '../research/destination.js';
+import { DestinationRefused, describeNetworkError, HostAllowList, systemResolve, type Resolve } from '#libs/egress';
 import { FETCH_URL_DEFAULTS } from '../research/fetch-url.tool.js';
 import { boundText, toolError, toolOk, withDefaults, type ToolParametersSchema, type ToolResult, type ToolSpec } from '../tool.js';
 import { guardedFetch } from './mcp-fetch.js';

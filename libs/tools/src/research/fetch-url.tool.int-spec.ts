@@ -2,7 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import type { ToolResult } from '../tool.js';
-import type { ResolvedAddress } from './address.policy.js';
+import type { ResolvedAddress } from '#libs/egress';
 import { fetchUrlTool, type FetchUrlOptions } from './fetch-url.tool.js';
 
 const POLICY = 'fetch_url reaches only public internet addresses (not loopback, private, link-local or other special ranges).';

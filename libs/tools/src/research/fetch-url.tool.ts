@@ -2,12 +2,11 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { type Readable, pipeline } from 'node:stream';
 import zlib from 'node:zlib';
+import { checkedDestination, describeNetworkError, DestinationRefused, HostAllowList, pinnedLookup, systemResolve, type Resolve, type ResolvedAddress } from '#libs/egress';
 import { htmlTitle, htmlToText } from '../text/html-text.util.js';
 import { pdfToText } from '../text/pdf-text.util.js';
 import { defineTool } from '../tool-definition.js';
 import { boundText, errorMessage, toolError, toolOk, type ToolDefinition, type ToolResult } from '../tool.js';
-import { HostAllowList, type ResolvedAddress } from './address.policy.js';
-import { checkedDestination, describeNetworkError, DestinationRefused, pinnedLookup, systemResolve, type Resolve } from './destination.js';
 
 /** Operator settings of fetch_url. */
 export interface FetchUrlOptions {

@@ -4,7 +4,7 @@ import { agentRequestWorkflowId, ServiceError, stateQuery, type AgentStop, isUui
 import { TemporalClientService } from '#libs/temporal';
 import { failingMessage, failingWorkflowTask, fromTemporalError, reportFailing } from '../temporal-errors.js';
 import { GetAgentRequestQuery } from './get-agent-request.query.js';
-import { RequestReadModel } from '#libs/resources';
+import { RequestReadModel } from '#libs/read-models';
 
 /** The longest a GET of a running request waits for Temporal to say whether its task is failing. */
 const FAILING_CHECK_MS = 1_000;

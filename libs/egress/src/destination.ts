@@ -1,6 +1,5 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupFunction } from 'node:net';
-import { errorMessage } from '../tool.js';
 import { checkResolvedHost, parseIp, type HostAllowList, type ResolvedAddress } from './address.policy.js';
 
 // The SSRF guard of every outbound call the service makes (fetch_url, MCP servers, webhooks): the scheme, then
@@ -85,9 +84,15 @@ export function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunct
 /** A network error in words, with its code. */
 export function describeNetworkError(e: unknown): string {
   const code = typeof e === 'object' && e !== null && 'code' in e ? String((e as { code: unknown }).code) : '';
-  const message = errorMessage(e);
+  const message = messageOf(e);
   if (!message) return code || 'unknown error';
   return code && !message.includes(code) ? `${code}: ${message}` : message;
+}
+
+// Duck-typed: errors from Node internals may come from another realm (e.g. under a test runner's VM).
+function messageOf(e: unknown): string {
+  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+  return typeof e === 'string' ? e : (JSON.stringify(e) ?? String(e));
 }
 
 function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {

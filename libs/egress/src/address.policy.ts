@@ -1,6 +1,7 @@
 /**
- * Which network destinations fetch_url may reach. Pure: DNS answers are passed in, so the rules
- * are unit-tested without I/O and applied to the exact addresses the connection will use.
+ * Which network destinations the service may reach (fetch_url, MCP servers, webhooks). Pure: DNS
+ * answers are passed in, so the rules are unit-tested without I/O and applied to the exact
+ * addresses the connection will use.
  */
 
 /** What an IP address is, for the SSRF rules; only `public` is reachable without an allow-list entry. */

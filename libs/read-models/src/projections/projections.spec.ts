@@ -1,5 +1,5 @@
+import { PROJECTION_NAMES } from '#libs/contracts';
 import { PROJECTIONS } from './index.js';
-import { PROJECTION_NAMES } from './names.js';
 
 describe('PROJECTION_NAMES', () => {
   it('names every projection, in order', () => {

@@ -1,3 +1,3 @@
 /** The names of the read models the projector maintains, without loading them (the operator CLI's
- * help lists them; index.spec.ts keeps this list equal to PROJECTIONS). */
+ * help lists them; libs/read-models' projections.spec.ts keeps this list equal to PROJECTIONS). */
 export const PROJECTION_NAMES = ['usage', 'request-log', 'sessions'] as const;

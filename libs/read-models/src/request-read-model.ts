@@ -5,10 +5,10 @@ import { pastRetention, requestStateFromRow, RequestStream, type RequestRow, typ
 
 /**
  * Agent requests as GET /v1/agent/{id} shows them: the figures from the request-log read model
- * (apps/projector), caught up from the event store when the projector has not yet applied the
- * stream's latest events (so a stop the caller was answered with is readable at once), and the
- * stop's content from `request_views`, written with the stop event. Nothing here asks Temporal, so
- * a request stays readable after the namespace's retention has removed its workflow.
+ * (the request-log projection), caught up from the event store when the projector has not yet
+ * applied the stream's latest events (so a stop the caller was answered with is readable at once),
+ * and the stop's content from `request_views`, written with the stop event. Nothing here asks
+ * Temporal, so a request stays readable after the namespace's retention has removed its workflow.
  */
 @Injectable()
 export class RequestReadModel {
