@@ -84,7 +84,7 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
   const jsonOption = new Option('--json', 'print JSON instead of text');
 
   const program = new Command('mas')
-    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks, console accounts.')
+    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks, console accounts, secret rotation.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');
@@ -276,6 +276,20 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
     .action(async (id: string, o: { json?: boolean }) => {
       const k = await (await accounts()).revokeApiKey(id);
       print(!!o.json, keyView(k), `revoked ${k.prefix}… (${k.id})`);
+    });
+
+  const secrets = program.command('secrets').description('rotation of the master key (docs/operations.md)');
+  secrets
+    .command('reencrypt')
+    .description('seal again under MAS_MASTER_KEY every secret sealed under a key of MAS_MASTER_KEYS_PREVIOUS (model keys, MCP headers, webhook secrets); afterwards those keys can be removed')
+    .addOption(jsonOption)
+    .action(async (o: { json?: boolean }) => {
+      const { reencryptSecrets } = await import('#libs/accounts');
+      const report = await reencryptSecrets(await database(), await appConfig());
+      const lines = Object.entries(report.tables).map(([table, c]) => `${table}: ${c.reencrypted} re-encrypted, ${c.current} already under the current key, ${c.unreadable} unreadable`);
+      print(!!o.json, report, lines.join('\n'));
+      const unreadable = Object.values(report.tables).reduce((n, c) => n + c.unreadable, 0);
+      if (unreadable > 0) throw new CliRefusal(`${unreadable} secret(s) are opened by none of the configured master keys: keep the keys that sealed them`);
     });
 
   addConsoleCommands(program, {
