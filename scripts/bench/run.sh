@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # npm run bench [-- --quick [--profile]] [-- --no-profile] [-- --no-experiments]
+# npm run bench -- --only streams [--quick]   (open streams' cost to PostgreSQL: scripts/bench/streams.mjs)
 #
 # Builds, brings the local stack up (idempotent), applies migrations, creates this run's first
 # project with the operator CLI, then runs scripts/bench/bench.mjs: two scripted model servers,
@@ -12,15 +13,25 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
 
+harness_script=scripts/bench/bench.mjs
+prev=
 for arg in "$@"; do
+  if [ "$prev" = --only ]; then
+    [ "$arg" = streams ] || { echo "[bench] --only takes: streams" >&2; exit 2; }
+    harness_script=scripts/bench/streams.mjs
+    prev=
+    continue
+  fi
+  prev=$arg
   case "$arg" in
+    --only) ;;
     --quick | --profile | --no-profile | --no-experiments) ;;
     -h | --help)
-      sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "[bench] unknown option: $arg (options: --quick, --profile, --no-profile, --no-experiments)" >&2
+      echo "[bench] unknown option: $arg (options: --quick, --profile, --no-profile, --no-experiments, --only streams)" >&2
       exit 2
       ;;
   esac
@@ -105,6 +116,6 @@ BENCH_GIT_DIRTY=0
 [ -n "$(git --no-optional-locks status --porcelain 2>/dev/null | head -1)" ] && BENCH_GIT_DIRTY=1
 export BENCH_GIT_DIRTY
 
-node scripts/bench/bench.mjs "$@" &
+node "$harness_script" "$@" &
 harness=$!
 wait "$harness"

@@ -48,7 +48,7 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
   const context = cliContext(config, io, (opened) => (db = opened));
   const { print, jsonOption } = context;
   const program = new Command('mas')
-    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks, console accounts, deploys.')
+    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks, console accounts, deploys, secret rotation.')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');
@@ -71,6 +71,7 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
   });
   addWebhookCommands(program, { accounts: context.accounts, webhooks: async () => new (await import('#libs/webhooks')).WebhookStore(await context.database(), await context.appConfig()), print, jsonOption });
   addDeployCommands(program, { appConfig: context.appConfig, print, jsonOption });
+  addSecretsCommands(program, context);
   addDemoCommand(program, context);
 
   try {
@@ -143,6 +144,23 @@ function addProjectionCommands(program: Command, { database, appConfig, print, j
         results.push({ projection: projection.name, from: source, applied, caught_up: caughtUp });
       }
       print(!!o.json, results, results.map((r) => `rebuilt ${r.projection} from ${r.from}: ${r.applied} events, ${r.caught_up} applied by the live projector meanwhile; swapped in`).join('\n'));
+    });
+}
+
+/** `secrets reencrypt`: the master key's rotation (docs/operations.md). */
+function addSecretsCommands(program: Command, { appConfig, database, print, jsonOption }: CliContext): void {
+  const secrets = program.command('secrets').description('rotation of the master key (docs/operations.md)');
+  secrets
+    .command('reencrypt')
+    .description('seal again under MAS_MASTER_KEY every secret sealed under a key of MAS_MASTER_KEYS_PREVIOUS (model keys, MCP headers, webhook secrets); afterwards those keys can be removed')
+    .addOption(jsonOption)
+    .action(async (o: { json?: boolean }) => {
+      const { reencryptSecrets } = await import('#libs/accounts');
+      const report = await reencryptSecrets(await database(), await appConfig());
+      const lines = Object.entries(report.tables).map(([table, c]) => `${table}: ${c.reencrypted} re-encrypted, ${c.current} already under the current key, ${c.unreadable} unreadable`);
+      print(!!o.json, report, lines.join('\n'));
+      const unreadable = Object.values(report.tables).reduce((n, c) => n + c.unreadable, 0);
+      if (unreadable > 0) throw new CliRefusal(`${unreadable} secret(s) are opened by none of the configured master keys: keep the keys that sealed them`);
     });
 }
 

@@ -42,7 +42,9 @@ app.kubernetes.io/component: {{ .app }}
 {{- define "mas.secretKeys" -}}
 DATABASE_URL: true
 MAS_MASTER_KEY: true
+MAS_MASTER_KEYS_PREVIOUS: false
 MAS_API_KEY_PEPPER: true
+MAS_API_KEY_PEPPERS_PREVIOUS: false
 MAS_PAYLOAD_KEYS: true
 MAS_PAYLOAD_KEY_CURRENT: false
 MAS_CODEC_TOKEN: false

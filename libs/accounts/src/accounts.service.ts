@@ -6,7 +6,7 @@ import type { AppConfig } from '#libs/config';
 import { modelTargetProblem } from '#libs/llm';
 import { billingAnchor } from '#libs/metering';
 import { ApiKeyEntity, ModelConfigEntity, ProjectEntity, type ModelProvider } from '#libs/persistence';
-import { decryptSecret, displayPrefix, encryptSecret, generateApiKey, hashApiKey, hashesEqual, isWellFormedApiKey } from './secrets.js';
+import { decryptSecret, displayPrefix, encryptSecret, generateApiKey, hashApiKey, hashesEqual, isWellFormedApiKey, masterKeys } from './secrets.js';
 
 /** A rule broken by an operator's request (unknown project, bad plan name, ...). */
 export class AccountsError extends Error {
@@ -92,7 +92,7 @@ export interface NewProject {
 export class AccountsService {
   constructor(
     private readonly db: DataSource,
-    private readonly config: Pick<AppConfig, 'plans' | 'masterKey' | 'apiKeyPepper'>,
+    private readonly config: Pick<AppConfig, 'plans' | 'masterKey' | 'apiKeyPepper'> & Partial<Pick<AppConfig, 'previousMasterKeys' | 'previousApiKeyPeppers'>>,
     private readonly events: EventStore,
   ) {}
 
@@ -183,7 +183,7 @@ export class AccountsService {
     const aws = input.awsCredentials ?? null;
     const project = await this.findProject(ref);
     const kept = input.keepSecret && !input.apiKey && !aws ? ((await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId: project.id }))?.keyCiphertext ?? null) : null;
-    const keptCredentials = kept && input.provider === 'bedrock' && decryptSecret(kept, this.config.masterKey, project.id).startsWith('{');
+    const keptCredentials = kept && input.provider === 'bedrock' && decryptSecret(kept, masterKeys(this.config), project.id).startsWith('{');
     const problem = modelTargetProblem({ provider: input.provider, model: input.model, baseUrl: input.baseUrl ?? null, settings, hasKey: !!input.apiKey || (!!kept && !keptCredentials), hasAwsCredentials: aws !== null || !!keptCredentials });
     if (problem) throw new AccountsError(problem);
     if (aws && (!aws.accessKeyId || !aws.secretAccessKey)) throw new AccountsError('AWS credentials need an access key id and a secret access key');
@@ -212,7 +212,7 @@ export class AccountsService {
   async modelCredentials(projectId: string): Promise<ModelCredentials | null> {
     const row = await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId });
     if (!row) return null;
-    const secret = row.keyCiphertext ? decryptSecret(row.keyCiphertext, this.config.masterKey, projectId) : null;
+    const secret = row.keyCiphertext ? decryptSecret(row.keyCiphertext, masterKeys(this.config), projectId) : null;
     // Bedrock API keys never start with "{": a JSON secret is a set of AWS credentials.
     const aws = row.provider === 'bedrock' && secret?.startsWith('{') ? (JSON.parse(secret) as AwsCredentials) : null;
     return { provider: row.provider, model: row.model, baseUrl: row.baseUrl, settings: row.settings, apiKey: aws ? null : secret, awsCredentials: aws };
@@ -274,18 +274,25 @@ export class AccountsService {
   private async lookUpKey(presented: string, hit: boolean): Promise<{ principal: Principal; row: KeyRow } | null> {
     if (!isWellFormedApiKey(presented)) return null;
     const hash = hashApiKey(presented, this.config.apiKeyPepper);
+    // A key stored under a pepper being retired is found by its hash under that pepper.
+    const hashes = [hash, ...(this.config.previousApiKeyPeppers ?? []).map((pepper) => hashApiKey(presented, pepper))];
     // A counted request also stamps the key's last use, at most once a minute (a row lock then
     // only at the minute's first request), in the same statement: no extra round trip.
     const rows: KeyRow[] = await this.db.query(
-      `${hit ? `with used as (update api_keys set last_used_at = now() where key_hash = $1 and revoked_at is null and (last_used_at is null or last_used_at < now() - interval '1 minute') returning id) ` : ''}
+      `${hit ? `with used as (update api_keys set last_used_at = now() where key_hash = any($1::bytea[]) and revoked_at is null and (last_used_at is null or last_used_at < now() - interval '1 minute') returning id) ` : ''}
        select p.id, p.name, p.plan, p.capabilities, p.credit_balance, p.credits_purchased, p.period_start, p.requests_used, p.created_at, k.id as key_id, k.key_hash
               ${hit ? ', hit.n, hit.oldest' : ''}
          from api_keys k join projects p on p.id = k.project_id ${hit ? 'cross join lateral rate_limit_hit(p.id::text) hit' : ''}
-        where k.key_hash = $1 and k.revoked_at is null`,
-      [hash],
+        where k.key_hash = any($1::bytea[]) and k.revoked_at is null`,
+      [hashes],
     );
     const row = rows[0];
-    if (!row || !hashesEqual(row.key_hash, hash)) return null;
+    if (!row || !hashes.some((h) => hashesEqual(row.key_hash, h))) return null;
+    if (!hashesEqual(row.key_hash, hash)) {
+      // Stored again under the current pepper: once every key was used (or revoked), the old
+      // pepper can go (docs/operations.md).
+      await this.db.query(`update api_keys set key_hash = $1 where id = $2 and key_hash = $3`, [hash, row.key_id, row.key_hash]);
+    }
     const project = Object.assign(new ProjectEntity(), {
       id: row.id,
       name: row.name,

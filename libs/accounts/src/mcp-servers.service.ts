@@ -4,7 +4,7 @@ import type { AppConfig } from '#libs/config';
 import { isUuid, mcpServerNameFromUrl, mcpServerNameProblem, type McpServerTarget } from '#libs/contracts';
 import { McpServerEntity } from '#libs/persistence';
 import { AccountsError, type AccountsService } from './accounts.service.js';
-import { decryptSecret, encryptSecret } from './secrets.js';
+import { decryptSecret, encryptSecret, masterKeys } from './secrets.js';
 
 /** MCP servers one project may have. */
 export const MAX_MCP_SERVERS_PER_PROJECT = 10;
@@ -37,7 +37,7 @@ export interface NewMcpServer {
 export class McpServersService {
   constructor(
     private readonly db: DataSource,
-    private readonly config: Pick<AppConfig, 'masterKey'>,
+    private readonly config: Pick<AppConfig, 'masterKey'> & Partial<Pick<AppConfig, 'previousMasterKeys'>>,
     private readonly accounts: Pick<AccountsService, 'findProject'>,
   ) {}
 
@@ -98,7 +98,7 @@ export class McpServersService {
     return rows.map((row) => ({
       name: row.name,
       url: row.url,
-      headers: row.headerName && row.headerCiphertext ? { [row.headerName]: decryptSecret(row.headerCiphertext, this.config.masterKey, secretContext(projectId, row.id)) } : {},
+      headers: row.headerName && row.headerCiphertext ? { [row.headerName]: decryptSecret(row.headerCiphertext, masterKeys(this.config), secretContext(projectId, row.id)) } : {},
       tools: row.tools,
     }));
   }

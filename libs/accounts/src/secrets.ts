@@ -56,7 +56,27 @@ export function encryptSecret(plaintext: string, masterKey: Buffer, context: str
   return Buffer.concat([Buffer.from([VERSION]), iv, cipher.getAuthTag(), ciphertext]);
 }
 
-export function decryptSecret(sealed: Buffer, masterKey: Buffer, context: string): string {
+/** Opens a sealed secret with the first of `keys` that authenticates it (the current master key
+ * first, then the ones being retired: a rotation needs no downtime, docs/operations.md). */
+export function decryptSecret(sealed: Buffer, keys: Buffer | readonly Buffer[], context: string): string {
+  const list: readonly Buffer[] = Buffer.isBuffer(keys) ? [keys] : keys;
+  let failure: unknown = new Error('no master key');
+  for (const key of list) {
+    try {
+      return decryptWith(sealed, key, context);
+    } catch (e) {
+      failure = e;
+    }
+  }
+  throw failure;
+}
+
+/** The master keys that may open a secret: the current one first, then those being retired. */
+export function masterKeys(config: { readonly masterKey: Buffer; readonly previousMasterKeys?: readonly Buffer[] }): readonly Buffer[] {
+  return [config.masterKey, ...(config.previousMasterKeys ?? [])];
+}
+
+function decryptWith(sealed: Buffer, masterKey: Buffer, context: string): string {
   if (sealed.length < 1 + IV_BYTES + TAG_BYTES || sealed[0] !== VERSION) throw new Error('unknown secret format');
   const iv = sealed.subarray(1, 1 + IV_BYTES);
   const tag = sealed.subarray(1 + IV_BYTES, 1 + IV_BYTES + TAG_BYTES);

@@ -62,10 +62,17 @@ export interface AppConfig {
   /** Runs one api process has waiting for their first stop at once (API_MAX_RUNS_IN_FLIGHT); past
    * that a new run waits up to API_RUN_WAIT_MS for a turn, then gets 503 service_unavailable. */
   readonly runs: { readonly maxInFlight: number; readonly maxWaitMs: number };
-  /** 32-byte key for AES-256-GCM encryption of customers' model keys. */
+  /** 32-byte key for AES-256-GCM encryption of customers' secrets (model keys, MCP headers, webhook
+   * secrets): what is written is sealed under it. */
   readonly masterKey: Buffer;
+  /** Master keys being retired (MAS_MASTER_KEYS_PREVIOUS, comma-separated base64): still read, never
+   * written; `mas secrets reencrypt` moves what they sealed to MAS_MASTER_KEY (docs/operations.md). */
+  readonly previousMasterKeys: readonly Buffer[];
   /** Secret pepper of the HMAC-SHA-256 under which API keys are stored. */
   readonly apiKeyPepper: Buffer;
+  /** Peppers being retired (MAS_API_KEY_PEPPERS_PREVIOUS, comma-separated base64): a key stored
+   * under one still authenticates, and is stored again under MAS_API_KEY_PEPPER at that use. */
+  readonly previousApiKeyPeppers: readonly Buffer[];
   /** AES-256-GCM keys of Temporal payloads (MAS_PAYLOAD_KEYS, `id:base64,...`) and the id new
    * payloads are encrypted under (MAS_PAYLOAD_KEY_CURRENT; may be left out when there is one key). */
   readonly payloadKeys: { readonly current: string; readonly keys: ReadonlyMap<string, Buffer> };
@@ -314,6 +321,19 @@ class Reader {
     return raw;
   }
 
+  /** A comma-separated list of secrets of `bytes` bytes each, in base64; empty when unset. */
+  secrets(name: string, bytes: number): Buffer[] {
+    const raw = this.optional(name);
+    if (!raw) return [];
+    const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    const keys = items.map((item) => Buffer.from(item, 'base64'));
+    // Lengths only: the values themselves must never reach a log line.
+    if (keys.some((key, i) => key.length !== bytes || key.toString('base64') !== items[i])) {
+      this.problems.push(`${name} must be a comma-separated list of ${bytes} random bytes each in base64`);
+    }
+    return keys;
+  }
+
   secret(name: string, bytes: number): Buffer {
     const raw = this.string(name);
     if (!raw) return Buffer.alloc(0);
@@ -359,7 +379,9 @@ export function loadConfig(env: Env): AppConfig {
     },
     runs: { maxInFlight: r.positiveInt('API_MAX_RUNS_IN_FLIGHT', 64), maxWaitMs: r.positiveInt('API_RUN_WAIT_MS', 5_000) },
     masterKey: r.secret('MAS_MASTER_KEY', 32),
+    previousMasterKeys: r.secrets('MAS_MASTER_KEYS_PREVIOUS', 32),
     apiKeyPepper: r.secret('MAS_API_KEY_PEPPER', 32),
+    previousApiKeyPeppers: r.secrets('MAS_API_KEY_PEPPERS_PREVIOUS', 32),
     payloadKeys: r.payloadKeys('MAS_PAYLOAD_KEYS', 'MAS_PAYLOAD_KEY_CURRENT'),
     codecToken: r.token('MAS_CODEC_TOKEN', 32),
     fetchUrlAllowHosts: (r.optional('FETCH_URL_ALLOW_HOSTS') ?? '').split(',').map((h) => h.trim()).filter(Boolean),

@@ -1,12 +1,20 @@
 import type { Response } from 'express';
 import type { StreamEvent } from '#libs/contracts';
 import type { StreamHub } from './stream-hub.js';
+import type { StreamSignal, StreamSignals } from './stream-signals.js';
 import type { StreamStore } from './stream-store.js';
 
 /** How often an idle stream gets a comment, so proxies do not cut it. */
 export const KEEP_ALIVE_MS = 15_000;
-/** A stream with no live event for this long checks the store (the live path may be late). */
+/** Without the process's listener (StreamSignals, or while its connection is down), a stream with no
+ * live event for this long checks the store. */
 const POLL_MS = 1000;
+/** How long a stream told that events were stored gives the live path (Kafka) to bring them before
+ * it reads them from the store. */
+const LIVE_GRACE_MS = 200;
+/** A run's end seen in its read model but not in the store is written after this, if the store
+ * still lacks it: a streamed run stores its end a few milliseconds after its stop is recorded. */
+const END_GRACE_MS = 1000;
 /** Live events held for a slow client before it is switched to catching up from PostgreSQL. */
 const MAX_QUEUED = 500;
 
@@ -34,8 +42,10 @@ export class SseSession {
   private queued = 0;
   private lagging = false;
   private lastWriteAt = Date.now();
-  /** Idle polls in a row that found the run finished and its end not stored. */
-  private endsSeen = 0;
+  /** The highest seq the listener said is stored. */
+  private storedSeq = 0;
+  private graceTimer: NodeJS.Timeout | undefined;
+  private endTimer: NodeJS.Timeout | undefined;
   private resolveEnd!: () => void;
   readonly ended = new Promise<void>((resolve) => (this.resolveEnd = resolve));
 
@@ -44,6 +54,8 @@ export class SseSession {
     private readonly hub: StreamHub,
     private readonly store: StreamStore,
     private readonly options: SseOptions,
+    /** The process's listener: the stream waits on it instead of polling the store (issue 28). */
+    private readonly signals?: StreamSignals,
   ) {
     this.lastSent = options.afterSeq;
   }
@@ -58,11 +70,13 @@ export class SseSession {
     res.setHeader('X-Accel-Buffering', 'no');
     res.flushHeaders();
     const unsubscribe = this.hub.subscribe(this.options.requestId, (events) => this.onLive(events));
+    const unlisten = this.signals?.subscribe(this.options.requestId, (signal) => this.onSignal(signal));
     const keepAlive = setInterval(() => {
       if (!this.finished) res.write(': keep-alive\n\n');
     }, KEEP_ALIVE_MS);
+    // Polls only while no listener tells this stream what changed.
     const poll = setInterval(() => {
-      if (Date.now() - this.lastWriteAt >= POLL_MS) this.enqueue(() => this.catchUpOrEnd());
+      if (!this.signals?.listening && Date.now() - this.lastWriteAt >= POLL_MS) this.enqueue(() => this.catchUpOrEnd());
     }, POLL_MS);
     res.on('close', () => this.finish());
     // A client that left before this listener was attached (while the api authenticated, admitted
@@ -72,16 +86,19 @@ export class SseSession {
     res.on('drain', () => {
       if (this.lagging) {
         this.lagging = false;
-        this.enqueue(() => this.catchUp());
+        this.enqueue(() => this.catchUpOrEnd());
       }
     });
-    this.enqueue(() => this.catchUp());
+    this.enqueue(() => this.catchUpOrEnd());
     try {
       await this.ended;
     } finally {
       clearInterval(keepAlive);
       clearInterval(poll);
+      clearTimeout(this.graceTimer);
+      clearTimeout(this.endTimer);
       unsubscribe();
+      unlisten?.();
     }
   }
 
@@ -121,6 +138,24 @@ export class SseSession {
     });
   }
 
+  private onSignal(signal: StreamSignal): void {
+    if (this.finished) return;
+    if (signal.kind === 'stored') {
+      // Kafka brings stored events in a few milliseconds; the store is read only for what it did not.
+      this.storedSeq = Math.max(this.storedSeq, signal.seq);
+      if (this.storedSeq <= this.lastSent || this.graceTimer) return;
+      this.graceTimer = setTimeout(() => {
+        this.graceTimer = undefined;
+        if (this.storedSeq > this.lastSent) this.enqueue(() => this.catchUp());
+      }, LIVE_GRACE_MS);
+    } else if (signal.kind === 'request') {
+      if (this.options.endOf) this.enqueue(() => this.catchUpOrEnd());
+    } else if (signal.kind === 'up') {
+      // Back after a drop: what was stored or recorded meanwhile was not told; read it once.
+      this.enqueue(() => this.catchUpOrEnd());
+    }
+  }
+
   /** Writes everything the store has after the last event sent. */
   private async catchUp(): Promise<void> {
     for (;;) {
@@ -131,20 +166,23 @@ export class SseSession {
     }
   }
 
-  /** An idle poll: what the store has, then, if the run has finished without its end stored, that
-   * end. A streamed run stores its end event a few milliseconds after its stop is recorded, so the
-   * end is written only when a second poll still finds it missing. */
+  /** What the store has, then, if the run has finished without its end stored, that end. A
+   * streamed run stores its end event a few milliseconds after its stop is recorded, so the end is
+   * written only if the store still lacks it a moment later. Run at the start, on each notification
+   * that the request moved (a stop recorded), after the listener came back, and by idle polls
+   * while there is no listener. */
   private async catchUpOrEnd(): Promise<void> {
     await this.catchUp();
-    if (this.finished || this.lagging || !this.options.endOf) return;
+    if (this.finished || this.lagging || !this.options.endOf || this.endTimer) return;
     const end = await this.options.endOf();
-    if (!end) {
-      this.endsSeen = 0;
-      return;
-    }
-    if (++this.endsSeen < 2) return;
-    await this.catchUp();
-    this.write({ ...end, seq: this.lastSent + 1 });
+    if (!end || this.finished) return;
+    this.endTimer = setTimeout(() => {
+      this.enqueue(async () => {
+        await this.catchUp();
+        if (!this.lagging) this.write({ ...end, seq: this.lastSent + 1 });
+        else this.endTimer = undefined; // a slow client: the next read decides again
+      });
+    }, END_GRACE_MS);
   }
 
   private write(event: StreamEvent): void {

@@ -5,6 +5,7 @@ import { createKafka } from '#libs/kafka';
 import { PersistenceModule } from '#libs/persistence';
 import { KafkaLiveChannel } from './live-channel.js';
 import { StreamHub } from './stream-hub.js';
+import { StreamSignals } from './stream-signals.js';
 import { StreamPublisher } from './stream-publisher.js';
 import { StreamStore } from './stream-store.js';
 
@@ -28,22 +29,28 @@ export class StreamPublisherService implements OnApplicationShutdown {
 /** How long a new stream waits for the hub to join before it starts from the store alone. */
 const HUB_START_WAIT_MS = 3000;
 
-/** The api's hub, with the lifetime of its consumer. */
+/** The api's hub and listener, with the lifetime of its consumer and its connection. */
 @Injectable()
 export class StreamHubService implements OnApplicationShutdown {
   readonly hub: StreamHub;
   readonly store: StreamStore;
+  /** One LISTEN connection for every stream of this process (issue 28). */
+  readonly signals: StreamSignals;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig, db: DataSource) {
     this.hub = new StreamHub(createKafka(config, 'mas-api-stream'));
     this.store = new StreamStore(db, config.streamRetentionSeconds);
+    this.signals = new StreamSignals(config.databaseUrl);
   }
 
-  /** Joins mas.stream.v1 on the first stream (an api that never streams holds no consumer),
-   * waiting at most a few seconds: without Kafka the stream is served from the store (its
-   * sessions poll it), the join goes on in the background, and a failed one is tried again by
-   * the next stream. */
+  /** Listens on mas_stream and joins mas.stream.v1 on the first stream (an api that never streams
+   * holds neither), waiting at most a few seconds: without Kafka the stream is served from the
+   * store, woken by the listener (without the listener too, its sessions poll it), the join goes
+   * on in the background, and a failed one is tried again by the next stream. */
   async ensureStarted(): Promise<void> {
+    const listening = this.signals.start().catch((e: unknown) => {
+      new Logger('stream-signals').warn(`not listening on mas_stream yet (streams poll the store): ${e instanceof Error ? e.message : String(e)}`);
+    });
     const started = this.hub.start().then(
       () => true,
       (e: unknown) => {
@@ -52,12 +59,12 @@ export class StreamHubService implements OnApplicationShutdown {
       },
     );
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([started, new Promise((resolve) => (timer = setTimeout(resolve, HUB_START_WAIT_MS)))]);
+    await Promise.race([Promise.all([started, listening]), new Promise((resolve) => (timer = setTimeout(resolve, HUB_START_WAIT_MS)))]);
     clearTimeout(timer);
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await this.hub.stop();
+    await Promise.all([this.hub.stop(), this.signals.stop()]);
   }
 }
 

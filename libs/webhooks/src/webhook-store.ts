@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { AccountsError, decryptSecret, encryptSecret } from '#libs/accounts';
+import { AccountsError, decryptSecret, encryptSecret, masterKeys } from '#libs/accounts';
 import { ConfigError, type AppConfig } from '#libs/config';
 import { isUuid, isWebhookEventType, WEBHOOK_EVENTS, type WebhookEventType } from '#libs/contracts';
 import { deterministicUuid } from '#libs/events';
@@ -85,7 +85,7 @@ export class WebhookStore {
 
   constructor(
     private readonly db: DataSource,
-    private readonly config: Pick<AppConfig, 'masterKey' | 'webhooks'>,
+    private readonly config: Pick<AppConfig, 'masterKey' | 'webhooks'> & Partial<Pick<AppConfig, 'previousMasterKeys'>>,
   ) {
     const allow = HostAllowList.parse(config.webhooks.allowHosts);
     if (!(allow instanceof HostAllowList)) throw new ConfigError([`WEBHOOK_ALLOW_HOSTS: ${allow.error}`]);
@@ -178,7 +178,7 @@ export class WebhookStore {
     );
     const r = rows[0];
     if (!r) return undefined;
-    const endpoint = r.url && r.secret_ciphertext ? { url: r.url, secret: decryptSecret(r.secret_ciphertext, this.config.masterKey, secretContext(r.subscription_id)) } : undefined;
+    const endpoint = r.url && r.secret_ciphertext ? { url: r.url, secret: decryptSecret(r.secret_ciphertext, masterKeys(this.config), secretContext(r.subscription_id)) } : undefined;
     return { id: r.id, projectId: r.project_id, status: r.status, body: r.body, ...(endpoint ? { endpoint } : {}) };
   }
 

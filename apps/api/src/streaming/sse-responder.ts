@@ -22,6 +22,8 @@ export class SseResponder {
    * stop when the request ended without being admitted (refused for quota or credits, or never
    * taken up): the caller answers that as JSON, exactly as for a request without `stream`, before
    * any SSE header is written. Undefined when the request was admitted, or the bound passed.
+   * The ledger is read when the process's listener says the request's stream moved (its admission
+   * appends to it), and when the first stop comes; it is polled only while there is no listener.
    */
   async unadmittedStop(requestId: string, firstStop: Promise<AgentStop>, boundMs: number): Promise<{ stop: AgentStop } | { error: unknown } | undefined> {
     let outcome: { stop: AgentStop } | { error: unknown } | undefined;
@@ -29,16 +31,31 @@ export class SseResponder {
       (stop) => (outcome = { stop }),
       (error: unknown) => (outcome = { error }),
     );
+    const signals = this.streams.signals;
+    // The process's listener starts with its first stream; until it listens, the ledger is polled.
+    signals.start().catch(() => undefined);
+    let wake!: () => void;
+    let moved = new Promise<void>((resolve) => (wake = resolve));
+    // Subscribed before the first read: an admission committed after it is heard.
+    const unsubscribe = signals.subscribe(requestId, (signal) => signal.kind !== 'stored' && wake());
     const deadline = Date.now() + boundMs;
-    for (let pause = 10; ; pause = Math.min(pause * 2, 100)) {
-      if (await this.metering.isAdmitted(requestId)) return undefined;
-      if (outcome) {
-        // A run that failed after its admission streams its error event like any other.
-        if ('stop' in outcome && outcome.stop.status !== 'failed') return undefined;
-        return (await this.metering.isAdmitted(requestId)) ? undefined : outcome;
+    try {
+      for (let pause = 10; ; pause = Math.min(pause * 2, 100)) {
+        if (await this.metering.isAdmitted(requestId)) return undefined;
+        if (outcome) {
+          // A run that failed after its admission streams its error event like any other.
+          if ('stop' in outcome && outcome.stop.status !== 'failed') return undefined;
+          return (await this.metering.isAdmitted(requestId)) ? undefined : outcome;
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) return undefined;
+        const timeout = new AbortController();
+        await Promise.race([sleep(signals.listening ? left : Math.min(pause, left), undefined, { signal: timeout.signal }).catch(() => undefined), moved, firstStop.catch(() => undefined)]);
+        timeout.abort();
+        moved = new Promise<void>((resolve) => (wake = resolve));
       }
-      if (Date.now() >= deadline) return undefined;
-      await Promise.race([sleep(pause), firstStop.catch(() => undefined)]);
+    } finally {
+      unsubscribe();
     }
   }
 
@@ -48,13 +65,19 @@ export class SseResponder {
   async respond(res: Response, requestId: string, projectId: string, afterSeq: number, run?: Promise<unknown>, endOf?: SseOptions['endOf']): Promise<void> {
     await this.streams.ensureStarted(); // the store covers a late hub
     const docs = (code: string): Record<string, string> => (isErrorCode(code) ? { docs: errorDocsUrl(this.config.publicBaseUrl, code) } : {});
-    const session = new SseSession(res, this.streams.hub, this.streams.store, {
-      requestId,
-      projectId,
-      afterSeq,
-      decorate: (e) => (e.type === 'error' ? docs(String(e.data.code)) : {}),
-      ...(endOf ? { endOf } : {}),
-    });
+    const session = new SseSession(
+      res,
+      this.streams.hub,
+      this.streams.store,
+      {
+        requestId,
+        projectId,
+        afterSeq,
+        decorate: (e) => (e.type === 'error' ? docs(String(e.data.code)) : {}),
+        ...(endOf ? { endOf } : {}),
+      },
+      this.streams.signals,
+    );
     run?.then(
       async (stop) => {
         // A run that ended without its end stored (a session message whose request could not

@@ -1,7 +1,7 @@
 import { findInputFile } from '../files/input-files.util.js';
 import { fileExtension, formatBytes, isBase64, toolFileBytes, toolFileText } from '../files/tool-file.util.js';
 import { htmlToText } from '../text/html-text.util.js';
-import { pdfToText } from '../text/pdf-text.util.js';
+import { PDF_LIMITS, pdfToText } from '../text/pdf-text.util.js';
 import { defineTool } from '../tool-definition.js';
 import { errorMessage, toolError, toolOk, type ToolDefinition, type ToolFile, type ToolResult } from '../tool.js';
 
@@ -64,6 +64,11 @@ export const readFileTool: ToolDefinition<ReadFileOptions> = defineTool<ReadFile
 async function extractText(file: ToolFile): Promise<{ ok: true; text: string; details: string } | Extract<ToolResult, { ok: false }>> {
   const ext = fileExtension(file.name);
   if (ext === 'pdf') {
+    // The size is checked on the base64 text, before anything scans or decodes it.
+    const size = Math.floor((file.content.length * 3) / 4);
+    if (size > PDF_LIMITS.maxBytes) {
+      return { ok: false, error: `${file.name} could not be read as a PDF: it is ${formatBytes(size)}; PDFs over ${formatBytes(PDF_LIMITS.maxBytes)} are not read.` };
+    }
     if (file.encoding !== 'base64' || !isBase64(file.content)) {
       return { ok: false, error: `${file.name} must be sent base64-encoded to be read as a PDF.` };
     }
