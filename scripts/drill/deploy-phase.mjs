@@ -58,8 +58,14 @@ export async function deployScenario(ctx) {
     projects.push({ id: p.id, auth: `Bearer ${(await accounts.createApiKey(p.id, 'npm run drill deploy')).key}` });
   }
   const tool = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+  // A 429 rate_limited is no answer (the phase's projects share the load's minute): sent again
+  // after its Retry-After, as a careful client does.
   const http = async (method, path, auth, body, headers = {}) => {
-    const res = await send({ agent, method, url: `${api.url}${path}`, headers: { authorization: auth, ...headers }, body, timeoutMs: 60_000 });
+    let res = await send({ agent, method, url: `${api.url}${path}`, headers: { authorization: auth, ...headers }, body, timeoutMs: 60_000 });
+    for (let i = 0; i < 10 && res.status === 429 && /"rate_limited"/.test(res.body ?? ''); i++) {
+      await new Promise((resolve) => setTimeout(resolve, Number(res.headers?.['retry-after'] ?? 1) * 1000));
+      res = await send({ agent, method, url: `${api.url}${path}`, headers: { authorization: auth, ...headers }, body, timeoutMs: 60_000 });
+    }
     let json;
     try {
       json = JSON.parse(res.body);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Client, Connection } from '@temporalio/client';
-import { agentRequestWorkflowId } from '#libs/contracts';
+import { agentRequestWorkflowId, WORKFLOW_TASK_TIMEOUT_MS } from '#libs/contracts';
 import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
 import { e2eStack } from '../support/e2e-stack.js';
@@ -321,6 +321,7 @@ describe('Idempotency-Key', () => {
       const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const key = newKey();
       const body = { message: 'nobody is listening', capabilities: ['chat'] };
+      const startedAt = Date.now();
       const first = await post('/v1/agent', auth, key, body, lonely);
       expect(first.status).toBe(502);
       expect(first.body.error.code).toBe('compute_unavailable');
@@ -333,7 +334,9 @@ describe('Idempotency-Key', () => {
       expect(again.status).toBe(502);
       expect(again.headers.get('x-request-id')).toBe(requestId);
 
-      // A worker comes: the run starts too late and fails at once, before admitting anything.
+      // A worker comes after the deadline (the pickup time and one workflow task timeout after the
+      // start): the run starts too late and fails at once, before admitting anything.
+      await new Promise((resolve) => setTimeout(resolve, Math.max(0, startedAt + 1500 + WORKFLOW_TASK_TIMEOUT_MS + 500 - Date.now())));
       const late = await startWorker(idle);
       try {
         await handle.result();

@@ -46,7 +46,8 @@ describe('a retried workflow task changes nothing', () => {
   describe('a worker that dies right after recordStop committed', () => {
     const config = testConfig();
     // Shorter than the workflow task timeout (10 s): the task is retried past the pickup deadline.
-    const env = { TEMPORAL_TASK_QUEUE: `e2e-retried-task-${randomUUID()}`, AGENT_PICKUP_TIMEOUT_MS: '4000', RECONCILER_INTERVAL_SECONDS: '0' };
+    // Both workers unversioned (test/support/worker.ts's default): this file is not about deploys.
+    const env = { TEMPORAL_TASK_QUEUE: `e2e-retried-task-${randomUUID()}`, AGENT_PICKUP_TIMEOUT_MS: '4000', RECONCILER_INTERVAL_SECONDS: '0', TEMPORAL_WORKER_VERSIONING: 'false' };
     let fixtures: Fixtures;
     let models: ModelServer;
     let api: RunningApi;

@@ -107,6 +107,10 @@ export interface AgentRequestInput {
   readonly acceptBy?: number;
 }
 
+/** Temporal's workflow task timeout (the SDK's default, which the service does not change): how
+ * long a task started by a worker that died is held before another worker gets it. */
+export const WORKFLOW_TASK_TIMEOUT_MS = 10_000;
+
 /** One stop of a request as the api renders it (and the `state` query shows operators). */
 export interface AgentStop {
   readonly requestId: string;
