@@ -11,6 +11,9 @@ export const STREAM_RETENTION_SECONDS = 24 * 60 * 60;
  */
 const SILENT_RUN_SECONDS = 24 * 60 * 60;
 
+/** Requests whose events one retention statement deletes at most. */
+const DELETE_REQUESTS = 200;
+
 /** Whether a request's stream has expired, judged by its last event `l` (created_at, type):
  * a finished run's events are kept for the window after its end, a running one's while it runs. */
 const EXPIRED = `(l.created_at < now() - make_interval(secs => $RET)
@@ -85,14 +88,20 @@ export class StreamStore {
   /** Deletes the streams that have expired; the number of events deleted. Only requests with an
    * event older than the window are looked at (created_at index), each by its last event. */
   async deleteExpired(): Promise<number> {
-    const [, count] = (await this.db.query(
-      `delete from stream_events e using (
-         select c.request_id from (select distinct request_id from stream_events where created_at < now() - make_interval(secs => $1::int)) c
-          cross join lateral ${LAST('c.request_id')} l
-          where ${EXPIRED.replaceAll('$RET', '$1::int')}) x
-        where e.request_id = x.request_id`,
-      [this.retentionSeconds],
-    )) as [unknown, number];
-    return count;
+    // By 200 requests a statement (a few thousand events), until none is due: a backlog is many
+    // short statements, not one long transaction (libs/persistence deleteInBatches does the same by rows).
+    let total = 0;
+    for (;;) {
+      const [, count] = (await this.db.query(
+        `delete from stream_events e using (
+           select c.request_id from (select distinct request_id from stream_events where created_at < now() - make_interval(secs => $1::int)) c
+            cross join lateral ${LAST('c.request_id')} l
+            where ${EXPIRED.replaceAll('$RET', '$1::int')} limit $2) x
+          where e.request_id = x.request_id`,
+        [this.retentionSeconds, DELETE_REQUESTS],
+      )) as [unknown, number];
+      total += count;
+      if (count === 0) return total;
+    }
   }
 }

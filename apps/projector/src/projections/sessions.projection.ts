@@ -14,6 +14,11 @@ export const sessionsProjection: Projection = {
   async apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>, tables?: TableNames): Promise<void> {
     const domain = fromCloudEvent(event);
     if (!domain || !sessionsProjection.accepts(event)) return;
+    // The live read model notes on the stream's row the version it reflects (GET /v1/sessions reads
+    // only the streams it is behind); a rebuild's new table does not, it catches up before its swap.
+    if (!tables) {
+      await tx.query(`update streams set projected_version = $2 where stream_id = $1 and (projected_version is null or projected_version < $2)`, [domain.streamId, domain.version]);
+    }
     const table = tableName(tables, 'sessions');
     const rows: SessionRow[] = await tx.query(`select * from ${table} where id = $1 for update`, [domain.streamId.slice('session-'.length)]);
     const before = rows[0] && sessionStateFromRow(rows[0]);
