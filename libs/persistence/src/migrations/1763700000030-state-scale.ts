@@ -10,22 +10,26 @@ export class StateScale1763700000030 implements MigrationInterface {
   name = 'StateScale1763700000030';
 
   async up(q: QueryRunner): Promise<void> {
-    // A reservation's settlement on the reservation's row: the reconciler's open-reservation list
+    // When a request's ledger settled, on both its rows: the reconciler's open-reservation list
     // becomes a partial index (kind = 'reserve' and settled_at is null) instead of a read of every
-    // reservation with an anti-join on the settlements. Set by a trigger on the settlement's
-    // insert, so a previous release's settlement sets it too.
+    // reservation with an anti-join on the settlements. Set by a trigger on the settlement's insert,
+    // so a previous release's settlement sets it too. On the settlement's own row as well, so only
+    // open reservations have none: the planner then estimates the list at its size and reads the
+    // index (with settlements null it took half the ledger for open and scanned it).
     await q.query(`alter table credit_ledger add column settled_at timestamptz`);
     await q.query(`
       create function credit_ledger_settled() returns trigger language plpgsql as $$
       begin
-        update credit_ledger set settled_at = new.created_at where request_id = new.request_id and kind = 'reserve' and settled_at is null;
-        return null;
+        new.settled_at := coalesce(new.settled_at, new.created_at);
+        -- By the primary key (a request has one settlement).
+        update credit_ledger set settled_at = new.settled_at where request_id = new.request_id and kind = 'reserve';
+        return new;
       end
       $$`);
-    await q.query(`create trigger credit_ledger_settled after insert on credit_ledger for each row when (new.kind = 'settle') execute function credit_ledger_settled()`);
+    await q.query(`create trigger credit_ledger_settled before insert on credit_ledger for each row when (new.kind = 'settle') execute function credit_ledger_settled()`);
     await q.query(`
-      update credit_ledger r set settled_at = s.created_at from credit_ledger s
-       where r.kind = 'reserve' and s.request_id = r.request_id and s.kind = 'settle' and r.settled_at is null`);
+      update credit_ledger l set settled_at = s.created_at from credit_ledger s
+       where s.request_id = l.request_id and s.kind = 'settle' and l.settled_at is null`);
 
     // The stream version the sessions read model reflects, on the session stream's row (written by
     // the projector with the row, apps/projector sessions.projection.ts). GET /v1/sessions brings
