@@ -95,13 +95,14 @@ export class StreamStore {
   async deleteExpired(): Promise<number> {
     let total = 0;
     // created_at as text: its microseconds, which a Date would drop, keep the page boundary exact.
-    let after: { created_at: string; request_id: string; seq: number } | undefined;
+    let after: { at: string; request_id: string; seq: number } | undefined;
     for (;;) {
-      const page: { created_at: string; request_id: string; seq: number }[] = await this.db.query(
-        `select created_at::text, request_id, seq from stream_events
-          where created_at < now() - make_interval(secs => $1::int) and ($2::timestamptz is null or (created_at, request_id, seq) > ($2::timestamptz, $3::uuid, $4::int))
+      const page: { at: string; request_id: string; seq: number }[] = await this.db.query(
+        `select created_at::text as at, request_id, seq from stream_events
+          where created_at < now() - make_interval(secs => $1::int) and created_at >= $2::timestamptz and (created_at, request_id, seq) > ($2::timestamptz, $3::uuid, $4::int)
           order by created_at, request_id, seq limit $5`,
-        [this.retentionSeconds, after?.created_at ?? null, after?.request_id ?? null, after?.seq ?? null, this.deletePage],
+        // The first page from the start; `created_at >= $2` makes the index range begin at the boundary.
+        [this.retentionSeconds, after?.at ?? '-infinity', after?.request_id ?? '00000000-0000-0000-0000-000000000000', after?.seq ?? 0, this.deletePage],
       );
       if (page.length === 0) return total;
       const [, count] = (await this.db.query(
