@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '#libs/config';
-import { BlobStore, ConversationStore, FileStore } from '#libs/persistence';
+import { READ_MODEL_EXPIRED } from '#libs/events';
+import { BlobStore, ConversationStore, deleteInBatches, FileStore } from '#libs/persistence';
 import { StreamStore } from '#libs/streaming';
 import { deleteExpiredWebhookDeliveries } from '#libs/webhooks';
 
@@ -16,11 +17,6 @@ export interface RetentionRule {
 /** The retention windows that are configurable. */
 export type RetentionSettings = Pick<AppConfig, 'streamRetentionSeconds'>;
 
-/** A DELETE whose row count TypeORM's pg driver returns as the second element. */
-async function deleted(db: DataSource, sql: string): Promise<number> {
-  const [, count] = (await db.query(sql)) as [unknown, number];
-  return count;
-}
 
 /**
  * Every table that grows with traffic, with its retention (docs/reliability.md lists the same).
@@ -36,28 +32,30 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
     keeps: "a request's stream events while it runs and for 24 hours (STREAM_RETENTION_SECONDS) after its end; a stream that never ended, 24 hours more",
     prune: (db, settings) => new StreamStore(db, settings.streamRetentionSeconds).deleteExpired(),
   },
-  { table: 'outbox', keeps: 'published rows for 7 days (unpublished rows are never deleted)', prune: (db) => deleted(db, `delete from outbox where published_at < now() - interval '7 days'`) },
+  { table: 'outbox', keeps: 'published rows for 7 days (unpublished rows are never deleted)', prune: (db) => deleteInBatches(db, 'outbox', `published_at < now() - interval '7 days'`) },
   {
     table: 'projection_processed',
     keeps: 'processed-event marks for 30 days (a redelivery comes within minutes; a rebuild starts from an empty table)',
-    prune: (db) => deleted(db, `delete from projection_processed where processed_at < now() - interval '30 days'`),
+    prune: (db) => deleteInBatches(db, 'projection_processed', `processed_at < now() - interval '30 days'`),
   },
   // The read models keep 30 days (DESIGN.md section 9): what GET /v1/agent/{id} and GET /v1/sessions
   // answer. The events stay in the event store; a rebuild brings rows back and this prunes them again.
-  { table: 'request_log', keeps: 'requests for 30 days after their last change', prune: (db) => deleted(db, `delete from request_log where updated_at < now() - interval '30 days'`) },
-  { table: 'request_views', keeps: 'the content of stops (message, tool calls) for 30 days', prune: (db) => deleted(db, `delete from request_views where recorded_at < now() - interval '30 days'`) },
-  { table: 'sessions', keeps: 'sessions for 30 days after they expired or ended', prune: (db) => deleted(db, `delete from sessions where status <> 'active' and expires_at < now() - interval '30 days'`) },
+  { table: 'request_log', keeps: 'requests for 30 days after their last change', prune: (db) => deleteInBatches(db, 'request_log', READ_MODEL_EXPIRED.request_log) },
+  { table: 'request_views', keeps: 'the content of stops (message, tool calls) for 30 days', prune: (db) => deleteInBatches(db, 'request_views', `recorded_at < now() - interval '30 days'`) },
+  { table: 'sessions', keeps: 'sessions for 30 days after they expired or ended', prune: (db) => deleteInBatches(db, 'sessions', READ_MODEL_EXPIRED.sessions) },
   { table: 'webhook_deliveries', keeps: 'finished webhook deliveries and their attempts for 30 days (pending ones until their retries end)', prune: (db) => deleteExpiredWebhookDeliveries(db) },
-  { table: 'idempotency_keys', keeps: 'Idempotency-Keys for their 24-hour window plus an hour', prune: (db) => deleted(db, `delete from idempotency_keys where created_at < now() - interval '25 hours'`) },
-  { table: 'rate_limit_hits', keeps: 'rate-limit hits for their sliding minute', prune: (db) => deleted(db, `delete from rate_limit_hits where at < clock_timestamp() - interval '2 minutes'`) },
+  { table: 'idempotency_keys', keeps: 'Idempotency-Keys for their 24-hour window plus an hour', prune: (db) => deleteInBatches(db, 'idempotency_keys', `created_at < now() - interval '25 hours'`) },
+  { table: 'rate_limit_hits', keeps: 'rate-limit hits for their sliding minute', prune: (db) => deleteInBatches(db, 'rate_limit_hits', `at < clock_timestamp() - interval '2 minutes'`) },
   {
     table: 'credit_ledger',
     keeps: 'settled reservations for 400 days (the charges stay in the event store); open reservations until settled',
+    // A request's rows go once its settlement is 400 days old (its reservation is older), found by
+    // the settlements' own index; batches of 2500 requests.
     prune: (db) =>
-      deleted(
+      deleteInBatches(
         db,
-        `delete from credit_ledger l where l.created_at < now() - interval '400 days'
-          and exists (select 1 from credit_ledger s where s.request_id = l.request_id and s.kind = 'settle')`,
+        'credit_ledger',
+        `request_id in (select s.request_id from credit_ledger s where s.kind = 'settle' and s.created_at < now() - interval '400 days' limit 2500) and created_at < now() - interval '400 days'`,
       ),
   },
 ];

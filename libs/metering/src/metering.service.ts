@@ -183,11 +183,14 @@ export class MeteringService {
   }
 
   /** Reservations without a settlement made before `before`: never checked first, then the ones
-   * checked longest ago (the reconciler's list; `markChecked` moves a running one to the back). */
+   * checked longest ago (the reconciler's list; `markChecked` moves a running one to the back).
+   * Read from the partial index of open reservations (credit_ledger_open_idx, in this order; a
+   * settlement sets `settled_at` on the reservation by trigger, migration 1763700000030): its cost
+   * follows the open reservations, not the ledger. */
   async openReservations(before: Date, limit: number): Promise<OpenReservation[]> {
     const rows: { request_id: string; project_id: string; credits: number; created_at: Date }[] = await this.db.query(
       `select r.request_id, r.project_id, r.credits, r.created_at from credit_ledger r
-        where r.kind = 'reserve' and r.created_at < $1
+        where r.kind = 'reserve' and r.settled_at is null and r.created_at < $1
           and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')
         order by r.checked_at nulls first, r.created_at limit $2`,
       [before, limit],

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { deleteInBatches } from './batched-delete.js';
 
 /** How long input files and large tool outputs are kept (they only serve an agent run). */
 export const BLOB_RETENTION_HOURS = 24;
@@ -32,7 +33,6 @@ export class BlobStore {
   }
 
   async deleteExpired(): Promise<number> {
-    const [, count] = (await this.db.query(`delete from blobs where expires_at < now()`)) as [unknown, number];
-    return count;
+    return deleteInBatches(this.db, 'blobs', `expires_at < now()`);
   }
 }

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { ChatMessage, OfferedTool } from '#libs/contracts';
+import { deleteInBatches } from './batched-delete.js';
 
 /** How long a conversation is kept after its last write (a request lives at most 24 hours). */
 export const CONVERSATION_RETENTION_HOURS = 24;
@@ -112,8 +113,8 @@ export class ConversationStore {
 
   /** Deletes expired conversations with their messages; returns how many conversations. */
   async deleteExpired(): Promise<number> {
-    const [, count] = (await this.db.query(`delete from conversations where expires_at < now()`)) as [unknown, number];
-    return count;
+    // Smaller batches: each conversation's messages go with it (on delete cascade).
+    return deleteInBatches(this.db, 'conversations', `expires_at < now()`, [], 500);
   }
 
   private async exists(id: string, projectId: string): Promise<boolean> {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { deleteInBatches } from './batched-delete.js';
 
 /** How long generated files can be downloaded (enforced on read and by deleteExpired). */
 export const FILE_RETENTION_DAYS = 7;
@@ -44,7 +45,6 @@ export class FileStore {
   }
 
   async deleteExpired(): Promise<number> {
-    const [, count] = (await this.db.query(`delete from generated_files where expires_at < now()`)) as [unknown, number];
-    return count;
+    return deleteInBatches(this.db, 'generated_files', `expires_at < now()`);
   }
 }

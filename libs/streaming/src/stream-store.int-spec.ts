@@ -56,4 +56,23 @@ describe('StreamStore retention', () => {
     expect(await store.tokenText(running, randomUUID(), 1)).toBe('');
     await fixtures.db.query(`delete from stream_events where request_id = any($1::uuid[])`, [[running, endedRecently]]);
   });
+  it('deletes a backlog a page of old events at a time, passing over a run that still goes on', async () => {
+    const { project } = await fixtures.project();
+    const p = project.id;
+    // The oldest events are a running run's: a page of them holds nothing to delete, and the next
+    // page starts after them.
+    const running = await stream(p, [['token', 5 * HOUR], ['token', 5 * HOUR], ['token', 5 * HOUR], ['token', 5 * HOUR], ['token', 5 * HOUR]]);
+    const ended: string[] = [];
+    for (let i = 0; i < 5; i++) ended.push(await stream(p, [['token', 3 * HOUR], ['token', 3 * HOUR], ['done', 2 * HOUR]]));
+    const statements: string[] = [];
+    const recording = new StreamStore(new Proxy(fixtures.db, { get: (t, k) => (k === 'query' ? (sql: string, params?: unknown[]) => (statements.push(sql), t.query(sql, params)) : Reflect.get(t, k)) }), HOUR, 4);
+    expect(await recording.deleteExpired()).toBeGreaterThanOrEqual(15);
+    // 20 old events in pages of 4: the running run's page (nothing to delete), then the ended runs'
+    // events over at least two more (a page deletes its runs' later events with them, so how many
+    // pages depends on how the ages tie).
+    expect(statements.filter((s) => s.trimStart().startsWith('delete')).length).toBeGreaterThanOrEqual(3);
+    const left: { request_id: string }[] = await fixtures.db.query(`select distinct request_id from stream_events where request_id = any($1::uuid[])`, [[running, ...ended]]);
+    expect(left.map((r) => r.request_id)).toEqual([running]);
+    await fixtures.db.query(`delete from stream_events where request_id = $1`, [running]);
+  });
 });

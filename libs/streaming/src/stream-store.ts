@@ -11,6 +11,9 @@ export const STREAM_RETENTION_SECONDS = 24 * 60 * 60;
  */
 const SILENT_RUN_SECONDS = 24 * 60 * 60;
 
+/** Old events retention reads a page at a time (their requests' expired streams go in one statement). */
+const DELETE_PAGE = 2000;
+
 /** Whether a request's stream has expired, judged by its last event `l` (created_at, type):
  * a finished run's events are kept for the window after its end, a running one's while it runs. */
 const EXPIRED = `(l.created_at < now() - make_interval(secs => $RET)
@@ -28,6 +31,8 @@ export class StreamStore {
   constructor(
     private readonly db: DataSource,
     private readonly retentionSeconds: number = STREAM_RETENTION_SECONDS,
+    /** Old events retention reads at a time (a test makes it small). */
+    private readonly deletePage: number = DELETE_PAGE,
   ) {}
 
   /** Stores a batch; a retried step that re-sends a seq keeps the first copy. */
@@ -83,16 +88,33 @@ export class StreamStore {
   }
 
   /** Deletes the streams that have expired; the number of events deleted. Only requests with an
-   * event older than the window are looked at (created_at index), each by its last event. */
+   * event older than the window are looked at (created_at index), each by its last event: the old
+   * events are read in pages of DELETE_PAGE in created_at order from where the previous page ended,
+   * and each page's expired requests deleted in one statement, so a backlog is many short
+   * statements and a request that is still running is passed over, not read again. */
   async deleteExpired(): Promise<number> {
-    const [, count] = (await this.db.query(
-      `delete from stream_events e using (
-         select c.request_id from (select distinct request_id from stream_events where created_at < now() - make_interval(secs => $1::int)) c
-          cross join lateral ${LAST('c.request_id')} l
-          where ${EXPIRED.replaceAll('$RET', '$1::int')}) x
-        where e.request_id = x.request_id`,
-      [this.retentionSeconds],
-    )) as [unknown, number];
-    return count;
+    let total = 0;
+    // created_at as text: its microseconds, which a Date would drop, keep the page boundary exact.
+    let after: { at: string; request_id: string; seq: number } | undefined;
+    for (;;) {
+      const page: { at: string; request_id: string; seq: number }[] = await this.db.query(
+        `select created_at::text as at, request_id, seq from stream_events
+          where created_at < now() - make_interval(secs => $1::int) and created_at >= $2::timestamptz and (created_at, request_id, seq) > ($2::timestamptz, $3::uuid, $4::int)
+          order by created_at, request_id, seq limit $5`,
+        // The first page from the start; `created_at >= $2` makes the index range begin at the boundary.
+        [this.retentionSeconds, after?.at ?? '-infinity', after?.request_id ?? '00000000-0000-0000-0000-000000000000', after?.seq ?? 0, this.deletePage],
+      );
+      if (page.length === 0) return total;
+      const [, count] = (await this.db.query(
+        `delete from stream_events e using (
+           select c.request_id from unnest($2::uuid[]) c (request_id) cross join lateral ${LAST('c.request_id')} l
+            where ${EXPIRED.replaceAll('$RET', '$1::int')}) x
+          where e.request_id = x.request_id`,
+        [this.retentionSeconds, [...new Set(page.map((r) => r.request_id))]],
+      )) as [unknown, number];
+      total += count;
+      if (page.length < this.deletePage) return total;
+      after = page.at(-1);
+    }
   }
 }

@@ -5,6 +5,7 @@ import { ConfigError, type AppConfig } from '#libs/config';
 import { isUuid, isWebhookEventType, WEBHOOK_EVENTS, type WebhookEventType } from '#libs/contracts';
 import { deterministicUuid } from '#libs/events';
 import { HostAllowList, literalAddressRefusal } from '#libs/egress';
+import { deleteInBatches } from '#libs/persistence';
 import { generateWebhookSecret } from './signature.js';
 
 /** A webhook endpoint as an operator sees it: never its secret. */
@@ -55,8 +56,8 @@ export const WEBHOOK_DELIVERY_RETENTION_DAYS = 30;
 /** Deletes finished deliveries past their retention, their attempts with them (pending ones are
  * kept: their workflow is still retrying); the number of deliveries deleted. */
 export async function deleteExpiredWebhookDeliveries(db: DataSource): Promise<number> {
-  const [, count] = (await db.query(`delete from webhook_deliveries where status <> 'pending' and finished_at < now() - make_interval(days => $1)`, [WEBHOOK_DELIVERY_RETENTION_DAYS])) as [unknown, number];
-  return count;
+  // Batches of 1000: each delivery's attempts go with it (on delete cascade).
+  return deleteInBatches(db, 'webhook_deliveries', `status <> 'pending' and finished_at < now() - make_interval(days => $1)`, [WEBHOOK_DELIVERY_RETENTION_DAYS], 1000);
 }
 
 /** The id of the delivery of one event to one endpoint: the same event dispatched again finds it. */

@@ -71,11 +71,17 @@ export class SessionsRepository {
   /** The project's sessions, newest first, after the session `after` (a cursor) when given. */
   async list(projectId: string, options: { limit: number; after?: string; status?: SessionStatus }): Promise<{ records: SessionRecord[]; hasMore: boolean }> {
     const tx = this.db.manager;
-    // The project's sessions whose row is behind their stream, brought up to date from the events.
+    // The project's sessions whose row is behind their stream, brought up to date from the events:
+    // those the projector has not written up to the stream's version (the partial index
+    // streams_sessions_behind_idx holds exactly these, so a session retention pruned from the read
+    // model is not read again), checked against the row itself, looked up by its key for each (the
+    // lateral subquery's limit keeps it so: joined plainly, the planner, which cannot estimate how
+    // few streams are behind, hashed the whole sessions table).
     const behind: (SessionRow & { stream_id: string; stream_version: number })[] = await tx.query(
       `select st.stream_id, st.version as stream_version, ${COLUMNS}
-         from streams st left join sessions s on s.id = substr(st.stream_id, 9)::uuid
-        where st.project_id = $1 and st.stream_id like 'session-%' and (s.version is null or s.version < st.version)`,
+         from streams st left join lateral (select * from sessions where id = substr(st.stream_id, 9)::uuid limit 1) s on true
+        where st.project_id = $1 and st.stream_id like 'session-%' and (st.projected_version is null or st.projected_version < st.version)
+          and (s.version is null or s.version < st.version)`,
       [projectId],
     );
     const fresh = new Map<string, SessionRecord>();

@@ -34,5 +34,12 @@ export const fromCloudEvent = (e: CloudEvent<Record<string, unknown>>): DomainEv
  * past it, a stream that is still in the event store is not shown again by a catch-up. */
 export const READ_MODEL_RETENTION_MS = 30 * 24 * 60 * 60 * 1000;
 
+/** The read models' retention as SQL, by table: the rows past it, which apps/relay prunes and a
+ * projection rebuild drops from its new tables before it swaps them in. */
+export const READ_MODEL_EXPIRED = {
+  request_log: `updated_at < now() - interval '30 days'`,
+  sessions: `status <> 'active' and expires_at < now() - interval '30 days'`,
+} as const;
+
 /** Whether something last changed at `iso` is past the read models' retention. */
 export const pastRetention = (iso: string, now = Date.now()): boolean => new Date(iso).getTime() < now - READ_MODEL_RETENTION_MS;

@@ -1,6 +1,6 @@
 import type { EntityManager } from 'typeorm';
 import { TOPICS } from '#libs/contracts';
-import { evolveRequest, fromCloudEvent, requestStateFromRow, type CloudEvent, type RequestRow } from '#libs/events';
+import { evolveRequest, fromCloudEvent, READ_MODEL_EXPIRED, READ_MODEL_RETENTION_MS, requestStateFromRow, type CloudEvent, type RequestRow, type RequestState } from '#libs/events';
 import { tableName, type Projection, type TableNames } from './projection.js';
 
 /** One row per agent request: the fold of its stream (evolveRequest in libs/events), with the
@@ -10,6 +10,19 @@ export const requestLogProjection: Projection = {
   topic: TOPICS.events,
   tables: ['request_log'],
   fromEventStore: true,
+  rebuild: {
+    table: 'request_log',
+    streamPrefix: 'agent-request-',
+    expired: READ_MODEL_EXPIRED.request_log,
+    windowDays: READ_MODEL_RETENTION_MS / 86_400_000,
+    row: (events) => {
+      const s = events.reduce<RequestState | undefined>((state, e) => evolveRequest(state, e), undefined);
+      return s && {
+        request_id: s.requestId, project_id: s.projectId, session_id: s.sessionId, status: s.status, stop: s.stop, capabilities: s.capabilitiesUsed, credits: s.credits, leg_credits: s.legCredits,
+        tokens: s.tokens, leg_tokens: s.legTokens, credits_remaining: s.creditsRemaining, requests_used: s.requestsUsed, error_code: s.errorCode, created_at: s.createdAt, updated_at: s.updatedAt, version: s.version,
+      };
+    },
+  },
   accepts: (event) => typeof event.subject === 'string' && event.subject.startsWith('agent-request-'),
   async apply(tx: EntityManager, event: CloudEvent<Record<string, unknown>>, tables?: TableNames): Promise<void> {
     const domain = fromCloudEvent(event);
