@@ -113,8 +113,11 @@ describe('streams waiting', () => {
     const { project } = await fixtures.project();
     const one = await whileWaiting(1, project.id);
     const fifty = await whileWaiting(50, project.id);
-    // Per-stream polling was about one transaction a second per stream: 50 streams, ~200 more.
-    expect({ one, fifty: Math.max(fifty - one, 0) <= 10 ? 'flat' : `${fifty} transactions against ${one}` }).toEqual({ one, fifty: 'flat' });
+    // Per-stream polling was about one transaction a second per stream: 50 streams, ~250 more in
+    // the window (298 against 8, measured on that code). The bound is a fifth of that: the count is
+    // the whole database's, and whatever else the suite left running in it adds a few dozen at
+    // most (24 more was seen once in CI, 0 in most runs).
+    expect({ one, fifty: Math.max(fifty - one, 0) <= 50 ? 'flat' : `${fifty} transactions against ${one}` }).toEqual({ one, fifty: 'flat' });
   }, 90_000);
 
   it('gets events stored while it waits, without Kafka, and ends with the stored end', async () => {
