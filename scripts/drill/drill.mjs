@@ -34,9 +34,12 @@ import { openAccounts } from '../bench/lib/key-pool.mjs';
 import { freePorts, startNode, stopAll, tail } from '../bench/lib/procs.mjs';
 import { appProcess } from '../app-process.mjs';
 import { deployScenario } from './deploy-phase.mjs';
+import { moneyProblems } from './mixed-load.mjs';
+import { noisyNeighbour } from './noisy-neighbour-phase.mjs';
+import { printSoak, soak } from './soak.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } } });
+const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, soak: { type: 'string' }, projects: { type: 'string' } } });
 const QUICK = args.quick;
 const env = process.env;
 const RUN_DIR = env.DRILL_RUN_DIR ?? '/tmp';
@@ -245,45 +248,9 @@ async function check(phase, { db, usage, load, projects, recoveryS, added }) {
   if (unread.length > 0) log(`${phase}: not read back, e.g. ${unread[0].final.id}: ${unread[0].lastRead}`);
   const unreadable = unread.length;
   const bad5xx = load.requests.flatMap((r) => r.attempts).filter((a) => a.status >= 500 && !((a.status === 502 || a.status === 503) && load.faultWindows.some(([from, to]) => a.at >= from && a.at <= to))).length;
-  const ids = projects.ids;
-  // Reservations: runs still finishing settle by themselves; wait for them (bounded).
-  let open = Infinity;
-  for (let i = 0; i < 240 && open > 0; i++) {
-    [{ n: open }] = await db.query(`select count(*)::int as n from credit_ledger r where r.kind = 'reserve' and r.project_id = any($1) and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')`, [ids]);
-    if (open > 0) await sleep(500);
-  }
-  const charges = await db.query(`select request_id::text as id, credits from credit_ledger where kind = 'settle' and credits > 0 and project_id = any($1)`, [ids]);
-  const charged = new Map(charges.map((c) => [c.id, c.credits]));
   const answered = load.requests.filter((r) => r.final?.status === 200);
-  const doubleCharges = answered.filter((r) => charged.get(r.final.id) !== r.final.credits).length + charges.filter((c) => !answered.some((r) => r.final.id === c.id)).length;
-  const balances = await db.query(`select p.id::text, p.credit_balance as balance, coalesce((select sum(credits) from credit_ledger s where s.project_id = p.id and s.kind = 'settle'), 0)::int as settled from projects p where p.id = any($1)`, [ids]);
-  const balanceOff = balances.filter((b) => b.balance !== added - b.settled).length;
-  // Usage events: each charge once on the topic (the relay may be down a while: wait, bounded).
-  let lostEvents = Infinity;
-  let doubledEvents = 0;
-  let copies = 0;
-  for (let i = 0; i < 120; i++) {
-    const events = [...usage.byId.values()].filter((e) => ids.includes(e.project) && e.credits > 0);
-    const perRequest = new Map();
-    for (const e of events) perRequest.set(e.request, (perRequest.get(e.request) ?? 0) + e.credits);
-    lostEvents = [...charged.keys()].filter((id) => !perRequest.has(id)).length;
-    doubledEvents = [...perRequest].filter(([id, credits]) => charged.get(id) !== credits).length;
-    copies = events.reduce((n, e) => n + e.copies - 1, 0);
-    if (lostEvents === 0 && doubledEvents === 0) break;
-    await sleep(500);
-  }
-  // The projection: each charge counted once (the projector may be down a while: wait, bounded).
-  let projectionOff;
-  try {
-    for (let i = 0; i < 120; i++) {
-      const [{ credits }] = await db.query(`select coalesce(sum(credits), 0)::int as credits from usage_totals where project_id = any($1)`, [ids]);
-      projectionOff = credits - charges.reduce((n, c) => n + c.credits, 0);
-      if (projectionOff === 0) break;
-      await sleep(500);
-    }
-  } catch (e) {
-    projectionOff = `n/a (${e.message})`;
-  }
+  const told = new Map(answered.map((r) => [r.final.id, r.final.credits]));
+  const money = await moneyProblems({ db, usage, projects: projects.ids.map((id, i) => ({ id, told: i === 0 ? told : new Map() })), added });
   const row = {
     phase,
     sent,
@@ -291,21 +258,18 @@ async function check(phase, { db, usage, load, projects, recoveryS, added }) {
     refused: load.requests.filter((r) => r.final && r.final.status !== 200).length,
     retried: load.requests.filter((r) => r.attempts.length > 1).length,
     lost: lost + splitKeys + unreadable,
-    doubleCharges: doubleCharges + balanceOff,
-    usageLost: lostEvents,
-    usageDoubled: doubledEvents,
-    usageCopies: copies,
-    projectionOff,
+    doubleCharges: money.counts.chargedOtherThanTold + money.counts.balanceOff,
+    usageLost: money.counts.usageLost,
+    usageDoubled: money.counts.usageDoubled,
+    usageCopies: money.counts.usageCopies,
+    projectionOff: money.counts.projectionOff,
     bad5xx,
-    openReservations: open,
+    openReservations: money.counts.open,
     recoveryS: recoveryS === undefined ? 'none' : recoveryS.toFixed(1),
   };
   if (row.lost) problems.push(`${lost} request(s) without a final answer, ${splitKeys} key(s) split across request ids, ${unreadable} answer(s) not read back by GET`);
-  if (row.doubleCharges) problems.push(`${row.doubleCharges} charge(s) not matching exactly one 200, or a balance off`);
-  if (row.usageLost || row.usageDoubled) problems.push(`usage events: ${row.usageLost} lost, ${row.usageDoubled} doubled`);
-  if (row.projectionOff !== 0) problems.push(`the usage projection is off by ${row.projectionOff} credits`);
+  problems.push(...money.problems);
   if (row.bad5xx) problems.push(`${row.bad5xx} 5xx answer(s) outside the fault or other than 502/503`);
-  if (row.openReservations) problems.push(`${row.openReservations} reservation(s) still open`);
   if (recoveryS === undefined || recoveryS > RECOVERY_BOUND_S) problems.push(`no recovery within ${RECOVERY_BOUND_S} s`);
   if (row.ok === 0) problems.push('no request succeeded: the drill measured nothing');
   row.verdict = problems.length ? 'FAIL' : 'ok';
@@ -326,6 +290,16 @@ async function projectsFor(accounts, n, phase, plan = 'pro') {
   }
   return { keys: entries.map((e) => e.key), ids: entries.map((e) => e.id) };
 }
+
+/** One project of the pro plan with every capability the scripted model serves, `credits` added,
+ * and its key (the soak and the noisy-neighbour phase). */
+const projectMaker = (accounts, phase) => async (label, credits) => {
+  const p = await accounts.createProject({ name: `drill-${TS}-${phase}-${label}`, plan: 'pro', capabilities: ['chat', 'documents'] });
+  await accounts.addCredits(p.id, credits);
+  await accounts.setModel(p.id, { provider: 'scripted', model: 'scripted-drill' });
+  const { key } = await accounts.createApiKey(p.id, 'npm run drill');
+  return { id: p.id, key };
+};
 
 /** Runs one fault under load and checks the invariants. `inject` returns when the fault is over
  * (the component is back, or the app respawned), or `{ permanent: true }` for a replica left dead. */
@@ -448,6 +422,18 @@ async function main() {
   const by = (name, r = 1) => apps.find((a) => a.name === name && a.replica === r);
   const apis = () => apps.filter((a) => a.name === 'api');
   const ctx = () => ({ accounts, db, usage, apis: apis() });
+  if (args.soak) {
+    const result = await soak({ minutes: Number(args.soak), projects: Number(args.projects ?? 12), apps, apis: apis(), db, usage, agent, log, newProject: projectMaker(accounts, 'soak') });
+    await stopAll(apps.map((a) => a.proc), 20_000);
+    printSoak(result);
+    writeFileSync(join(RUN_DIR, 'soak.json'), JSON.stringify(result, null, 2));
+    if (result.problems.length) {
+      process.stderr.write(`\nINVARIANTS BROKEN:\n  - ${result.problems.join('\n  - ')}\n`);
+      return 1;
+    }
+    process.stderr.write('\nevery invariant held\n');
+    return 0;
+  }
   const single = [
     ['kill -9 api', killAndRespawn(by('api'))],
     ['kill -9 worker', killAndRespawn(by('worker'))],
@@ -459,6 +445,10 @@ async function main() {
   ];
   for (const [name, inject] of single) if (want(name)) record(await phase(name, { ...ctx(), inject }));
   if (want('deploy')) record(await deploy(ctx(), temporal, apps));
+  if (want('noisy neighbour')) {
+    const { figures, problems: found } = await noisyNeighbour({ quick: QUICK, apis: apis(), db, usage, agent, log, newProject: projectMaker(accounts, 'noisy') });
+    record({ row: { phase: `noisy neighbour: p99 x${figures.p99Ratio.toFixed(2)} (target < 1.20)`, sent: figures.alone.n + figures.beside.n, ok: figures.alone.n + figures.beside.n, verdict: found.length ? 'FAIL' : 'ok', noisy: figures }, problems: found });
+  }
   await stopAll(apps.map((a) => a.proc), 20_000);
 
   if (want('replicas')) {

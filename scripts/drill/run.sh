@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # npm run drill [-- --quick] [-- --only <regexp of phase names>]
+# npm run drill -- --soak <minutes> [--projects <n>]
 #
 # The fault drills (scripts/drill/drill.mjs): builds, brings the local stack up (idempotent), uses a
 # database of its own (mas_drill; DRILL_DATABASE_URL overrides), then runs the apps from dist/ on
 # their own ports, task queue and consumer groups under a bounded keyed load, injects each fault
 # (kill -9 of each app, Kafka stop/start, Temporal restart, PostgreSQL restart, a deploy of a changed worker build and its rollback; then two replicas
-# of each app with one of each killed), checks the invariants after each and prints one table.
+# of each app with one of each killed; a noisy neighbour at every limit beside a well-behaved
+# project), checks the invariants after each and prints one table. --soak runs no fault: mixed
+# load (one-shot, tool rounds, sessions, streams, cancels, background) over many projects for the
+# minutes given, then checks the money invariant and that no app's RSS grew after warm-up.
 # Exit status: 0 every invariant held, 1 one broke, 2 the drill could not run.
 #
 # The faults act on the shared local stack: each outage lasts seconds, and every component is
@@ -16,7 +20,7 @@ cd "$ROOT"
 
 for arg in "$@"; do
   case "$arg" in
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   esac
 done
 

@@ -1,0 +1,188 @@
+// The noisy-neighbour phase of `npm run drill` (DESIGN.md section 10, "one tenant cannot hurt
+// another"): a well-behaved project's one-shot latency is measured alone, then again while a noisy
+// project pushes at every limit at once:
+// - streams held open (long streamed answers, the scripted model's 10 ms a word),
+// - runs in flight (requests paused for tool outputs that are never answered),
+// - large input files (8 files of 1 MB a request),
+// - hostile PDFs (a 1 MB decompression bomb that read_file is asked to read),
+// - large bodies without credentials (7 MB to /v1/agent and /codec/decode, not rate limited),
+// each authenticated kind paced to share the project's 60 requests a minute and pressing on after a
+// refusal without waiting for Retry-After. The noisy project runs in a worker thread of its own, so
+// the harness's event loop that times the well-behaved requests is not the one sending 7 MB bodies.
+// The phase holds when the well-behaved project got no
+// error and the money invariant holds over both projects; the p99 ratio (target < 1.2) is printed
+// as a figure, not checked: timing is measured, never asserted (README, "The bar").
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { createDeflate } from 'node:zlib';
+import { jsonOf, keepAliveAgent, parseSseBlock, send } from '../bench/lib/http.mjs';
+import { percentile } from '../bench/lib/stats.mjs';
+import { lookup, moneyProblems, ProjectClient } from './mixed-load.mjs';
+
+const CREDITS = 1_000_000;
+
+/** About 600 KB of PDF (under the 1 MB a file may have as base64) whose one page draws a glyph 60
+ * million times (420 MB of drawing commands, compressed as they are made: a bomb is larger than a
+ * string may be); built like the bomb of libs/tools/src/documents/read-file.pdf.int-spec.ts. */
+async function pdfBomb() {
+  const z = createDeflate();
+  const out = [];
+  z.on('data', (c) => out.push(c));
+  const ended = once(z, 'end');
+  z.write('BT /F1 12 Tf 72 712 Td ');
+  const block = Buffer.from('(a) Tj '.repeat(1_000_000), 'latin1');
+  for (let i = 0; i < 60; i++) if (!z.write(block)) await once(z, 'drain');
+  z.end('ET');
+  await ended;
+  const stream = Buffer.concat(out);
+  const objects = ['<< /Type /Catalog /Pages 2 0 R >>', '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>', null, '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>'];
+  const parts = [Buffer.from('%PDF-1.4\n', 'latin1')];
+  const offsets = [];
+  let length = parts[0].length;
+  objects.forEach((body, i) => {
+    offsets.push(length);
+    const chunk = body === null ? Buffer.concat([Buffer.from(`${i + 1} 0 obj\n<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`, 'latin1'), stream, Buffer.from('\nendstream\nendobj\n', 'latin1')]) : Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`, 'latin1');
+    parts.push(chunk);
+    length += chunk.length;
+  });
+  const xref = offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
+  parts.push(Buffer.from(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`, 'latin1'));
+  return Buffer.concat(parts);
+}
+
+/** The well-behaved load: one-shot requests, rotating over `clients` (three projects keep it under
+ * each project's rate limit), one at a time; returns their latencies and any problem. */
+async function wellBehaved(clients, ms) {
+  const latencies = [];
+  const until = performance.now() + ms;
+  for (let i = 0; performance.now() < until; i++) {
+    const client = clients[i % clients.length];
+    const began = performance.now();
+    const res = await client.run('one-shot');
+    if (res?.status === 200) latencies.push(performance.now() - began);
+    await sleep(Math.max(0, 400 - (performance.now() - began)));
+  }
+  return latencies;
+}
+
+/** The noisy project, in this worker thread: every kind of pressure at once until the main thread
+ * says stop; then it posts its answers by code and the credits it was told. */
+async function noisyThread({ apiUrl, key, projectId }) {
+  const agent = keepAliveAgent(64);
+  const client = new ProjectClient({ agent, apis: [{ url: apiUrl }], key, projectId });
+  const bomb = await pdfBomb();
+  let running = true;
+  parentPort.once('message', () => (running = false));
+  const answers = new Map();
+  const count = (res) => {
+    const code = res.status === 200 ? 200 : `${res.status} ${res.json?.error?.code ?? res.error ?? ''}`.trim();
+    answers.set(code, (answers.get(code) ?? 0) + 1);
+  };
+  const once = { deadlineMs: 0 }; // no retry: a refusal is counted and the loop presses on
+  const told = (res) => {
+    count(res);
+    if (res.status === 200) client.tell(res.json.id, res.json.usage.credits_this_request);
+  };
+  const longMessage = Array.from({ length: 3000 }, (_, i) => `w${i}`).join(' '); // ~30 s streamed
+  const megabyte = 'x'.repeat(1_000_000);
+  const kinds = [
+    // [pause between sends, one send]
+    [3000, async () => {
+      const res = await client.call('POST', '/v1/agent', { ...once, body: { message: longMessage, capabilities: ['chat'], stream: true }, sse: { isToken: () => false }, timeoutMs: 120_000 });
+      count(res);
+      const done = res.status === 200 ? res.body.split(/\r?\n\r?\n/).map(parseSseBlock).find((e) => e?.event === 'done') : undefined;
+      if (done) client.tell(String(res.headers['x-request-id']), done.json.usage.credits_this_request);
+    }],
+    [3000, async () => told(await client.call('POST', '/v1/agent', { ...once, body: { message: 'lookup {"q":"hold"}', tools: [lookup] } }))],
+    [6000, async () => {
+      const files = Array.from({ length: 8 }, (_, i) => ({ name: `big-${i}.txt`, content: megabyte }));
+      told(await client.call('POST', '/v1/agent', { ...once, body: { message: 'big files', capabilities: ['chat'], files } }));
+    }],
+    [6000, async () => told(await client.call('POST', '/v1/agent', { ...once, body: { message: 'read_file {"name":"bomb.pdf"}', capabilities: ['documents'], files: [{ name: 'bomb.pdf', content: bomb.toString('base64') }] } }))],
+  ];
+  const bigBody = JSON.stringify({ message: 'x', filler: Array.from({ length: 350_000 }, () => ({ a: 1 })) }); // ~7 MB of small objects
+  const loops = kinds.map(([pauseMs, fn]) =>
+    (async () => {
+      const inFlight = new Set();
+      while (running) {
+        const p = fn().catch(() => undefined);
+        inFlight.add(p);
+        void p.finally(() => inFlight.delete(p));
+        await sleep(pauseMs);
+      }
+      await Promise.all(inFlight);
+    })(),
+  );
+  for (const path of ['/v1/agent', '/codec/decode'])
+    loops.push(
+      (async () => {
+        while (running) {
+          const res = await send({ agent, url: `${apiUrl}${path}`, body: bigBody, timeoutMs: 30_000 });
+          count({ ...res, json: jsonOf(res) });
+        }
+      })(),
+    );
+  await Promise.all(loops);
+  agent.destroy();
+  parentPort.postMessage({ answers: Object.fromEntries(answers), told: [...client.told], problems: client.problems });
+}
+
+/** Starts the noisy project's thread; `stop()` ends it and returns what it saw. */
+function noisy(options) {
+  const thread = new Worker(new URL(import.meta.url), { workerData: options });
+  const result = once(thread, 'message');
+  return {
+    async stop() {
+      thread.postMessage('stop');
+      const [r] = await result;
+      await once(thread, 'exit');
+      return r;
+    },
+  };
+}
+
+if (!isMainThread && workerData?.noisyProject) await noisyThread(workerData);
+
+/**
+ * @param {{ quick: boolean, apis: { url: string }[], db: object, usage: object, agent: object, log: (s: string) => void, newProject: (i: number, credits: number) => Promise<{ id: string, key: string }> }} options
+ */
+export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newProject }) {
+  const windowMs = quick ? 20_000 : 60_000;
+  const quiet = [];
+  for (let i = 0; i < 3; i++) {
+    const p = await newProject(`quiet-${i}`, CREDITS);
+    quiet.push(new ProjectClient({ agent, apis, key: p.key, projectId: p.id }));
+  }
+  const n = await newProject('noisy', CREDITS);
+  const loud = new ProjectClient({ agent, apis, key: n.key, projectId: n.id });
+
+  log('noisy neighbour: the well-behaved projects alone');
+  await wellBehaved(quiet, 5_000); // warm-up
+  const alone = await wellBehaved(quiet, windowMs);
+  log('noisy neighbour: the same with the noisy project at every limit');
+  const pressure = noisy({ noisyProject: true, apiUrl: apis[0].url, key: n.key, projectId: n.id });
+  await sleep(10_000);
+  const beside = await wellBehaved(quiet, windowMs);
+  const seen = await pressure.stop();
+  for (const [id, credits] of seen.told) loud.tell(id, credits);
+
+  const problems = quiet.flatMap((c) => c.problems.map((p) => `well-behaved project: ${p}`));
+  problems.push(...seen.problems.map((p) => `noisy project: ${p}`));
+  const errors = quiet.reduce((x, c) => x + [...c.statuses].filter(([s]) => s !== 200).reduce((y, [, k]) => y + k, 0), 0);
+  if (errors) problems.push(`the well-behaved projects got ${errors} answer(s) other than 200`);
+  const money = await moneyProblems({ db, usage, projects: [...quiet, loud].map((c) => ({ id: c.projectId, told: c.told })), added: CREDITS });
+  problems.push(...money.problems);
+  const p = (xs, q) => percentile(xs, q) ?? NaN;
+  const figures = {
+    alone: { n: alone.length, p50: p(alone, 50), p99: p(alone, 99) },
+    beside: { n: beside.length, p50: p(beside, 50), p99: p(beside, 99) },
+    noisyAnswers: seen.answers,
+  };
+  figures.p99Ratio = figures.beside.p99 / figures.alone.p99;
+  figures.p50Ratio = figures.beside.p50 / figures.alone.p50;
+  log(
+    `noisy neighbour: well-behaved one-shot p50/p99 alone ${figures.alone.p50.toFixed(0)}/${figures.alone.p99.toFixed(0)} ms (n ${figures.alone.n}), beside the noisy project ${figures.beside.p50.toFixed(0)}/${figures.beside.p99.toFixed(0)} ms (n ${figures.beside.n}): p99 x${figures.p99Ratio.toFixed(2)} (target < 1.20); the noisy project's answers ${JSON.stringify(figures.noisyAnswers)}`,
+  );
+  return { figures, problems };
+}
