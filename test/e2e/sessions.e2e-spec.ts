@@ -118,6 +118,21 @@ describe('/v1/sessions', () => {
     expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body.message_count).toBe(0);
   });
 
+  // Issue 28: past 25 exchanges the window of 49 earlier messages began with an assistant message,
+  // which Anthropic refuses: every later message of the session failed.
+  it('keeps answering a long session on a provider that wants the user first (Anthropic)', async () => {
+    const { auth } = await stack.fixtures.project({ credits: 100, model: { provider: 'anthropic', model: 'claude-test', baseUrl: stack.models.origin, apiKey: 'sk-ant-session' } });
+    const session = (await create(auth)).body;
+    for (let i = 1; i <= 27; i++) {
+      const res = await send(auth, session.id, { message: `message ${i}` });
+      expect({ i, status: res.status, error: res.body.error }).toEqual({ i, status: 200, error: undefined });
+    }
+    const seen = stack.models.requests.filter((r) => r.path === '/v1/messages').at(-1)!.body.messages;
+    expect(seen[0].role).toBe('user');
+    expect(seen.at(-1)).toMatchObject({ role: 'user' });
+    expect(seen.length).toBe(49);
+  });
+
   it('streams a message like the agent endpoint, and the streamed exchange joins the conversation', async () => {
     const { auth } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-stream' } });
     const session = (await create(auth)).body;

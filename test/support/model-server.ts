@@ -79,6 +79,9 @@ export async function startModelServer(): Promise<ModelServer> {
     requests.push({ path, headers: flatHeaders(req), body });
     if (!protocol) return sendJson(res, 404, { error: { message: `no route for ${req.method} ${path}`, type: 'not_found' } });
     if (!isObject(body)) return sendError(res, protocol, 400, 'the body must be a JSON object');
+    // Anthropic's Messages API refuses a conversation that does not open with the user's message.
+    const first = Array.isArray(body['messages']) ? (body['messages'] as unknown[])[0] : undefined;
+    if (protocol === 'anthropic' && isObject(first) && first['role'] !== 'user') return sendError(res, protocol, 400, 'messages: first message must use the "user" role');
 
     if (requiredKey !== undefined) {
       const given = protocol === 'openai' ? /^Bearer (.*)$/i.exec(req.headers.authorization ?? '')?.[1] : headerValue(req.headers['x-api-key']);

@@ -68,13 +68,27 @@ describe('the session loop', () => {
     expect(session.view().lastActivityAt).toBe(90);
   });
 
-  it('gives the child the last 49 messages of the conversation and the session id', () => {
+  it('gives the child the last 49 messages of the conversation and the session id (before the patch)', () => {
     const session = new SessionLoop({ ...input, carried: { messageCount: 60, lastActivityAt: 0, revision: 0 } }, 0);
     const run = session.begin(taken(session, 'r1'));
     expect(run.history).toEqual({ id: 's1', from: 11, to: 60 });
     expect(run.childInput).toMatchObject({ requestId: 'r1', sessionId: 's1', history: run.history });
     expect(run.childInput).not.toHaveProperty('acceptBy');
     expect(new SessionLoop(input, 0).begin({ message: message('r2') }).history).toEqual({ id: 's1', from: 0, to: 0 });
+  });
+
+  // Issue 28: the window began at message 11 of 60, an assistant message, and a provider such as
+  // Anthropic refuses a conversation whose first message is not the user's ("messages: first message
+  // must use the \"user\" role"): every message of a session past 25 exchanges failed there.
+  it('starts the window the model gets at a user message (49 messages then, the new one included)', () => {
+    for (const messageCount of [0, 2, 46, 48, 50, 60, 62, 1000]) {
+      const session = new SessionLoop({ ...input, carried: { messageCount, lastActivityAt: 0, revision: 0 } }, 0);
+      const { history } = session.begin(taken(session, 'r1'), { windowStartsWithUser: true });
+      expect(history.from % 2).toBe(0);
+      expect(history.to).toBe(messageCount);
+      expect(history.to - history.from + 1).toBeLessThanOrEqual(50);
+      expect(history.to - history.from + 1).toBeGreaterThanOrEqual(Math.min(messageCount + 1, 49));
+    }
   });
 
   it('folds only a completed exchange into the conversation', () => {

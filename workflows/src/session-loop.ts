@@ -179,11 +179,17 @@ export class SessionLoop {
   }
 
   /** Starts answering `entry`: the child request's input, with the last messages of the
-   * conversation (at most 50 reach the model, the new user message included). */
-  begin(entry: Pending): MessageRun {
+   * conversation (at most 50 reach the model, the new user message included). With
+   * `windowStartsWithUser` (patch 'session-window-starts-with-user') the window opens at a user
+   * message, as Anthropic requires: 48 earlier messages and the new one once the session is long.
+   * Without it (histories recorded before the patch) it may open at an assistant message. */
+  begin(entry: Pending, { windowStartsWithUser = false }: { windowStartsWithUser?: boolean } = {}): MessageRun {
     this.current = entry;
     const { acceptBy: _acceptBy, ...request } = entry.message;
-    const history: ConversationSlice = { id: this.input.sessionId, from: Math.max(0, this.messageCount - (SESSION_LIMITS.historyMessages - 1)), to: this.messageCount };
+    // The conversation is whole exchanges, user then assistant: even positions are user messages.
+    let from = Math.max(0, this.messageCount - (SESSION_LIMITS.historyMessages - 1));
+    if (windowStartsWithUser) from += from % 2;
+    const history: ConversationSlice = { id: this.input.sessionId, from, to: this.messageCount };
     return { request, history, childInput: { ...request, history, sessionId: this.input.sessionId } };
   }
 

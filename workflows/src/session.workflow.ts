@@ -4,6 +4,7 @@ import {
   condition,
   continueAsNew,
   log,
+  patched,
   proxyLocalActivities,
   setHandler,
   setWorkflowOptions,
@@ -127,7 +128,7 @@ function setSessionHandlers(session: SessionLoop, record: () => Promise<void>, s
 
 /** Runs one message as a child request and folds its answer into the conversation. */
 async function answer(session: SessionLoop, entry: Pending, record: () => Promise<void>): Promise<void> {
-  const run = session.begin(entry);
+  const run = session.begin(entry, { windowStartsWithUser: patched('session-window-starts-with-user') });
   const final = await runRequest(session, run);
   const exchange = session.exchangeOf(run, final);
   if (exchange) await appendExchange(exchange);

@@ -189,7 +189,7 @@ describe('sessionWorkflow', () => {
     });
   });
 
-  it('gives the model at most 50 messages: the 51st message drops the oldest from the context', async () => {
+  it('gives the model at most 50 messages, opening at a user message: the 26th message drops the first exchange from the context', async () => {
     const ledger = newLedger();
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
@@ -205,9 +205,11 @@ describe('sessionWorkflow', () => {
       const fiftyFirst = await send('m26');
       expect(fiftyFirst.message).toBe('You said: "m26"');
       const seen = ledger.modelInput.get(fiftyFirst.sent.requestId)!;
-      expect(seen).toHaveLength(50);
-      expect(seen[0]).toEqual({ role: 'assistant', content: 'You said: "m1"' });
-      expect(seen.some((m) => m.role === 'user' && m.content === 'm1')).toBe(false);
+      // The window opens at a user message (Anthropic refuses any other first message): the whole
+      // first exchange goes, and 49 messages reach the model.
+      expect(seen).toHaveLength(49);
+      expect(seen[0]).toEqual({ role: 'user', content: 'm2' });
+      expect(seen.some((m) => m.content.includes('m1"') || m.content === 'm1')).toBe(false);
       expect(seen.at(-2)).toEqual({ role: 'assistant', content: 'You said: "m25"' });
       expect(seen.at(-1)).toEqual({ role: 'user', content: 'm26' });
       expect((await state(handle)).messageCount).toBe(52);
