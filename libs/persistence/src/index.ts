@@ -10,3 +10,4 @@ export { ConversationStore, ConversationNotFoundError, CONVERSATION_RETENTION_HO
 export { FileStore, FILE_RETENTION_DAYS, type StoredFile } from './file-store.js';
 export { deleteInBatches, DELETE_BATCH_ROWS } from './batched-delete.js';
 export { PgListener, type ChannelSubscriber } from './pg-listener.js';
+export { NotifiedCache, type NotifiedCacheOptions } from './notified-cache.js';
