@@ -5,7 +5,7 @@ import { EventStore } from '#libs/events';
 import { dataSourceOptions, PgListener } from '#libs/persistence';
 import { testConfig } from '../../../test/support/config.js';
 import { eventually } from '../../../test/support/eventually.js';
-import { AccountsService } from './accounts.service.js';
+import { AccountsService, API_KEY_CHANNEL } from './accounts.service.js';
 import { generateApiKey, hashApiKey } from './secrets.js';
 
 const config = testConfig();
@@ -156,7 +156,7 @@ describe('caches of API keys and model credentials', () => {
     await cachedIn(a, second.key);
     // What the caches hold once the process heard the drop (every subscriber is told in the same turn).
     const atDrop: { active: boolean; keys: number; models: number }[] = [];
-    const unsubscribe = a.listener.subscribe('mas_api_key', {
+    const unsubscribe = a.listener.subscribe(API_KEY_CHANNEL, {
       notify: () => undefined,
       up: () => undefined,
       down: () => queueMicrotask(() => atDrop.push({ active: keys.active, keys: keys.size, models: models.size })),

@@ -1,4 +1,4 @@
-export { AccountsError, AccountsService, API_KEY_CHANNEL, CREDENTIAL_CACHE_LIMITS, MODEL_CONFIG_CHANNEL, MODEL_PROVIDERS, type ModelConfigInput, type ModelConfigView, type ModelCredentials, type NewProject, type Principal, type RecentHits } from './accounts.service.js';
+export { AccountsError, AccountsService, MODEL_PROVIDERS, type ModelConfigInput, type ModelConfigView, type ModelCredentials, type NewProject, type Principal, type RecentHits } from './accounts.service.js';
 export { AccountsModule } from './accounts.module.js';
 export { API_KEY_PREFIX, decryptSecret, encryptSecret, masterKeys } from './secrets.js';
 export { reencryptSecrets, type ReencryptReport } from './secret-rotation.js';
