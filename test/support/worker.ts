@@ -1,3 +1,4 @@
+import type { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { WorkerModule } from '../../apps/worker/src/worker.module.js';
@@ -6,6 +7,8 @@ import { withEnv } from './env.js';
 
 /** A running agent worker, in this process, built exactly as apps/worker/src/main.ts builds it. */
 export interface RunningWorker {
+  /** The worker's providers (tests read the state of its caches). */
+  readonly app: INestApplicationContext;
   close(): Promise<void>;
 }
 
@@ -39,6 +42,7 @@ export async function startWorker(env: Record<string, string | undefined> = {}, 
   const running = worker.run();
   if (build) await Promise.race([becomeCurrentIfDue(app, build), running]);
   return {
+    app,
     close: async () => {
       worker.shutdown();
       await running;

@@ -4,7 +4,7 @@ import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { oldestUnsentAgeSeconds, OUTBOX_LAG_LIMIT_S, OutboxRelay } from '#libs/events';
 import { createKafka } from '#libs/kafka';
 import { addMetricsCollector, outboxGauges } from '#libs/observability';
-import { PersistenceModule } from '#libs/persistence';
+import { PersistenceModule, PgListener } from '#libs/persistence';
 import { pruneAll } from './retention.js';
 
 /** How often the retention rules run. */
@@ -22,8 +22,9 @@ export class RelayService implements OnApplicationBootstrap, OnApplicationShutdo
   constructor(
     @Inject(APP_CONFIG) config: AppConfig,
     private readonly db: DataSource,
+    listener: PgListener,
   ) {
-    this.relay = new OutboxRelay(db, createKafka(config, 'mas-relay'), config.databaseUrl);
+    this.relay = new OutboxRelay(db, createKafka(config, 'mas-relay'), listener);
   }
 
   async onApplicationBootstrap(): Promise<void> {

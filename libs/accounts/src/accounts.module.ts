@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { EventsModule, EventStore } from '#libs/events';
-import { PersistenceModule } from '#libs/persistence';
+import { PersistenceModule, PgListener } from '#libs/persistence';
 import { AccountsService } from './accounts.service.js';
 import { McpServersService } from './mcp-servers.service.js';
 
@@ -11,8 +11,9 @@ import { McpServersService } from './mcp-servers.service.js';
   providers: [
     {
       provide: AccountsService,
-      inject: [DataSource, APP_CONFIG, EventStore],
-      useFactory: (db: DataSource, config: AppConfig, events: EventStore) => new AccountsService(db, config, events),
+      inject: [DataSource, APP_CONFIG, EventStore, PgListener],
+      // The apps' caches hear the process's one listener.
+      useFactory: (db: DataSource, config: AppConfig, events: EventStore, listener: PgListener) => new AccountsService(db, config, events, listener),
     },
     {
       provide: McpServersService,

@@ -5,7 +5,7 @@ import type { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
 import { modelTargetProblem } from '#libs/llm';
 import { billingAnchor } from '#libs/metering';
-import { ApiKeyEntity, ModelConfigEntity, ProjectEntity, type ModelProvider } from '#libs/persistence';
+import { ApiKeyEntity, ModelConfigEntity, NotifiedCache, ProjectEntity, type ModelProvider, type PgListener } from '#libs/persistence';
 import { decryptSecret, displayPrefix, encryptSecret, generateApiKey, hashApiKey, hashesEqual, isWellFormedApiKey, masterKeys } from './secrets.js';
 
 /** A rule broken by an operator's request (unknown project, bad plan name, ...). */
@@ -80,6 +80,20 @@ export interface ModelCredentials {
   readonly awsCredentials: AwsCredentials | null;
 }
 
+/** The channels the writes of API keys and model configurations notify on (migration 1763700000048). */
+export const API_KEY_CHANNEL = 'mas_api_key';
+export const MODEL_CONFIG_CHANNEL = 'mas_model_config';
+
+/** Bounds of each cache: entries, and the age at which one is read again whatever was heard. */
+export const CREDENTIAL_CACHE_LIMITS = { maxEntries: 10_000, ttlMs: 5 * 60_000 } as const;
+
+/** What the key cache keeps: which key and project a presented key's hash is (its project's
+ * figures are read with every request's rate-limit hit). */
+interface CachedKey {
+  readonly keyId: string;
+  readonly projectId: string;
+}
+
 export interface NewProject {
   readonly name: string;
   readonly plan: PlanName;
@@ -90,11 +104,30 @@ export interface NewProject {
 
 /** Projects, plans, credits, API keys and model configuration. */
 export class AccountsService {
+  private keys: NotifiedCache<CachedKey> | undefined;
+  private models: NotifiedCache<ModelConfigEntity> | undefined;
+
+  /** With `listener` (the process's one, in the apps), API keys and model credentials are cached
+   * while it hears their writes (DESIGN.md section 10 "caches"), each cache made on its first use
+   * (the api keeps keys, the worker credentials); without it (the CLI) every read goes to PostgreSQL. */
   constructor(
     private readonly db: DataSource,
     private readonly config: Pick<AppConfig, 'plans' | 'masterKey' | 'apiKeyPepper'> & Partial<Pick<AppConfig, 'previousMasterKeys' | 'previousApiKeyPeppers'>>,
     private readonly events: EventStore,
+    private readonly listener?: PgListener,
   ) {}
+
+  /** The caches made so far (tests and measurements read their state). */
+  get caches(): { readonly keys?: NotifiedCache<CachedKey>; readonly models?: NotifiedCache<ModelConfigEntity> } {
+    return { ...(this.keys ? { keys: this.keys } : {}), ...(this.models ? { models: this.models } : {}) };
+  }
+
+  /** Stops hearing the channels and drops what was cached. */
+  closeCaches(): void {
+    this.keys?.close();
+    this.models?.close();
+    this.keys = this.models = undefined;
+  }
 
   plan(name: PlanName): Plan {
     return this.config.plans[name];
@@ -208,9 +241,12 @@ export class AccountsService {
     return row && { provider: row.provider, model: row.model, baseUrl: row.baseUrl, settings: row.settings, hasKey: row.keyCiphertext !== null };
   }
 
-  /** Decrypts the model's secret. Call only where the model is called (inside the activity). */
+  /** Decrypts the model's secret. Call only where the model is called (inside the activity). The
+   * row is cached sealed (decrypted on each call, so no plaintext key lives on in memory). */
   async modelCredentials(projectId: string): Promise<ModelCredentials | null> {
-    const row = await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId });
+    const read = () => this.db.getRepository(ModelConfigEntity).findOneBy({ projectId });
+    if (this.listener) this.models ??= new NotifiedCache(this.listener, { channel: MODEL_CONFIG_CHANNEL, ...CREDENTIAL_CACHE_LIMITS, tagOf: (row) => row.projectId });
+    const row = this.models ? await this.models.get(projectId, read) : await read();
     if (!row) return null;
     const secret = row.keyCiphertext ? decryptSecret(row.keyCiphertext, masterKeys(this.config), projectId) : null;
     // Bedrock API keys never start with "{": a JSON secret is a set of AWS credentials.
@@ -241,7 +277,8 @@ export class AccountsService {
     return this.db.getRepository(ApiKeyEntity).find({ where: { projectId: project.id }, order: { createdAt: 'ASC' } });
   }
 
-  /** Revokes a key by id; the next request with it is refused, on every api replica. With
+  /** Revokes a key by id; it is refused within a second on every api replica (their key caches
+   * hear the revocation, migration 1763700000048), from the next request where none caches. With
    * `projectId`, only a key of that project (the console's callers may name any id). */
   async revokeApiKey(keyId: string, projectId?: string): Promise<ApiKeyEntity> {
     if (!isUuid(keyId)) throw new AccountsError(`no API key "${keyId}"`);
@@ -270,10 +307,31 @@ export class AccountsService {
   }
 
   /** The key, its project and optionally the rate-limit hit, in one statement (it runs before
-   * every request): a revoked or unknown key finds no row, so it is not counted. */
-  private async lookUpKey(presented: string, hit: boolean): Promise<{ principal: Principal; row: KeyRow } | null> {
+   * every request): a revoked or unknown key finds no row, so it is not counted. A key found
+   * before is taken from the cache, and the statement reads only its project and the hit. */
+  private async lookUpKey(presented: string, hit: boolean): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null> {
     if (!isWellFormedApiKey(presented)) return null;
     const hash = hashApiKey(presented, this.config.apiKeyPepper);
+    if (!this.listener) return this.readKey(presented, hash, hit);
+    this.keys ??= new NotifiedCache(this.listener, { channel: API_KEY_CHANNEL, ...CREDENTIAL_CACHE_LIMITS, tagOf: (key) => key.keyId });
+    let read: { principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null | undefined;
+    const key = await this.keys.get(hash.toString('hex'), async () => {
+      read = await this.readKey(presented, hash, hit);
+      return read && { keyId: read.principal.keyId, projectId: read.principal.project.id };
+    });
+    if (read !== undefined || !key) return read ?? null;
+    const rows: Omit<KeyRow, 'key_hash'>[] = await this.db.query(
+      `${hit ? `with used as (update api_keys set last_used_at = now() where id = $2 and revoked_at is null and (last_used_at is null or last_used_at < now() - interval '1 minute') returning id) ` : ''}
+       select p.id, p.name, p.plan, p.capabilities, p.credit_balance, p.credits_purchased, p.period_start, p.requests_used, p.created_at, $2::uuid as key_id
+              ${hit ? ', hit.n, hit.oldest' : ''}
+         from projects p ${hit ? 'cross join lateral rate_limit_hit(p.id::text) hit' : ''}
+        where p.id = $1`,
+      [key.projectId, key.keyId],
+    );
+    return rows[0] ? principalOf(rows[0]) : null;
+  }
+
+  private async readKey(presented: string, hash: Buffer, hit: boolean): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null> {
     // A key stored under a pepper being retired is found by its hash under that pepper.
     const hashes = [hash, ...(this.config.previousApiKeyPeppers ?? []).map((pepper) => hashApiKey(presented, pepper))];
     // A counted request also stamps the key's last use, at most once a minute (a row lock then
@@ -293,24 +351,28 @@ export class AccountsService {
       // pepper can go (docs/operations.md).
       await this.db.query(`update api_keys set key_hash = $1 where id = $2 and key_hash = $3`, [hash, row.key_id, row.key_hash]);
     }
-    const project = Object.assign(new ProjectEntity(), {
-      id: row.id,
-      name: row.name,
-      plan: row.plan,
-      capabilities: row.capabilities,
-      creditBalance: row.credit_balance,
-      creditsPurchased: row.credits_purchased,
-      periodStart: row.period_start,
-      requestsUsed: row.requests_used,
-      createdAt: row.created_at,
-    });
-    return { principal: { keyId: row.key_id, project }, row };
+    return principalOf(row);
   }
 
   private assertCapabilities(capabilities: readonly unknown[]): void {
     const unknown = capabilities.filter((c) => !isCapability(c));
     if (unknown.length) throw new AccountsError(`unknown capabilities: ${unknown.join(', ')} (valid: ${CAPABILITIES.join(', ')})`);
   }
+}
+
+function principalOf(row: Omit<KeyRow, 'key_hash'>): { principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } {
+  const project = Object.assign(new ProjectEntity(), {
+    id: row.id,
+    name: row.name,
+    plan: row.plan,
+    capabilities: row.capabilities,
+    creditBalance: row.credit_balance,
+    creditsPurchased: row.credits_purchased,
+    periodStart: row.period_start,
+    requestsUsed: row.requests_used,
+    createdAt: row.created_at,
+  });
+  return { principal: { keyId: row.key_id, project }, row };
 }
 
 function definedOnly(settings: ModelProviderSettings): ModelProviderSettings {

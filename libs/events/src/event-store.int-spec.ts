@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
 import { EVENT_TYPES, TOPICS } from '#libs/contracts';
 import { createKafka } from '#libs/kafka';
-import { dataSourceOptions } from '#libs/persistence';
+import { dataSourceOptions, PgListener } from '#libs/persistence';
 import { collect } from '../../../test/support/kafka.js';
 import { testConfig } from '../../../test/support/config.js';
 import { deterministicUuid } from './deterministic-id.js';
@@ -21,11 +21,14 @@ const event = (projectId: string, n: number): NewEvent => ({
 describe('event store and outbox', () => {
   let db: DataSource;
   const store = new EventStore();
+  /** The test process's listener, which its relays share as a relay process's would. */
+  const listener = new PgListener(config.databaseUrl);
   beforeAll(async () => {
     db = new DataSource({ ...dataSourceOptions(config), logging: false });
     await db.initialize();
   });
   afterAll(async () => {
+    await listener.stop();
     await db.destroy();
   });
 
@@ -76,7 +79,7 @@ describe('event store and outbox', () => {
   it('keeps events in the outbox while Kafka cannot be reached, and delivers each once when it can', async () => {
     const projectId = randomUUID();
     // A relay whose broker address answers nothing: Kafka is down as far as it can tell.
-    const down = new OutboxRelay(db, createKafka({ kafkaBrokers: ['127.0.0.1:1'] }, 'relay-down'), config.databaseUrl);
+    const down = new OutboxRelay(db, createKafka({ kafkaBrokers: ['127.0.0.1:1'] }, 'relay-down'), listener);
     for (let n = 1; n <= 5; n++) await db.transaction((tx) => store.append(tx, `project-${projectId}`, 'any', [event(projectId, n)]));
     await down.start();
     await new Promise((r) => setTimeout(r, 1500));
@@ -86,7 +89,7 @@ describe('event store and outbox', () => {
 
     const kafka = createKafka(config, 'relay-test');
     const reader = await collect(kafka, TOPICS.events);
-    const up = new OutboxRelay(db, kafka, config.databaseUrl);
+    const up = new OutboxRelay(db, kafka, listener);
     await up.start();
     try {
       const mine = (m: Record<string, unknown>[]) => m.filter((x) => x.projectid === projectId);
@@ -129,7 +132,7 @@ describe('event store and outbox', () => {
         return producer;
       },
     });
-    const relays = [new OutboxRelay(db, slow, config.databaseUrl), new OutboxRelay(db, kafka, config.databaseUrl)];
+    const relays = [new OutboxRelay(db, slow, listener), new OutboxRelay(db, kafka, listener)];
     await relays[0]!.start();
     await firstSend;
     await relays[1]!.start();

@@ -1,8 +1,8 @@
 import { Logger } from '@nestjs/common';
 import type { Kafka, Producer } from 'kafkajs';
-import pg from 'pg';
 import type { DataSource } from 'typeorm';
 import { outboxPublished } from '#libs/observability';
+import type { PgListener } from '#libs/persistence';
 import { OUTBOX_CHANNEL } from './event-store.js';
 
 const BATCH = 200;
@@ -26,12 +26,14 @@ const PUBLISH_LOCK = 7_460_203_911;
  * before it was sent and marked, and two relays never reorder a stream's events (rows of a
  * stream are queued in its order: its appends are serialised by the stream's row). A relay that
  * finds the lock taken waits for its next wake-up; one that dies releases it with its connection.
- * While Kafka is down, rows stay in the outbox and go out when it returns.
+ * While Kafka is down, rows stay in the outbox and go out when it returns. It is woken by the
+ * outbox's notifications on the process's one listener (libs/persistence PgListener), and polls
+ * besides, so a lost notification or a dropped listener delays an event by at most POLL_MS.
  */
 export class OutboxRelay {
   private readonly logger = new Logger('outbox');
   private producer: Producer | undefined;
-  private listener: pg.Client | undefined;
+  private unlisten: (() => void) | undefined;
   private running: Promise<void> | undefined;
   private stopped = false;
   private wake: (() => void) | undefined;
@@ -39,16 +41,14 @@ export class OutboxRelay {
   constructor(
     private readonly db: DataSource,
     private readonly kafka: Kafka,
-    private readonly databaseUrl: string,
+    private readonly listener: PgListener,
   ) {}
 
   async start(): Promise<void> {
     this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 3, maxRetryTime: 2000 } });
-    this.listener = new pg.Client({ connectionString: this.databaseUrl });
-    this.listener.on('notification', () => this.wake?.());
-    this.listener.on('error', (e) => this.logger.warn(`listener: ${e.message}`));
-    await this.listener.connect();
-    await this.listener.query(`listen ${OUTBOX_CHANNEL}`);
+    // Listening again after a drop wakes it too: rows committed meanwhile go out at once.
+    this.unlisten = this.listener.subscribe(OUTBOX_CHANNEL, { notify: () => this.wake?.(), up: () => this.wake?.(), down: () => undefined });
+    await this.listener.start().catch((e: unknown) => this.logger.warn(`not listening on ${OUTBOX_CHANNEL} yet (polling): ${e instanceof Error ? e.message : String(e)}`));
     this.running = this.loop();
   }
 
@@ -57,7 +57,7 @@ export class OutboxRelay {
     this.wake?.();
     await this.running;
     await this.producer?.disconnect().catch(() => undefined);
-    await this.listener?.end().catch(() => undefined);
+    this.unlisten?.();
   }
 
   /** Publishes one batch; returns how many rows it sent. */

@@ -1,13 +1,27 @@
-import { Module } from '@nestjs/common';
+import { Inject, Injectable, Module, type OnApplicationShutdown } from '@nestjs/common';
 import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { BlobStore } from './blob-store.js';
 import { FileStore } from './file-store.js';
 import { dataSourceOptions } from './data-source.js';
+import { PgListener } from './pg-listener.js';
 import { PostgresProbe } from './postgres.probe.js';
 
-/** The service's PostgreSQL connection pool (TypeORM), with its readiness probe. */
+/** The process's one LISTEN connection, closed with the app. */
+@Injectable()
+class PgListenerService extends PgListener implements OnApplicationShutdown {
+  constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    super(config.databaseUrl);
+  }
+
+  async onApplicationShutdown(): Promise<void> {
+    await this.stop();
+  }
+}
+
+/** The service's PostgreSQL connection pool (TypeORM), with its readiness probe, and the
+ * process's listener (connected only once something subscribes). */
 @Module({
   imports: [
     TypeOrmModule.forRootAsync({
@@ -17,9 +31,10 @@ import { PostgresProbe } from './postgres.probe.js';
   ],
   providers: [
     PostgresProbe,
+    { provide: PgListener, useClass: PgListenerService },
     { provide: BlobStore, inject: [DataSource], useFactory: (db: DataSource) => new BlobStore(db) },
     { provide: FileStore, inject: [DataSource], useFactory: (db: DataSource) => new FileStore(db) },
   ],
-  exports: [TypeOrmModule, PostgresProbe, BlobStore, FileStore],
+  exports: [TypeOrmModule, PostgresProbe, BlobStore, FileStore, PgListener],
 })
 export class PersistenceModule {}

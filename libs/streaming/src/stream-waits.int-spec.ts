@@ -8,6 +8,7 @@ import { Kafka } from 'kafkajs';
 import { testConfig } from '../../../test/support/config.js';
 import { Fixtures } from '../../../test/support/fixtures.js';
 import type { StreamEvent } from '#libs/contracts';
+import { PgListener } from '#libs/persistence';
 import { SseSession } from './sse-session.js';
 import { StreamHub } from './stream-hub.js';
 import { StreamSignals } from './stream-signals.js';
@@ -29,6 +30,7 @@ describe('streams waiting', () => {
   let fixtures: Fixtures;
   let store: StreamStore;
   let hub: StreamHub;
+  let listener: PgListener;
   let signals: StreamSignals;
   /** The end each request's read model shows (GET /v1/agent/{id}/events' `endOf`). */
   const ends = new Map<string, Omit<StreamEvent, 'seq'>>();
@@ -40,7 +42,8 @@ describe('streams waiting', () => {
     fixtures = await Fixtures.open(config);
     store = new StreamStore(fixtures.db);
     hub = new StreamHub(new Kafka({ clientId: 'stream-waits-spec', brokers: [...config.kafkaBrokers] }));
-    signals = new StreamSignals(config.databaseUrl);
+    listener = new PgListener(config.databaseUrl);
+    signals = new StreamSignals(listener);
     await signals.start();
     const app = express();
     app.get('/events/:requestId/:projectId', (req, res) => {
@@ -57,7 +60,8 @@ describe('streams waiting', () => {
     server?.closeAllConnections();
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await Promise.all(runs);
-    await signals?.stop();
+    signals?.stop();
+    await listener?.stop();
     await fixtures?.close();
   });
 

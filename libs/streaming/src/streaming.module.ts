@@ -2,7 +2,7 @@ import { Inject, Injectable, Logger, Module, type OnApplicationShutdown } from '
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { createKafka } from '#libs/kafka';
-import { PersistenceModule } from '#libs/persistence';
+import { PersistenceModule, PgListener } from '#libs/persistence';
 import { KafkaLiveChannel } from './live-channel.js';
 import { StreamHub } from './stream-hub.js';
 import { StreamSignals } from './stream-signals.js';
@@ -34,13 +34,13 @@ const HUB_START_WAIT_MS = 3000;
 export class StreamHubService implements OnApplicationShutdown {
   readonly hub: StreamHub;
   readonly store: StreamStore;
-  /** One LISTEN connection for every stream of this process (issue 28). */
+  /** Every stream of this process waits on the process's one listener (issue 28). */
   readonly signals: StreamSignals;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig, db: DataSource) {
+  constructor(@Inject(APP_CONFIG) config: AppConfig, db: DataSource, listener: PgListener) {
     this.hub = new StreamHub(createKafka(config, 'mas-api-stream'));
     this.store = new StreamStore(db, config.streamRetentionSeconds);
-    this.signals = new StreamSignals(config.databaseUrl);
+    this.signals = new StreamSignals(listener);
   }
 
   /** Listens on mas_stream and joins mas.stream.v1 on the first stream (an api that never streams
@@ -64,7 +64,8 @@ export class StreamHubService implements OnApplicationShutdown {
   }
 
   async onApplicationShutdown(): Promise<void> {
-    await Promise.all([this.hub.stop(), this.signals.stop()]);
+    this.signals.stop();
+    await this.hub.stop();
   }
 }
 

@@ -17,8 +17,9 @@ export const needsApiKey = (path: string): boolean => /^\/v1(?:\/|$)/i.test(path
  * before the body parser (app.ts): DESIGN.md section 7 orders 401, then 429, then 400, so a caller
  * without a valid key never has its body read, and every authenticated request counts toward the
  * limit whatever its body. A missing header, another scheme, a malformed, unknown or revoked key
- * each give 401 invalid_api_key. No cache, so a revocation holds from the next request on every
- * replica. Failures go on to the contract's exception filter, as body-parser failures do.
+ * each give 401 invalid_api_key. Keys are cached while the process's listener hears their
+ * writes (libs/accounts), so a revocation holds within a second on every replica. Failures go on
+ * to the contract's exception filter, as body-parser failures do.
  */
 @Injectable()
 export class ApiKeyMiddleware {
