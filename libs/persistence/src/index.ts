@@ -9,3 +9,4 @@ export { BlobStore, BLOB_RETENTION_HOURS } from './blob-store.js';
 export { ConversationStore, ConversationNotFoundError, CONVERSATION_RETENTION_HOURS } from './conversation-store.js';
 export { FileStore, FILE_RETENTION_DAYS, type StoredFile } from './file-store.js';
 export { deleteInBatches, DELETE_BATCH_ROWS } from './batched-delete.js';
+export { SessionEndRequests, type SessionEndRequest } from './session-end-requests.js';
