@@ -293,8 +293,7 @@ describe('the customer console', () => {
     expect(await ownerPage.content()).not.toContain(headerValue);
     const [server] = await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA);
     expect(server).toMatchObject({ name: 'docs', url: 'https://mcp.example.com/mcp', tools: ['search', 'fetch_page'], headerName: 'Authorization' });
-    const row = ownerPage.getByRole('row').filter({ hasText: 'docs' });
-    expect(await row.textContent()).toContain('search, fetch_page');
+    expect(await ownerPage.getByRole('textbox', { name: 'Allowed tools of docs' }).inputValue()).toBe('search, fetch_page');
     await ownerPage.screenshot({ path: join(shots, 'mcp.png'), fullPage: true });
     expect(await seriousViolations(ownerPage)).toEqual([]);
 
@@ -311,7 +310,17 @@ describe('the customer console', () => {
     expect(Number(await phone.evaluate('document.documentElement.scrollWidth'))).toBeLessThanOrEqual(PHONE_WIDTH);
     await phone.close();
 
+    // The allowed tools change in the list: one tool, then every tool the server lists.
     await ownerPage.getByRole('link', { name: 'MCP servers' }).click();
+    await ownerPage.getByRole('textbox', { name: 'Allowed tools of docs' }).fill('search');
+    await ownerPage.getByRole('button', { name: 'Save the allowed tools of docs' }).click();
+    await ownerPage.getByText('The allowed tools are saved').waitFor();
+    expect((await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA))[0]?.tools).toEqual(['search']);
+    await ownerPage.getByRole('textbox', { name: 'Allowed tools of docs' }).fill('');
+    await ownerPage.getByRole('button', { name: 'Save the allowed tools of docs' }).click();
+    await ownerPage.getByText('The allowed tools are saved').waitFor();
+    expect((await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA))[0]?.tools).toBeNull();
+
     await ownerPage.getByRole('button', { name: 'Remove the MCP server docs' }).click();
     await ownerPage.getByText('The MCP server is removed').waitFor();
     expect(await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA)).toEqual([]);
@@ -426,6 +435,7 @@ describe('the customer console', () => {
         [`webhooks/${ofB.webhook}/remove`, {}],
         [`webhooks/deliveries/${ofB.delivery}/resend`, {}],
         ['mcp', { url: 'https://evil.example.com/mcp', name: 'evil' }],
+        [`mcp/${ofB.mcp}/tools`, { tools: 'stolen' }],
         [`mcp/${ofB.mcp}/remove`, {}],
         [`sessions/${ofB.session}/end`, {}],
       ];
@@ -439,7 +449,7 @@ describe('the customer console', () => {
       const webhooksOfB = new WebhookStore(stack.fixtures.db, stack.config);
       expect((await webhooksOfB.list(projectB)).map((w) => w.id)).toEqual([ofB.webhook]);
       expect((await webhooksOfB.deliveries(projectB)).map((d) => d.id)).toEqual([ofB.delivery]);
-      expect((await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectB)).map((m) => m.id)).toEqual([ofB.mcp]);
+      expect((await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectB)).map((m) => [m.id, m.tools])).toEqual([[ofB.mcp, null]]);
       expect((await stack.fixtures.db.query(`select count(*)::int as n from session_end_requests where session_id = $1`, [ofB.session]))[0].n).toBe(0);
       expect((await request(stack.api.url, 'GET', `/v1/sessions/${ofB.session}`, { headers: authOfB })).body.status).toBe('active');
       // A member of A is no owner of A either: inviting is the owner's.

@@ -100,6 +100,24 @@ export class IntegrationsController {
     }
   }
 
+  /** Changes the tools a server allows (empty: every tool it lists). */
+  @Post('mcp/:serverId/tools')
+  async setMcpTools(@Param('projectId') projectId: string, @Param('serverId') serverId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.projectAccess.of(req, projectId);
+    if (!isUuid(serverId)) throw new NotFoundException();
+    const tools = field(req, 'tools').split(',').map((t) => t.trim()).filter(Boolean);
+    try {
+      await this.mcpServers.setTools(a.member.projectId, serverId, tools.length ? tools : null);
+    } catch (e) {
+      if (e instanceof AccountsError) {
+        if (e.message.includes('has no MCP server')) throw new NotFoundException();
+        return this.renderMcp(a, req, res, { problem: e.message }, 400);
+      }
+      throw e;
+    }
+    res.redirect(303, `${projectPath(projectId, 'mcp')}?notice=mcp-tools`);
+  }
+
   @Post('mcp/:serverId/remove')
   async removeMcp(@Param('projectId') projectId: string, @Param('serverId') serverId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     const a = await this.projectAccess.of(req, projectId);
@@ -162,7 +180,7 @@ ${outcome.added ? html`<p class="notice" role="status">MCP server ${outcome.adde
 <p>The tools of these servers (Streamable HTTP) are offered to runs with the research capability.</p>
 ${servers.length
   ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Name</th><th scope="col">URL</th><th scope="col">Allowed tools</th><th scope="col">Auth header</th><th scope="col">Added</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
-${servers.map((s) => html`<tr><td>${s.name}</td><td><code>${s.url}</code></td><td>${s.tools ? s.tools.join(', ') : html`<span class="muted">every tool it lists</span>`}</td><td>${s.headerName ? html`${s.headerName} <span class="muted">(set, never shown)</span>` : html`<span class="muted">none</span>`}</td><td>${when(s.createdAt)}</td>
+${servers.map((s) => html`<tr><td>${s.name}</td><td><code>${s.url}</code></td><td><form class="inline" method="post" action="${projectPath(projectId, `mcp/${s.id}/tools`)}">${csrfField(a.session.csrfToken)}<input name="tools" size="16" aria-label="${`Allowed tools of ${s.name}`}" placeholder="every tool it lists" value="${s.tools?.join(', ') ?? ''}"><button class="secondary" type="submit" aria-label="${`Save the allowed tools of ${s.name}`}">Save</button></form></td><td>${s.headerName ? html`${s.headerName} <span class="muted">(set, never shown)</span>` : html`<span class="muted">none</span>`}</td><td>${when(s.createdAt)}</td>
 <td><form method="post" action="${projectPath(projectId, `mcp/${s.id}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove the MCP server ${s.name}`}">Remove</button></form></td></tr>`)}
 </tbody></table></div>`
   : html`<p class="muted">No MCP servers.</p>`}
@@ -170,7 +188,7 @@ ${servers.map((s) => html`<tr><td>${s.name}</td><td><code>${s.url}</code></td><t
 <form class="stack" method="post" action="${projectPath(projectId, 'mcp')}">${csrfField(a.session.csrfToken)}
   <label>URL <input name="url" type="url" required placeholder="https://mcp.example.com/mcp" value="${value('url')}"></label>
   <label>Name <span class="muted">(in tool names: a-z, 0-9, "-"; optional: made from the server's host name)</span> <input name="name" value="${value('name')}"></label>
-  <label>Allowed tools <span class="muted">(comma-separated; empty: every tool the server lists)</span> <input name="tools" value="${value('tools')}"></label>
+  <label>Allowed tools <span class="muted">(comma-separated; empty: every tool the server lists; changed in the list above later)</span> <input name="tools" value="${value('tools')}"></label>
   <label>Auth header name <input name="header_name" value="${value('header_name', 'Authorization')}"></label>
   <label>Auth header value <span class="muted">(write-only: stored encrypted, never shown; optional)</span> <input name="header_value" type="password" autocomplete="off"></label>
   <button type="submit">Add the server</button>

@@ -19,6 +19,7 @@ const NOTICES: Record<string, string> = {
   'webhook-removed': 'The endpoint is removed: nothing more is sent to it, retries included. Its deliveries stay listed.',
   resent: 'The delivery is queued to be sent again: it appears below as a new delivery, with its own attempts.',
   ending: 'The session is ending: a worker sends it the end now (its status changes once the session has recorded it).',
+  'mcp-tools': 'The allowed tools are saved: runs that start from now on offer those.',
   'mcp-removed': 'The MCP server is removed: runs that start from now on no longer offer its tools.',
 };
 
