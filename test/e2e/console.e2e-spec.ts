@@ -465,6 +465,20 @@ describe('the customer console', () => {
     }
   });
 
+  it('answers /healthz, /readyz (PostgreSQL) and /metrics without a session, and /metrics counts its pages by route', async () => {
+    const health = await fetch(`${consoleApp.url}/healthz`);
+    expect([health.status, await health.json()]).toEqual([200, { status: 'ok' }]);
+    const ready = await fetch(`${consoleApp.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toMatchObject({ status: 'ready', components: { postgres: { status: 'up' } } });
+    const metrics = await fetch(`${consoleApp.url}/metrics`);
+    expect(metrics.status).toBe(200);
+    const text = await metrics.text();
+    // Routes as templates (never a project's id), from the pages this file has opened.
+    expect(text).toMatch(/http_request_duration_seconds_count\{[^}]*route="\/projects\/:projectId\/webhooks"/);
+    expect(text).not.toContain(projectA);
+  });
+
   it('refuses a POST without the CSRF token, or with another session\'s', async () => {
     const before = (await stack.fixtures.accounts.listApiKeys(projectA)).length;
     const without = await ownerPage.request.post(`${consoleApp.url}/projects/${projectA}/keys`, { form: { label: 'no token' }, maxRedirects: 0 });
