@@ -13,10 +13,11 @@ import yaml from 'js-yaml';
 import { ConfigError, loadConfig } from '#libs/config';
 import { startMetricsServer } from '#libs/observability';
 import { HealthController } from '../../apps/api/src/health/health.controller.js';
+import { HealthController as ConsoleHealthController } from '../../apps/console/src/health.controller.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CHART = join(ROOT, 'charts/managed-agent-service');
-const APPS = ['api', 'worker', 'relay', 'projector'] as const;
+const APPS = ['api', 'console', 'worker', 'relay', 'projector'] as const;
 
 interface EnvVar { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } } }
 interface Probe { httpGet: { path: string; port: string | number } }
@@ -118,12 +119,12 @@ describe('the Helm chart', () => {
     await expect(helm('lint', '--strict', CHART, '--set', 'secrets.create=true', ...set)).resolves.toMatch(/0 chart\(s\) failed/);
   });
 
-  it('renders the apps, their disruption budgets, autoscalers for api and worker, the api Service and the migrations hook', () => {
+  it('renders the apps, their disruption budgets, autoscalers for api and worker, the api and console Services and the migrations hook', async () => {
     const kinds = (kind: string) => manifests.filter((m) => m.kind === kind).map(component).sort();
     expect(kinds('Deployment')).toEqual([...APPS].sort());
     expect(kinds('PodDisruptionBudget')).toEqual([...APPS].sort());
     expect(kinds('HorizontalPodAutoscaler')).toEqual(['api', 'worker']);
-    expect(kinds('Service')).toEqual(['api']);
+    expect(kinds('Service')).toEqual(['api', 'console']);
     const job = manifests.find((m) => m.kind === 'Job')!;
     expect(job.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
     expect((job.spec.template as unknown as { spec: { containers: Container[] } }).spec.containers[0]!.command).toEqual(['node', 'dist/apps/cli/src/main.js', 'migrate']);
@@ -133,6 +134,10 @@ describe('the Helm chart', () => {
       expect(c.resources.requests.cpu).toMatch(/^\d+m$/);
       expect(c.resources.limits?.memory).toBeDefined();
     }
+    // console.enabled=false leaves the console out, and only it.
+    const without = await render('--set', 'console.enabled=false');
+    expect(without.filter((m) => component(m) === 'console')).toEqual([]);
+    expect(without.filter((m) => m.kind === 'Deployment').map(component).sort()).toEqual(APPS.filter((a) => a !== 'console').sort());
   });
 
   it("probes paths and ports that each app serves", async () => {
@@ -145,6 +150,19 @@ describe('the Helm chart', () => {
     expect(api.livenessProbe!.httpGet).toEqual({ path: '/healthz', port: 'http' });
     expect(api.readinessProbe!.httpGet).toEqual({ path: '/readyz', port: 'http' });
     expect(routes).toEqual(['/healthz', '/readyz']);
+
+    // The console: its own health controller's routes on CONSOLE_PORT, behind its Service.
+    const consoleRoutes = [ConsoleHealthController.prototype.healthz, ConsoleHealthController.prototype.readyz].map((h) => `/${Reflect.getMetadata(PATH_METADATA, h) as string}`);
+    expect(consoleRoutes).toEqual(['/healthz', '/readyz']);
+    const consoleContainer = container(deployment(manifests, 'console'));
+    const consoleConfig = loadConfig(environmentOf(consoleContainer));
+    expect(consoleContainer.ports).toEqual([{ name: 'http', containerPort: consoleConfig.console.port, protocol: 'TCP' }]);
+    expect(consoleConfig.console.publicUrl).toBe('https://console.example.com');
+    expect([consoleContainer.startupProbe, consoleContainer.livenessProbe].map((p) => p!.httpGet)).toEqual([{ path: '/healthz', port: 'http' }, { path: '/healthz', port: 'http' }]);
+    expect(consoleContainer.readinessProbe!.httpGet).toEqual({ path: '/readyz', port: 'http' });
+    const consoleService = manifests.find((m) => m.kind === 'Service' && component(m) === 'console')!;
+    expect(consoleService.spec).toMatchObject({ selector: { 'app.kubernetes.io/component': 'console' }, ports: [{ name: 'http', targetPort: 'http' }] });
+    expect(deployment(manifests, 'console').spec.template!.spec.containers[0]!.name).toBe('console');
 
     // The others: their metrics listener, on the port each reads from its environment.
     const metricsPort = { worker: 'workerPort', relay: 'relayPort', projector: 'projectorPort' } as const;

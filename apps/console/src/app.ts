@@ -4,7 +4,7 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { ConsoleAccountsService } from '#libs/accounts';
 import { configFromEnvironment } from '#libs/config';
-import { createLogger, httpLogging, NestPinoLogger } from '#libs/observability';
+import { createLogger, httpLogging, httpMetrics, NestPinoLogger, serveMetrics } from '#libs/observability';
 import { COOKIE_NAMES } from './auth.controller.js';
 import { ConsoleModule } from './console.module.js';
 import { consoleRequests, type CookieNames } from './web/console-request.js';
@@ -25,6 +25,9 @@ export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {})
   if (options.logLevels) logger.setLogLevels(options.logLevels);
   const app = await NestFactory.create<NestExpressApplication>(ConsoleModule, { logger, bodyParser: false });
   app.disable('x-powered-by');
+  // Prometheus's scrape, as the api serves it (no session: keep it off the public ingress, docs/operations.md).
+  app.use((req: Request, res: Response, next: NextFunction) => (req.path === '/metrics' ? void serveMetrics(req, res) : next()));
+  app.use(httpMetrics);
   app.use(httpLogging(logger.pino));
   app.use((_req: Request, res: Response, next: NextFunction) => {
     for (const [name, value] of Object.entries(SECURITY_HEADERS)) res.setHeader(name, value);

@@ -1,31 +1,24 @@
 import { Controller, Get, Inject, NotFoundException, Param, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { AccountsError, AccountsService, ConsoleAccountsService, type ConsoleMembership, type ConsoleSession } from '#libs/accounts';
+import { AccountsError, AccountsService, ConsoleAccountsService } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { CAPABILITIES, isUuid, MODEL_PROVIDERS, PROVIDER_GUIDE, type ChatMessage } from '#libs/contracts';
 import { callModel } from '#libs/llm';
 import { redactSecret } from '#libs/observability';
+import { CONVERSATION_RETENTION_HOURS, ConversationStore, FILE_RETENTION_DAYS, FileStore, SessionEndRequests } from '#libs/persistence';
+import { fileDownload } from '#libs/resources';
 import { usageChartSvg } from './chart.js';
 import { ConsoleReads, PAGE_SIZE, type RequestSummary } from './console-reads.js';
+import { projectPage, ProjectAccess, status, type Access } from './project-access.js';
 import { html, trusted, type Html } from './web/html.js';
-import { csrfField, page, projectPath, when, type ProjectSection } from './web/layout.js';
-import { field, queryParam, requireSession, send } from './web/respond.js';
+import { csrfField, projectPath, when, type ProjectSection } from './web/layout.js';
+import { field, queryParam } from './web/respond.js';
 
 const STATUSES = ['in_progress', 'requires_tool_outputs', 'completed', 'failed', 'expired', 'cancelled'] as const;
-const NOTICES: Record<string, string> = {
-  revoked: 'The key is revoked: the api refuses it from now on.',
-  model: 'Model configuration saved.',
-  removed: 'The member is removed.',
-};
+/** Messages of a session's conversation its page shows (the latest). */
+const SESSION_MESSAGES_SHOWN = 100;
 /** How long "send a test request" waits for the provider. */
 const TEST_REQUEST_TIMEOUT_MS = 30_000;
-
-interface Access {
-  readonly session: ConsoleSession;
-  readonly member: ConsoleMembership;
-}
-
-const status = (s: string): Html => html`<span class="status-${s}">${s.replaceAll('_', ' ')}</span>`;
 
 /**
  * A project's pages. Every route first finds the signed-in user's membership of the project in
@@ -36,8 +29,12 @@ const status = (s: string): Html => html`<span class="status-${s}">${s.replaceAl
 export class ProjectController {
   constructor(
     private readonly consoleAccounts: ConsoleAccountsService,
+    private readonly projectAccess: ProjectAccess,
     private readonly accounts: AccountsService,
     private readonly reads: ConsoleReads,
+    private readonly files: FileStore,
+    private readonly conversations: ConversationStore,
+    private readonly sessionEnds: SessionEndRequests,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -183,7 +180,7 @@ ${next ? html`<p><a href="${projectPath(projectId, 'requests')}?${next.toString(
     const a = await this.access(req, projectId);
     const found = isUuid(requestId) ? await this.reads.request(projectId, requestId) : null;
     if (!found) throw new NotFoundException();
-    const { request: r, events, stops } = found;
+    const { request: r, events, stops, files } = found;
     const last = stops.get(Math.max(0, ...stops.keys()));
     this.page(res, a, 'requests', `Request ${r.id}`, html`
 <div class="cards">
@@ -209,7 +206,19 @@ ${events.map((e) => {
 </ol>
 <h2>Final message</h2>
 ${last?.message ? html`<pre>${last.message}</pre>` : html`<p class="muted">No message${r.status === 'in_progress' ? ' yet' : ''}.</p>`}
-${last?.files?.length ? html`<h2>Files</h2><ul>${last.files.map((f) => html`<li>${f.name} <span class="muted">(<code>${f.id}</code>: download it through the api with a key)</span></li>`)}</ul>` : ''}`);
+${files.length ? html`<h2>Files</h2><ul>${files.map((f) => html`<li><a href="${projectPath(projectId, `files/${f.id}`)}" download>${f.name}</a> <span class="muted">(kept ${FILE_RETENTION_DAYS} days)</span></li>`)}</ul>` : ''}`);
+  }
+
+  /** A generated file of the project, as the api's GET /v1/files/{id} serves it (same store, same headers). */
+  @Get('files/:fileId')
+  async file(@Param('projectId') projectId: string, @Param('fileId') fileId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const file = isUuid(fileId) ? await this.files.get(fileId, a.member.projectId) : undefined;
+    if (!file) throw new NotFoundException();
+    const { body, headers } = fileDownload(file);
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+    res.setHeader('Cache-Control', 'private, no-store');
+    res.status(200).end(body);
   }
 
   @Get('sessions')
@@ -218,9 +227,25 @@ ${last?.files?.length ? html`<h2>Files</h2><ul>${last.files.map((f) => html`<li>
     const rows = await this.reads.sessions(projectId);
     this.page(res, a, 'sessions', 'Sessions', rows.length
       ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Messages</th><th scope="col">Created</th><th scope="col">Last activity</th></tr></thead><tbody>
-${rows.map((s) => html`<tr><td><code>${s.id}</code></td><td>${status(s.status)}</td><td>${s.messages}</td><td>${when(s.createdAt)}</td><td>${when(s.lastActivityAt)}</td></tr>`)}
-</tbody></table></div><p class="muted">End a session with DELETE /v1/sessions/{id} and an API key.</p>`
+${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `sessions/${s.id}`)}">${s.id.slice(0, 8)}…</a></td><td>${status(s.status)}</td><td>${s.messages}</td><td>${when(s.createdAt)}</td><td>${when(s.lastActivityAt)}</td></tr>`)}
+</tbody></table></div>`
       : html`<p class="muted">No sessions yet.</p>`);
+  }
+
+  @Get('sessions/:sessionId')
+  async session(@Param('projectId') projectId: string, @Param('sessionId') sessionId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.sessionPage(await this.access(req, projectId), sessionId, res);
+  }
+
+  /** Asks for the session's end: a worker sends its workflow the end Update (docs/console.md, "Ending a session"). */
+  @Post('sessions/:sessionId/end')
+  async endSession(@Param('projectId') projectId: string, @Param('sessionId') sessionId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId);
+    const found = isUuid(sessionId) ? await this.reads.session(a.member.projectId, sessionId) : null;
+    if (!found) throw new NotFoundException();
+    if (found.status !== 'active') return this.sessionPage(a, sessionId, res, `The session is ${found.status} already.`, 400);
+    await this.sessionEnds.request(a.member.projectId, sessionId);
+    res.redirect(303, `${projectPath(projectId, `sessions/${sessionId}`)}?notice=ending`);
   }
 
   @Get('members')
@@ -253,23 +278,41 @@ ${rows.map((s) => html`<tr><td><code>${s.id}</code></td><td>${status(s.status)}<
     res.redirect(303, `${projectPath(projectId, 'members')}?notice=removed`);
   }
 
-  /** The signed-in user's membership of the project (and role, when one is needed); 404 otherwise. */
-  private async access(req: Request, projectId: string, role?: 'owner'): Promise<Access> {
-    const session = requireSession(req);
-    const member = isUuid(projectId) ? await this.consoleAccounts.membership(session.userId, projectId) : null;
-    if (!member || (role && member.role !== role)) throw new NotFoundException();
-    return { session, member };
+  private access(req: Request, projectId: string, role?: 'owner'): Promise<Access> {
+    return this.projectAccess.of(req, projectId, role);
   }
 
   private page(res: Response, a: Access, section: ProjectSection, title: string, body: Html, statusCode = 200): void {
-    const notice = NOTICES[String(res.req.query['notice'])];
-    send(res, page({ title, csrf: a.session.csrfToken, session: a.session, project: a.member, section }, html`${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}${body}`), statusCode);
+    projectPage(res, a, section, title, body, statusCode);
   }
 
   private requestTable(projectId: string, rows: readonly RequestSummary[]): Html {
     return html`<div class="table-wrap"><table><thead><tr><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Capabilities</th><th scope="col">Credits</th><th scope="col">Created</th></tr></thead><tbody>
 ${rows.map((r) => html`<tr><td><a class="mono" href="${projectPath(projectId, `requests/${r.id}`)}">${r.id.slice(0, 8)}…</a></td><td>${status(r.status)}${r.errorCode ? html` <span class="muted">${r.errorCode}</span>` : ''}</td><td>${r.capabilities.join(', ') || html`<span class="muted">none</span>`}</td><td>${r.credits}</td><td>${when(r.createdAt)}</td></tr>`)}
 </tbody></table></div>`;
+  }
+
+  private async sessionPage(a: Access, sessionId: string, res: Response, problem?: string, statusCode = 200): Promise<void> {
+    const projectId = a.member.projectId;
+    const found = isUuid(sessionId) ? await this.reads.session(projectId, sessionId) : null;
+    if (!found) throw new NotFoundException();
+    const [ending, messages, requests] = await Promise.all([this.sessionEnds.pending(projectId, sessionId), this.conversations.latest(sessionId, projectId, SESSION_MESSAGES_SHOWN), this.reads.sessionRequests(projectId, sessionId)]);
+    this.page(res, a, 'sessions', `Session ${sessionId}`, html`
+${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ''}
+<div class="cards">
+  <div class="card"><div>Status</div><div class="figure" data-testid="session-status">${status(found.status)}</div>${ending && found.status === 'active' ? html`<div class="muted">ending asked for ${when(ending.requestedAt)}</div>` : ''}</div>
+  <div class="card"><div>Messages</div><div class="figure">${found.messages}</div></div>
+  <div class="card"><div>Created</div><div>${when(found.createdAt)}</div><div class="muted">last activity ${when(found.lastActivityAt)}</div></div>
+</div>
+${found.status === 'active' && !ending
+  ? html`<form class="inline" method="post" action="${projectPath(projectId, `sessions/${sessionId}/end`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit">End the session</button> <span class="muted">Later messages are refused (410 session_ended).</span></form>`
+  : ''}
+<h2>Conversation</h2>
+${messages.length
+  ? html`<ol class="conversation">${messages.map(({ message: m }) => html`<li class="message-${m.role}"><div class="muted">${m.role === 'tool' ? `tool ${m.name}` : m.role}</div>${m.content ? html`<pre>${m.content}</pre>` : ''}${m.role === 'assistant' && m.toolCalls?.length ? html`<div>Tool calls: ${m.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}</li>`)}</ol>`
+  : html`<p class="muted">No messages kept: a session's conversation is kept ${CONVERSATION_RETENTION_HOURS} hours after its last message.</p>`}
+<h2>Requests of this session</h2>
+${requests.length ? this.requestTable(projectId, requests) : html`<p class="muted">None yet.</p>`}`, statusCode);
   }
 
   private async keysPage(a: Access, _req: Request, res: Response, issued?: string): Promise<void> {

@@ -17,6 +17,7 @@ import { ReconcilerActivities } from './activities/reconciler.activity.js';
 import { RequestEventsActivities } from './activities/request-events.activity.js';
 import { SessionEventsActivities } from './activities/session.activity.js';
 import { WebhookDeliveryActivities } from './activities/webhook-delivery.activity.js';
+import { SessionEndService } from './session-end.service.js';
 import { WebhookDispatchService } from './webhook-dispatch.service.js';
 
 /** The worker's providers; createAgentWorker binds the activities from them. */
@@ -52,6 +53,7 @@ import { WebhookDispatchService } from './webhook-dispatch.service.js';
     },
     { provide: WebhookDeliveryActivities, inject: [WebhookStore, APP_CONFIG], useFactory: (store: WebhookStore, config: AppConfig) => new WebhookDeliveryActivities(store, config) },
     WebhookDispatchService,
+    SessionEndService,
   ],
 })
 export class WorkerModule {}

@@ -15,6 +15,15 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
+{{/* The apps the chart deploys: the console only when enabled. */}}
+{{- define "mas.apps" -}}
+{{- $apps := list "api" "worker" "relay" "projector" -}}
+{{- if .Values.console.enabled -}}
+{{- $apps = append $apps "console" -}}
+{{- end -}}
+{{- join " " $apps -}}
+{{- end -}}
+
 {{/* selector labels of one app: (dict "root" $ "app" "api") */}}
 {{- define "mas.selector" -}}
 app.kubernetes.io/name: {{ .root.Chart.Name }}
@@ -69,6 +78,10 @@ The environment of every app and of the migrations Job: settings as values, secr
   value: {{ $v.api.port | quote }}
 - name: PUBLIC_BASE_URL
   value: {{ $v.config.publicBaseUrl | quote }}
+- name: CONSOLE_PORT
+  value: {{ $v.console.port | quote }}
+- name: CONSOLE_PUBLIC_URL
+  value: {{ $v.config.consolePublicUrl | quote }}
 - name: KAFKA_BROKERS
   value: {{ required "kafka.brokers is required" $v.kafka.brokers | quote }}
 - name: KAFKA_GROUP_PREFIX

@@ -46,11 +46,7 @@ export class McpServersService {
     const name = input.name ?? mcpServerNameFromUrl(url);
     const nameProblem = mcpServerNameProblem(name);
     if (nameProblem) throw new AccountsError(nameProblem);
-    const tools = input.tools ? [...new Set(input.tools)] : null;
-    if (tools && tools.length === 0) throw new AccountsError('--tools names no tool (omit it to allow every tool the server lists)');
-    if (tools && tools.length > MAX_MCP_TOOLS_PER_SERVER) throw new AccountsError(`at most ${MAX_MCP_TOOLS_PER_SERVER} tools may be allowed per server`);
-    const badTools = (tools ?? []).filter((t) => !TOOL_NAME.test(t));
-    if (badTools.length) throw new AccountsError(`invalid tool names: ${badTools.join(', ')} (letters, digits, "_" and "-", at most 64 characters)`);
+    const tools = checkTools(input.tools);
     if (input.header && !HEADER_NAME.test(input.header.name)) throw new AccountsError(`"${input.header.name}" is not a valid HTTP header name`);
     if (input.header && (!input.header.value || /[\r\n\0]/.test(input.header.value))) throw new AccountsError('the header value is empty or holds a line break');
     const project = await this.accounts.findProject(projectRef);
@@ -82,6 +78,18 @@ export class McpServersService {
     return rows.map(view);
   }
 
+  /** Changes the tool names a server allows (null: every tool it lists); runs that start
+   * afterwards offer those. */
+  async setTools(projectRef: string, ref: string, tools: readonly string[] | null): Promise<McpServerView> {
+    const checked = checkTools(tools);
+    const project = await this.accounts.findProject(projectRef);
+    const repo = this.db.getRepository(McpServerEntity);
+    const row = await repo.findOneBy(isUuid(ref) ? { projectId: project.id, id: ref } : { projectId: project.id, name: ref });
+    if (!row) throw new AccountsError(`project ${project.name} has no MCP server "${ref}"`);
+    await repo.update({ id: row.id, projectId: project.id }, { tools: checked });
+    return view({ ...row, tools: checked });
+  }
+
   /** Removes a server by id or name; the next run no longer offers its tools. */
   async remove(projectRef: string, ref: string): Promise<McpServerView> {
     const project = await this.accounts.findProject(projectRef);
@@ -109,6 +117,16 @@ const secretContext = (projectId: string, serverId: string): string => `${projec
 
 function view(row: McpServerEntity): McpServerView {
   return { id: row.id, projectId: row.projectId, name: row.name, url: row.url, headerName: row.headerName, tools: row.tools, createdAt: row.createdAt };
+}
+
+/** The allowed tool names, deduplicated and checked; null allows every tool the server lists. */
+function checkTools(input: readonly string[] | null | undefined): string[] | null {
+  const tools = input ? [...new Set(input)] : null;
+  if (tools && tools.length === 0) throw new AccountsError('--tools names no tool (omit it to allow every tool the server lists)');
+  if (tools && tools.length > MAX_MCP_TOOLS_PER_SERVER) throw new AccountsError(`at most ${MAX_MCP_TOOLS_PER_SERVER} tools may be allowed per server`);
+  const badTools = (tools ?? []).filter((t) => !TOOL_NAME.test(t));
+  if (badTools.length) throw new AccountsError(`invalid tool names: ${badTools.join(', ')} (letters, digits, "_" and "-", at most 64 characters)`);
+  return tools;
 }
 
 function parseServerUrl(text: string): URL {

@@ -103,6 +103,16 @@ export class ConversationStore {
     return rows[0];
   }
 
+  /** The conversation's latest `limit` messages still kept, in order (none once it expired). */
+  async latest(id: string, projectId: string, limit: number): Promise<{ seq: number; message: ChatMessage }[]> {
+    const rows: { seq: number; message: ChatMessage }[] = await this.db.query(
+      `select seq, message from (select m.seq, m.message from conversation_messages m join conversations c on c.id = m.conversation_id
+        where c.id = $1 and c.project_id = $2 and c.expires_at > now() order by m.seq desc limit $3) latest order by seq`,
+      [id, projectId, limit],
+    );
+    return rows;
+  }
+
   /** Forgets the messages before `seq` (a session keeps only the window that reaches the model). */
   async forgetBefore(id: string, projectId: string, seq: number): Promise<void> {
     await this.db.query(

@@ -11,3 +11,4 @@ export { FileStore, FILE_RETENTION_DAYS, type StoredFile } from './file-store.js
 export { deleteInBatches, DELETE_BATCH_ROWS } from './batched-delete.js';
 export { PgListener, type ChannelSubscriber } from './pg-listener.js';
 export { NotifiedCache, type NotifiedCacheOptions } from './notified-cache.js';
+export { SessionEndRequests, type SessionEndRequest } from './session-end-requests.js';

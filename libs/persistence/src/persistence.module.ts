@@ -7,6 +7,7 @@ import { FileStore } from './file-store.js';
 import { dataSourceOptions } from './data-source.js';
 import { PgListener } from './pg-listener.js';
 import { PostgresProbe } from './postgres.probe.js';
+import { SessionEndRequests } from './session-end-requests.js';
 
 /** The process's one LISTEN connection, closed with the app. */
 @Injectable()
@@ -34,7 +35,8 @@ class PgListenerService extends PgListener implements OnApplicationShutdown {
     { provide: PgListener, useClass: PgListenerService },
     { provide: BlobStore, inject: [DataSource], useFactory: (db: DataSource) => new BlobStore(db) },
     { provide: FileStore, inject: [DataSource], useFactory: (db: DataSource) => new FileStore(db) },
+    { provide: SessionEndRequests, inject: [DataSource], useFactory: (db: DataSource) => new SessionEndRequests(db) },
   ],
-  exports: [TypeOrmModule, PostgresProbe, BlobStore, FileStore, PgListener],
+  exports: [TypeOrmModule, PostgresProbe, BlobStore, FileStore, PgListener, SessionEndRequests],
 })
 export class PersistenceModule {}

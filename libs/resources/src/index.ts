@@ -3,3 +3,4 @@
 export * from './agent-resource.js';
 export * from './compute-instance.js';
 export * from './session-resource.js';
+export * from './content-disposition.js';

@@ -19,7 +19,12 @@ export interface DispatcherOptions {
   /** Where the delivery workflows run. */
   readonly taskQueue: string;
   readonly retry: Omit<WebhookDeliveryInput, 'deliveryId'>;
+  /** How often resends waiting for their workflow are looked for (default 2000 ms). */
+  readonly resendPollMs?: number;
 }
+
+/** How often the dispatcher looks for resends (one indexed query that usually finds no row). */
+const RESEND_POLL_MS = 2000;
 
 /**
  * Turns domain events (mas.events.v1) into webhook deliveries: for each endpoint of the event's
@@ -29,6 +34,11 @@ export interface DispatcherOptions {
  * Temporal refuses the duplicate id (running or closed: REJECT_DUPLICATE), so nothing is sent
  * twice. The offset is committed only after the workflows are started, so a crash in between
  * dispatches the event again.
+ *
+ * It also starts the workflows of resends (a delivery sent again from the console, which never
+ * talks to Temporal): rows that `WebhookStore.resend` wrote with `awaiting_start`, found by a poll
+ * every `resendPollMs`; a row is marked started only after Temporal took (or already had) its
+ * workflow, so a crash in between starts it at the next poll, and the duplicate is refused.
  */
 export class WebhookDispatcher {
   private readonly logger = new Logger('webhooks');
@@ -36,6 +46,7 @@ export class WebhookDispatcher {
   private stopped = false;
   private readonly stopping = new AbortController();
   private starting: Promise<void> | undefined;
+  private resending: Promise<void> | undefined;
 
   constructor(
     private readonly kafka: Kafka,
@@ -48,6 +59,29 @@ export class WebhookDispatcher {
   /** Starts consuming in the background; a Kafka that is down is retried until stop(). */
   start(): void {
     this.starting = this.run();
+    this.resending = this.resendLoop();
+  }
+
+  private async resendLoop(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        await this.startResends();
+      } catch (e) {
+        this.logger.warn(`could not start webhook resends (retrying): ${e instanceof Error ? e.message : String(e)}`);
+      }
+      await sleep(this.options.resendPollMs ?? RESEND_POLL_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+    }
+  }
+
+  /** Starts the workflow of every resend waiting for one; the number started. */
+  async startResends(): Promise<number> {
+    let started = 0;
+    for (const resend of await this.store.resendsAwaitingStart()) {
+      if (this.stopped) break;
+      if (await this.startDelivery(resend.id, resend.projectId)) started += 1;
+      await this.store.markStarted(resend.id);
+    }
+    return started;
   }
 
   private async run(): Promise<void> {
@@ -87,6 +121,7 @@ export class WebhookDispatcher {
     this.stopped = true;
     this.stopping.abort();
     await this.starting;
+    await this.resending;
     await this.consumer?.disconnect();
   }
 
@@ -106,20 +141,26 @@ export class WebhookDispatcher {
     let started = 0;
     for (const delivery of deliveries) {
       if (delivery.status !== 'pending') continue;
-      try {
-        await this.temporal.workflow.start('webhookDeliveryWorkflow', {
-          workflowId: webhookWorkflowId(delivery.id),
-          taskQueue: this.options.taskQueue,
-          args: [{ deliveryId: delivery.id, ...this.options.retry } satisfies WebhookDeliveryInput],
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-          typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.projectId, value: event.projectId }],
-        });
-        started += 1;
-      } catch (e) {
-        if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
-      }
+      if (await this.startDelivery(delivery.id, event.projectId)) started += 1;
     }
     return started;
+  }
+
+  /** Starts `webhook-<delivery id>`; false when it was started before (running or closed). */
+  private async startDelivery(deliveryId: string, projectId: string): Promise<boolean> {
+    try {
+      await this.temporal.workflow.start('webhookDeliveryWorkflow', {
+        workflowId: webhookWorkflowId(deliveryId),
+        taskQueue: this.options.taskQueue,
+        args: [{ deliveryId, ...this.options.retry } satisfies WebhookDeliveryInput],
+        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        typedSearchAttributes: [{ key: SEARCH_ATTRIBUTES.projectId, value: projectId }],
+      });
+      return true;
+    } catch (e) {
+      if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
+      return false;
+    }
   }
 }
 

@@ -38,6 +38,8 @@ export interface WebhookDelivery {
   readonly status: WebhookDeliveryStatus;
   readonly createdAt: Date;
   readonly finishedAt: Date | null;
+  /** The delivery this one sends again (a resend), or null for the event's first delivery. */
+  readonly resendOf: string | null;
   readonly attempts: readonly WebhookAttempt[];
 }
 
@@ -122,8 +124,8 @@ export class WebhookStore {
 
   /** The project's latest deliveries, newest first, each with every attempt. */
   async deliveries(projectId: string, limit = 50): Promise<WebhookDelivery[]> {
-    const rows: { id: string; subscription_id: string; event_id: string; event_type: WebhookEventType; status: WebhookDeliveryStatus; created_at: Date; finished_at: Date | null; attempts: { attempt: number; attempted_at: string; status_code: number | null; error: string | null; duration_ms: number }[] }[] = await this.db.query(
-      `select d.id, d.subscription_id, d.event_id, d.event_type, d.status, d.created_at, d.finished_at,
+    const rows: { id: string; subscription_id: string; event_id: string; event_type: WebhookEventType; status: WebhookDeliveryStatus; created_at: Date; finished_at: Date | null; resend_of: string | null; attempts: { attempt: number; attempted_at: string; status_code: number | null; error: string | null; duration_ms: number }[] }[] = await this.db.query(
+      `select d.id, d.subscription_id, d.event_id, d.event_type, d.status, d.created_at, d.finished_at, d.resend_of,
               coalesce((select json_agg(json_build_object('attempt', a.attempt, 'attempted_at', a.attempted_at, 'status_code', a.status_code, 'error', a.error, 'duration_ms', a.duration_ms) order by a.attempt)
                           from webhook_attempts a where a.delivery_id = d.id), '[]') as attempts
          from webhook_deliveries d where d.project_id = $1 order by d.created_at desc, d.id limit $2`,
@@ -137,8 +139,45 @@ export class WebhookStore {
       status: r.status,
       createdAt: r.created_at,
       finishedAt: r.finished_at,
+      resendOf: r.resend_of,
       attempts: r.attempts.map((a) => ({ attempt: a.attempt, attemptedAt: new Date(a.attempted_at), statusCode: a.status_code, error: a.error, durationMs: a.duration_ms })),
     }));
+  }
+
+  /**
+   * Sends a delivery of the project again: a new delivery of the same event to the same endpoint
+   * with the same body (signed afresh at each attempt, under its own id), waiting for the worker's
+   * dispatcher to start its workflow (`awaiting_start`, see `resendsAwaitingStart`). Refused for a
+   * delivery of another project, one still pending, or one whose endpoint was removed.
+   */
+  async resend(projectId: string, deliveryId: string): Promise<{ id: string }> {
+    const notFound = new AccountsError(`no webhook delivery "${deliveryId}" in this project`);
+    if (!isUuid(deliveryId)) throw notFound;
+    const [original] = (await this.db.query(
+      `select d.status, s.id is not null as endpoint from webhook_deliveries d left join webhook_subscriptions s on s.id = d.subscription_id where d.id = $1 and d.project_id = $2`,
+      [deliveryId, projectId],
+    )) as { status: WebhookDeliveryStatus; endpoint: boolean }[];
+    if (!original) throw notFound;
+    if (!original.endpoint) throw new AccountsError('the endpoint of this delivery was removed: there is nowhere to send it');
+    if (original.status === 'pending') throw new AccountsError('this delivery is still being attempted: resend it once it is delivered or has failed');
+    const id = randomUUID();
+    await this.db.query(
+      `insert into webhook_deliveries (id, subscription_id, project_id, event_id, event_type, body, resend_of, awaiting_start)
+       select $1, subscription_id, project_id, event_id, event_type, body, id, true from webhook_deliveries where id = $2 and project_id = $3`,
+      [id, deliveryId, projectId],
+    );
+    return { id };
+  }
+
+  /** Resends whose workflow is not started yet, oldest first. */
+  async resendsAwaitingStart(limit = 100): Promise<{ id: string; projectId: string }[]> {
+    const rows: { id: string; project_id: string }[] = await this.db.query(`select id, project_id from webhook_deliveries where awaiting_start order by created_at limit $1`, [limit]);
+    return rows.map((r) => ({ id: r.id, projectId: r.project_id }));
+  }
+
+  /** The resend's workflow is started (or was already). */
+  async markStarted(deliveryId: string): Promise<void> {
+    await this.db.query(`update webhook_deliveries set awaiting_start = false where id = $1 and awaiting_start`, [deliveryId]);
   }
 
   /** Which of these projects have at least one endpoint. */

@@ -4,8 +4,8 @@ import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { ServiceError, isUuid } from '#libs/contracts';
 import { FileStore, FILE_RETENTION_DAYS } from '#libs/persistence';
+import { fileDownload } from '#libs/resources';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-import { contentDisposition } from './content-disposition.js';
 
 /** `GET /v1/files/{id}`: downloads a generated file with the same project's key. */
 @ApiTags('files')
@@ -23,9 +23,8 @@ export class FilesController {
     if (!file) {
       throw new ServiceError('file_not_found', `No file with this id exists in this project, or it is older than ${FILE_RETENTION_DAYS} days.`);
     }
-    const body = Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8');
-    res.setHeader('Content-Type', file.encoding === 'utf8' && !file.mediaType.includes('charset') ? `${file.mediaType}; charset=utf-8` : file.mediaType);
-    res.setHeader('Content-Disposition', contentDisposition(file.name));
+    const { body, headers } = fileDownload(file);
+    for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
     res.status(200).end(body);
   }
 }

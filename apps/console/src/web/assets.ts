@@ -17,7 +17,7 @@ h2 { font-size: 1.15rem; margin: 1.5rem 0 .5rem; }
 .cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(12rem, 1fr)); gap: .75rem; }
 .card { border: 1px solid var(--line); border-radius: 6px; padding: .75rem; }
 .card .figure { font-size: 1.6rem; font-weight: 700; }
-.table-wrap { overflow-x: auto; }
+.table-wrap { overflow-x: auto; position: relative; }
 table { border-collapse: collapse; width: 100%; }
 th, td { text-align: left; padding: .4rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; }
 th { font-weight: 600; }
@@ -37,6 +37,14 @@ button.danger { background: var(--bad); border-color: var(--bad); }
 .muted { color: var(--muted); }
 .chart svg { max-width: 100%; height: auto; }
 ol.timeline { padding-left: 1.2rem; }
+ol.attempts { margin: 0; padding-left: 1.1rem; }
+ol.conversation { list-style: none; padding: 0; display: grid; gap: .5rem; }
+ol.conversation li { border-left: 4px solid var(--line); padding-left: .6rem; }
+ol.conversation li.message-user { border-left-color: var(--accent); }
+ol.conversation pre { margin: .2rem 0 0; }
+fieldset { border: 1px solid var(--line); border-radius: 4px; display: grid; gap: .2rem; min-width: 0; }
+fieldset label { font-weight: 400; }
+legend { font-weight: 600; }
 ol.timeline li { margin-bottom: .6rem; }
 pre { white-space: pre-wrap; word-break: break-word; background: var(--soft); padding: .6rem; border-radius: 4px; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); }

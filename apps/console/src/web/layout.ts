@@ -8,6 +8,8 @@ export const PROJECT_SECTIONS = [
   ['plan', 'Plan'],
   ['requests', 'Requests'],
   ['sessions', 'Sessions'],
+  ['webhooks', 'Webhooks'],
+  ['mcp', 'MCP servers'],
   ['members', 'Members'],
 ] as const;
 export type ProjectSection = (typeof PROJECT_SECTIONS)[number][0];

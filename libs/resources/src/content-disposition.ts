@@ -18,3 +18,15 @@ export function contentDisposition(name: string): string {
     .join('');
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
+
+/** What a download of a generated file answers (the api's GET /v1/files/{id} and the console's
+ * link): its bytes, its media type (text with its charset) and the attachment header. */
+export function fileDownload(file: { readonly name: string; readonly mediaType: string; readonly encoding: 'utf8' | 'base64'; readonly content: string }): { body: Buffer; headers: Record<string, string> } {
+  return {
+    body: Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8'),
+    headers: {
+      'Content-Type': file.encoding === 'utf8' && !file.mediaType.includes('charset') ? `${file.mediaType}; charset=utf-8` : file.mediaType,
+      'Content-Disposition': contentDisposition(file.name),
+    },
+  };
+}
