@@ -6,7 +6,7 @@ import type { Consumer, Kafka } from 'kafkajs';
 import { isUuid, SEARCH_ATTRIBUTES, TOPICS, webhookWorkflowId, type WebhookDeliveryInput } from '#libs/contracts';
 import { fromCloudEvent, type CloudEvent, type DomainEvent } from '#libs/events';
 import { webhookEventOf } from './webhook-events.js';
-import type { WebhookStore } from './webhook-store.js';
+import { WEBHOOK_DELIVERY_RETENTION_DAYS, type WebhookStore } from './webhook-store.js';
 
 /** Renders the resource a webhook event carries (as GET shows it), at the event's version. */
 export interface WebhookResources {
@@ -22,6 +22,8 @@ export interface DispatcherOptions {
   /** How often resends waiting for their workflow are looked for (default 2000 ms). */
   readonly resendPollMs?: number;
 }
+
+const WEBHOOK_DELIVERY_RETENTION_MS = WEBHOOK_DELIVERY_RETENTION_DAYS * 24 * 60 * 60 * 1000;
 
 /** How often the dispatcher looks for resends (one indexed query that usually finds no row). */
 const RESEND_POLL_MS = 2000;
@@ -125,10 +127,14 @@ export class WebhookDispatcher {
     await this.consumer?.disconnect();
   }
 
-  /** Dispatches one domain event; safe to call any number of times for the same event. */
+  /** Dispatches one domain event; safe to call any number of times for the same event. An event
+   * older than the deliveries' retention is not dispatched: its delivery row, the record that it
+   * was sent, may be gone, and only a re-read of the topic (an offset reset, a new consumer group)
+   * brings such an event here. */
   async dispatch(event: DomainEvent): Promise<number> {
     const type = webhookEventOf(event.type);
     if (!type) return 0;
+    if (Date.parse(event.time) < Date.now() - WEBHOOK_DELIVERY_RETENTION_MS) return 0;
     const subscribers = await this.store.subscribersOf(event.projectId, type, new Date(event.time));
     if (subscribers.length === 0) return 0;
     const data = await this.resources.render(event);
