@@ -64,19 +64,23 @@ export class AgentController {
     // The 403s come before the key is claimed: nothing is recorded for a refused request.
     const plan = this.config.plans[principal.project.plan];
     resolveCapabilities(request.capabilities, plan.name, plan.capabilities, principal.project.capabilities, request.tools.length > 0);
-    const claim = await this.runs.claim(principal, key, 'POST /v1/agent', body);
-    if (claim?.answer) return sendAnswer(res, claim.answer);
-    // Every attempt with the key runs under the claim's request id: Temporal joins them into one run.
-    const requestId = claim?.requestId ?? randomUUID();
-    addLogContext({ request_id: requestId });
-    let run: StartedRun;
-    try {
-      run = await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId));
-    } catch (e) {
-      // Not saved: whether the request ran is not known here; a retry with the key joins it.
-      throw withRequestId(e, requestId);
-    }
-    await this.runs.answer(res, { ...run, ...(claim ? { claim } : {}) }, answerShape(request), principal, startedAt);
+    // A stream holds one of the project's open-stream places (429 before anything is recorded).
+    await this.runs.holdingStream(principal, answerShape(request) === 'stream', async () => {
+      const claim = await this.runs.claim(principal, key, 'POST /v1/agent', body);
+      if (claim?.answer) return sendAnswer(res, claim.answer);
+      // Every attempt with the key runs under the claim's request id: Temporal joins them into one run.
+      const requestId = claim?.requestId ?? randomUUID();
+      addLogContext({ request_id: requestId });
+      let run: StartedRun;
+      try {
+        run = await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId));
+      } catch (e) {
+        // Not saved: whether the request ran is not known here (or it was refused at admission, which
+        // records nothing); a retry with the key joins it, or is admitted afresh.
+        throw withRequestId(e, requestId);
+      }
+      await this.runs.answer(res, { ...run, ...(claim ? { claim } : {}) }, answerShape(request), principal, startedAt);
+    });
   }
 
   @Post(':id/tool-outputs')
@@ -138,12 +142,14 @@ export class AgentController {
     // 404 request_not_found for an unknown request or another project's (a background request
     // with no event yet is found: its stream follows it from the first event).
     await this.queries.execute(new GetAgentRequestQuery(principal, id));
-    res.setHeader('X-Request-Id', id);
     const endOf = async (): Promise<Omit<StreamEvent, 'seq'> | undefined> => {
       const stop = await this.queries.execute(new GetAgentRequestQuery(principal, id));
       return FINAL_STATUSES.has(stop.status) ? endEvents(stop)[0] : undefined;
     };
-    await this.sse.respond(res, id, principal.project.id, afterSeq, undefined, endOf);
+    await this.runs.holdingStream(principal, true, async () => {
+      res.setHeader('X-Request-Id', id);
+      await this.sse.respond(res, id, principal.project.id, afterSeq, undefined, endOf);
+    });
   }
 
   @Get(':id')

@@ -28,11 +28,17 @@ export class ReconcilerActivities {
     for (const r of open) {
       // One item that fails (a database blip) must not end the pass for the others.
       await this.each(`reservation of request ${r.requestId}`, async () => {
-        if (!(await this.closed(agentRequestWorkflowId(r.requestId)))) return this.metering.markChecked(r.requestId);
-        if (await this.metering.release({ requestId: r.requestId, projectId: r.projectId, reason: 'reconciled' })) {
+        const now = new Date();
+        if (r.pickupBy) {
+          // Admitted by the api and not taken up by a workflow yet: released once its pickup
+          // deadline has passed (the workflow then refuses it, so none can start it behind the
+          // release), whatever Temporal says; left alone until then.
+          if (r.pickupBy >= now) return this.metering.markChecked(r.requestId);
+        } else if (!(await this.closed(agentRequestWorkflowId(r.requestId)))) return this.metering.markChecked(r.requestId);
+        if (await this.metering.release({ requestId: r.requestId, projectId: r.projectId, reason: 'reconciled', ...(r.pickupBy ? { untakenOnly: true } : {}) })) {
           reservationsReleased += 1;
           creditsReleased += r.credits;
-          this.logger.warn(`released ${r.credits} credits reserved by request ${r.requestId}, whose workflow closed without settling`);
+          this.logger.warn(`released ${r.credits} credits reserved by request ${r.requestId}, whose workflow ${r.pickupBy ? 'did not take it up by its pickup deadline' : 'closed without settling'}`);
         }
       });
     }
