@@ -163,11 +163,13 @@ export class MeteringService {
   /**
    * The workflow takes up a request the api admitted (admitRequest), once: in one transaction its
    * reservation is marked taken up and its accepted event written. Past the reservation's pickup
-   * deadline (the api told its caller compute_unavailable), or once the reconciler released it, a
+   * deadline, or the workflow's own (`acceptBy`, the deadline of the attempt that started it: a
+   * retry that joined the workflow moved the reservation's later; each caller was told
+   * compute_unavailable at its own), or once the reconciler released it, a
    * request not taken up yet is refused without running (the reservation released here if it is
    * still open); one taken up already goes on, however late its step is re-run.
    */
-  async pickUp(input: { requestId: string; projectId: string }): Promise<Admission> {
+  async pickUp(input: { requestId: string; projectId: string; acceptBy?: number }): Promise<Admission> {
     return this.db.transaction(async (tx) => {
       const { project, ledger } = await this.lockProject(tx, input.projectId, input.requestId);
       const figures = { balance: project.credit_balance, requestsUsed: project.requests_used };
@@ -177,9 +179,10 @@ export class MeteringService {
         `with r as (select pickup_by, picked_up_at, requests_used, balance_after, credits, settled_at from credit_ledger where request_id = $1 and kind = 'reserve'),
               taken as (update credit_ledger l set picked_up_at = now() from r
                          where l.request_id = $1 and l.kind = 'reserve' and r.picked_up_at is null and r.settled_at is null and (r.pickup_by is null or r.pickup_by >= now())
+                           and ($2::timestamptz is null or $2 >= now())
                          returning 1)
          select r.picked_up_at, r.requests_used, r.balance_after, r.credits, exists (select 1 from taken) as taken from r`,
-        [input.requestId],
+        [input.requestId, input.acceptBy === undefined ? null : new Date(input.acceptBy)],
       )) as { picked_up_at: Date | null; requests_used: number | null; balance_after: number; credits: number; taken: boolean }[];
       if (!row) return { ok: false, error: PICKUP_MISSED, ...figures };
       const admitted = { ok: true as const, balance: row.balance_after, requestsUsed: row.requests_used ?? project.requests_used };
@@ -195,6 +198,25 @@ export class MeteringService {
       await this.requests.accepted(tx, input.projectId, { requestId: input.requestId, creditsReserved: row.credits, requestsUsed: admitted.requestsUsed, creditsRemaining: admitted.balance });
       return admitted;
     });
+  }
+
+  /**
+   * Undoes the admission of a request that certainly never started (a session refused its message):
+   * its reservation row goes, its credits and its count against the quota come back, and nothing
+   * is left that names it (admission writes no event). A reservation taken up or settled is left as
+   * it is. True when this call undid it.
+   */
+  async unadmit(input: { requestId: string; projectId: string }): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(
+      `with locked as (select period_start from projects where id = $2 for update),
+            gone as (delete from credit_ledger l using locked
+                      where l.request_id = $1 and l.kind = 'reserve' and l.project_id = $2 and l.picked_up_at is null and l.settled_at is null
+                      returning l.credits, l.created_at >= locked.period_start as this_period)
+       update projects p set credit_balance = p.credit_balance + gone.credits, requests_used = case when gone.this_period then greatest(p.requests_used - 1, 0) else p.requests_used end
+         from gone where p.id = $2 returning 1`,
+      [input.requestId, input.projectId],
+    );
+    return rows.length > 0;
   }
 
   /**

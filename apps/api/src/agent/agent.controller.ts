@@ -11,10 +11,10 @@ import type { AgentResponse } from '#libs/resources';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
 import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from '../runs/agent-request.validation.js';
-import { sendAnswer, setResponseHeaders, withRequestId } from '../runs/answers.js';
+import { errorAnswer, sendAnswer, setResponseHeaders, withRequestId } from '../runs/answers.js';
 import { bodyHash, parseIdempotencyKey } from '../runs/idempotency.js';
 import { GetAgentRequestQuery } from '../runs/queries/get-agent-request.query.js';
-import { answerShape, RunGateway, type StartedRun } from '../runs/run-gateway.js';
+import { AdmissionRefused, answerShape, RunGateway, type StartedRun } from '../runs/run-gateway.js';
 import { SseResponder } from '../streaming/sse-responder.js';
 import { StartAgentRequestCommand } from './commands/start-agent-request.command.js';
 import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command.js';
@@ -75,8 +75,10 @@ export class AgentController {
       try {
         run = await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId));
       } catch (e) {
-        // Not saved: whether the request ran is not known here (or it was refused at admission, which
-        // records nothing); a retry with the key joins it, or is admitted afresh.
+        // Refused at admission for credits or quota: the request's answer for good, saved under the key.
+        if (e instanceof AdmissionRefused && e.final) return this.runs.send(res, claim, errorAnswer(e, this.config.publicBaseUrl, requestId));
+        // Not saved: whether the request ran is not known here (or a cap refused it, for now); a
+        // retry with the key joins it, or is admitted afresh.
         throw withRequestId(e, requestId);
       }
       await this.runs.answer(res, { ...run, ...(claim ? { claim } : {}) }, answerShape(request), principal, startedAt);

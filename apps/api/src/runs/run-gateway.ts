@@ -45,6 +45,23 @@ export type AnswerShape = 'json' | 'stream' | 'background';
 
 export const answerShape = (body: Pick<AgentRequestBody, 'stream' | 'background'>): AnswerShape => (body.background ? 'background' : body.stream ? 'stream' : 'json');
 
+/** Refusals at admission that answer the request for good, as a run that failed would: saved
+ * under its Idempotency-Key and replayed (DESIGN.md section 9), also once credits are added. The
+ * caps' refusals (429 rate_limited, 413) are not: like the rate limit's, a retry after Retry-After
+ * with the same key is admitted. */
+const FINAL_REFUSALS: ReadonlySet<string> = new Set(['insufficient_credits', 'quota_exceeded']);
+
+/** A request refused at admission (nothing was stored, reserved or started); `final` when its
+ * answer is saved under the request's Idempotency-Key. */
+export class AdmissionRefused extends ServiceError {
+  constructor(
+    error: ServiceError,
+    readonly final: boolean,
+  ) {
+    super(error.code, error.message, error.headers);
+  }
+}
+
 /** 503 for a run that found no room in this api within its wait: nothing was started or recorded. */
 const atCapacity = (waitedMs: number): ServiceError =>
   new ServiceError('service_unavailable', `The service is at capacity: no run could start within ${waitedMs / 1000} seconds. Nothing was started or charged; retry after the number of seconds in Retry-After.`, { 'Retry-After': '1' });
@@ -100,7 +117,10 @@ export class RunGateway {
       inputBytes: inputBytes(body),
       caps,
     });
-    if (!admission.ok) throw withRequestId(runError(admission.error, principal, admission.retryAfterSeconds), requestId);
+    if (!admission.ok) {
+      const error = withRequestId(runError(admission.error, principal, admission.retryAfterSeconds), requestId) as ServiceError;
+      throw new AdmissionRefused(error, FINAL_REFUSALS.has(error.code));
+    }
     return admission;
   }
 
@@ -130,10 +150,10 @@ export class RunGateway {
     }
   }
 
-  /** Gives back the reservation of a request the api admitted and that certainly did not start (a
-   * session refused its message): a retry is admitted afresh. */
+  /** Undoes the admission of a request that certainly did not start (a session refused its
+   * message): its credits and quota count come back, nothing names it, a retry is admitted afresh. */
   async unadmit(principal: Principal, requestId: string): Promise<void> {
-    await this.metering.release({ requestId, projectId: principal.project.id, reason: 'release' });
+    await this.metering.unadmit({ requestId, projectId: principal.project.id });
   }
 
   /** The Temporal client, or 503 service_unavailable when no Temporal address is configured. */

@@ -22,7 +22,7 @@ export class BeginRequestActivity {
     // Admitted by the api (DESIGN.md section 10): taken up here; a request of a previous release
     // (its workflow started, not admitted by the api) is admitted here.
     const admission = input.admitted
-      ? await this.metering.pickUp({ requestId, projectId })
+      ? await this.metering.pickUp({ requestId, projectId, acceptBy: input.acceptBy })
       : await this.metering.admit({ requestId, projectId, credits: input.credits, monthlyQuota: input.monthlyQuota, acceptBy: input.acceptBy });
     if (!admission.ok) return admission;
     const { tools: builtin, notes } = await this.tools.builtinTools({ capabilities: input.capabilities, projectId });

@@ -9,9 +9,9 @@ import { SessionStream } from '#libs/events';
 import { BlobStore } from '#libs/persistence';
 import { withUpdateStart, type UpdateStart } from '#libs/temporal';
 import { resolveCapabilities } from '../../runs/agent-request.validation.js';
-import { withRequestId } from '../../runs/answers.js';
+import { errorAnswer, withRequestId } from '../../runs/answers.js';
 import { requestInput } from '../../runs/request-input.js';
-import { RunGateway, type StartedRun } from '../../runs/run-gateway.js';
+import { AdmissionRefused, RunGateway, type StartedRun } from '../../runs/run-gateway.js';
 import { awaitAnswer, fromTemporalError, withFailingCause, type ConfiguredTemporal, type RunDescription } from '../../runs/temporal-errors.js';
 import { closedSessionError, sessionNotFound, UUID } from '../session-resource.js';
 import { sessionCallError, withinPickup } from '../session-temporal.js';
@@ -68,6 +68,8 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       const run = await this.runs.gated(() => this.send(temporal, command, requestId, duplicate));
       return { kind: 'accepted', requestId, ...(claim ? { claim } : {}), duplicate, admitted: run.admitted === true, firstStop: run.firstStop };
     } catch (e) {
+      // Refused at admission for credits or quota: the message's answer for good, saved under the key.
+      if (e instanceof AdmissionRefused && e.final) return { kind: 'replay', answer: await this.runs.save(claim, errorAnswer(e, this.config.publicBaseUrl, requestId)) };
       throw withRequestId(e, requestId);
     }
   }
