@@ -271,11 +271,14 @@ async function main() {
     await take('agentRequestWorkflow', 'pickup-missed', 'first taken up after the pickup deadline (acceptBy): failed (compute_unavailable), nothing reserved', handle.workflowId, handle.firstExecutionRunId, 'failed');
   }
   {
-    // A project without credits: admission (the reservation) refuses it, 402.
+    // A project without credits: the api's admission refuses it, 402, and starts no workflow (so
+    // there is no history to record since admission moved to the api; sets recorded before keep
+    // their 'admission-refused' path, the workflow's admission).
     const p = await project('no-credits', { credits: 0 });
     const res = await send({ agent, url: `${api}/v1/agent`, headers: p.headers, body: { message: 'Hello without credits.' }, timeoutMs: 60_000 });
     if (res.status !== 402) throw new Error(`a request without credits: ${res.status} ${res.body.slice(0, 300)}`);
-    await take('agentRequestWorkflow', 'admission-refused', 'admission refused (insufficient_credits): failed before any model call, nothing reserved', agentRequestWorkflowId(res.headers['x-request-id']), undefined, 'failed');
+    const started = await client.workflow.getHandle(agentRequestWorkflowId(res.headers['x-request-id'])).describe().then(() => true, () => false);
+    if (started) throw new Error('a request refused at admission started a workflow');
   }
   {
     // A model nobody answers (a closed port on loopback): the model call's retries run out, 502.

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Client, Connection } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { agentRequestWorkflowId, WORKFLOW_TASK_TIMEOUT_MS } from '#libs/contracts';
 import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
@@ -75,12 +76,14 @@ describe('Idempotency-Key', () => {
       expect(first.body.error.code).toBe('insufficient_credits');
       const requestId = first.headers.get('x-request-id')!;
       expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
-      const runId = await runIdOf(requestId);
+      // Refused at the api's admission: no workflow was started (DESIGN.md section 10).
+      const noWorkflow = () => expect(temporal.workflow.getHandle(agentRequestWorkflowId(requestId)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+      await noWorkflow();
 
       await stack.fixtures.accounts.addCredits(project.id, 10);
       const again = await post('/v1/agent', auth, key, body);
       expectSameAnswer(again, first);
-      expect(await runIdOf(requestId)).toBe(runId);
+      await noWorkflow();
       expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });
 
@@ -348,7 +351,12 @@ describe('Idempotency-Key', () => {
       } finally {
         await late.close();
       }
-      expect(await reserves(project.id)).toBe(0);
+      // The api reserved before starting it (DESIGN.md section 10); the late run gave it all back.
+      const ledger: { kind: string; credits: number; reason: string }[] = await stack.fixtures.db.query(`select kind, credits, reason from credit_ledger where project_id = $1 order by kind`, [project.id]);
+      expect(ledger).toEqual([
+        { kind: 'reserve', credits: 1, reason: 'admission' },
+        { kind: 'settle', credits: 0, reason: 'release' },
+      ]);
       expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });
   });

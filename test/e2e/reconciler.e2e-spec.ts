@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Client, Connection } from '@temporalio/client';
 import { agentRequestWorkflowId, EVENT_TYPES, ledgerReconcilerScheduleId, sessionWorkflowId, type ReconcilerReport } from '#libs/contracts';
+import { EventStore } from '#libs/events';
+import { billingAnchor, currentPeriod, MeteringService } from '#libs/metering';
 import { eventually } from '../support/eventually.js';
 import { request } from '../support/http.js';
 import { e2eStack } from '../support/e2e-stack.js';
@@ -37,8 +39,9 @@ describe('the ledger reconciler', () => {
     stack.models.reply({ content: 'too late', delayMs: 5_000 });
     const answer = request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello', capabilities: ['chat', 'code'] } });
     const requestId = await eventually(async () => {
-      const rows: { request_id: string }[] = await stack.fixtures.db.query(`select request_id from credit_ledger where project_id = $1 and kind = 'reserve'`, [project.id]);
-      if (!rows[0]) throw new Error('not admitted yet');
+      // Taken up by its workflow (the api admits it before the workflow starts).
+      const rows: { request_id: string }[] = await stack.fixtures.db.query(`select request_id from credit_ledger where project_id = $1 and kind = 'reserve' and picked_up_at is not null`, [project.id]);
+      if (!rows[0]) throw new Error('not taken up yet');
       return rows[0].request_id;
     });
     expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(17);
@@ -59,6 +62,35 @@ describe('the ledger reconciler', () => {
     await reconcile();
     expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(20);
     expect(await stack.fixtures.db.query(`select 1 from credit_ledger where request_id = $1 and kind = 'settle'`, [requestId])).toHaveLength(1);
+  });
+
+  it('releases a reservation the api made whose workflow never started, once its pickup deadline passed, and leaves one not yet due alone', async () => {
+    const { project } = await stack.fixtures.project({ credits: 20 });
+    // Admitted as the api admits, with no workflow started on purpose (an api that died right after
+    // admitting, or a start that never reached Temporal).
+    const metering = new MeteringService(stack.fixtures.db, new EventStore());
+    const admission = (pickupBy: Date) => ({
+      requestId: randomUUID(),
+      projectId: project.id,
+      credits: 3,
+      monthlyQuota: 100,
+      periodStart: currentPeriod(billingAnchor(project.createdAt), new Date()).start,
+      pickupBy,
+      inputBytes: 0,
+      caps: { runsInFlight: 10, inputBytesPerDay: 1000 },
+    });
+    const missed = admission(new Date(Date.now() - 1000));
+    const due = admission(new Date(Date.now() + 10 * 60_000));
+    for (const a of [missed, due]) expect(await metering.admitRequest(a)).toMatchObject({ ok: true });
+    expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(14);
+
+    await reconcile();
+    expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(17);
+    const settled: { request_id: string; reason: string }[] = await stack.fixtures.db.query(`select request_id, reason from credit_ledger where project_id = $1 and kind = 'settle'`, [project.id]);
+    expect(settled).toEqual([{ request_id: missed.requestId, reason: 'reconciled' }]);
+    // A workflow that starts after the release runs nothing and reserves nothing again.
+    expect(await metering.pickUp(missed)).toMatchObject({ ok: false, error: { code: 'compute_unavailable' } });
+    expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(17);
   });
 
   it('leaves the reservation of a running request alone', async () => {

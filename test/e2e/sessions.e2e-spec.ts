@@ -289,7 +289,9 @@ describe('/v1/sessions', () => {
   });
 
   it('answers 409 session_busy while the previous message runs or waits for tool outputs, records nothing for it, and takes the next once the pause is answered', async () => {
-    const { auth, project } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-busy' } });
+    // Credits enough for a busy message to pass the api's admission (it comes before the session
+    // decides busy), whose reservation the refusal then undoes.
+    const { auth, project } = await stack.fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-busy' } });
     const session = (await create(auth)).body;
     const path = `/v1/sessions/${session.id}/messages`;
     const lookup = { name: 'lookup', description: 'Look something up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
@@ -327,7 +329,7 @@ describe('/v1/sessions', () => {
     expectError(keyed, 409, 'session_busy');
     expect(await account()).toEqual(whileRunning);
     const first = await running;
-    expect(first.body).toMatchObject({ status: 'completed', message: 'Slowly, yes.', usage: { credits_this_request: 1, credits_remaining: 9 } });
+    expect(first.body).toMatchObject({ status: 'completed', message: 'Slowly, yes.', usage: { credits_this_request: 1, credits_remaining: 19 } });
 
     // Paused for tool outputs.
     stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
@@ -350,7 +352,7 @@ describe('/v1/sessions', () => {
     stack.models.reply({ content: 'Here now.' });
     const next = await call('POST', path, { ...auth, 'idempotency-key': key }, { message: 'Still there?' });
     expect(next.status).toBe(200);
-    expect(next.body).toMatchObject({ object: 'session.message', status: 'completed', message: 'Here now.', usage: { credits_this_request: 1, credits_remaining: 7 } });
+    expect(next.body).toMatchObject({ object: 'session.message', status: 'completed', message: 'Here now.', usage: { credits_this_request: 1, credits_remaining: 17 } });
     expect(next.headers.get('x-request-id')).toBe(keyed.headers.get('x-request-id'));
     expect(await account()).toEqual({ credits: whilePaused.credits - 1, requestsUsed: whilePaused.requestsUsed + 1 });
     expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body.message_count).toBe(6);

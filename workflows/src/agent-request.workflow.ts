@@ -125,7 +125,11 @@ class AgentRequest {
     const { ids, input } = this;
     const { maxCredits: credits, monthlyQuota, capabilities, tools: customTools, history, message } = input;
     const acceptBy = deadlineAtAdmission ? { acceptBy: input.acceptBy } : {};
-    const begun = await CancellationScope.nonCancellable(() => acts.beginRequest({ ...ids, credits, monthlyQuota, capabilities, customTools, history, message, ...acceptBy }));
+    // Admitted by the api (DESIGN.md section 10): the step takes the request up instead of admitting
+    // it. Only a request the api admitted asks (its input says so), so the histories of requests
+    // admitted here (a previous release's api) replay as they ran.
+    const admitted = input.admitted === true && patched('admission-in-api') ? { admitted: true } : {};
+    const begun = await CancellationScope.nonCancellable(() => acts.beginRequest({ ...ids, credits, monthlyQuota, capabilities, customTools, history, message, ...acceptBy, ...admitted }));
     if (begun.ok) this.state = { ...this.state, creditsRemaining: begun.balance, requestsUsed: begun.requestsUsed };
     return begun;
   }

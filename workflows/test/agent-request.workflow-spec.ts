@@ -243,6 +243,30 @@ describe('agentRequestWorkflow', () => {
     expect(new Set(ledger.stops)).toEqual(new Set(['1:failed']));
   });
 
+  it('takes up a request the api admitted instead of admitting it, and admits one of a previous release (no `admitted` in its input)', async () => {
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
+    const asked: (boolean | undefined)[] = [];
+    const admit = async (input: { admitted?: boolean }) => {
+      asked.push(input.admitted);
+      return { ok: true as const, balance: 94, requestsUsed: 1 };
+    };
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowsPath,
+      bundlerOptions: sourceBundlerOptions(),
+      activities: { ...fakeActivities(ledger), beginRequest: conversations.beginRequest(admit) },
+    });
+    await worker.runUntil(async () => {
+      expect((await start('hello', { admitted: true })).first.status).toBe('completed');
+      expect((await start('hello')).first.status).toBe('completed');
+    });
+    // Local activities run at least once: what counts is what each request asked for.
+    expect(new Set(asked)).toEqual(new Set([true, undefined]));
+    expect(asked[0]).toBe(true);
+    expect(asked.at(-1)).toBeUndefined();
+  });
+
   it('is cancelled while paused: the pending Update gets the cancelled stop, nothing more is charged', async () => {
     const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
     const worker = await newWorker(ledger);

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, DEFAULT_PROJECT_CAPS, loadConfig } from './config.js';
 
 const key = Buffer.alloc(32, 7).toString('base64');
 const valid = {
@@ -83,6 +83,17 @@ describe('loadConfig', () => {
     expect(config.capabilitySurcharges).toEqual({ chat: 0, research: 2, documents: 0, code: 3, data: 1, files: 0 });
     expect(problemsOf({ ...valid, MAS_PLANS: '{"gold":{}}' })).toEqual(['MAS_PLANS: unknown plan "gold" (plans: free, starter, pro)']);
     expect(problemsOf({ ...valid, MAS_CAPABILITY_SURCHARGES: '{' })).toEqual(['MAS_CAPABILITY_SURCHARGES must be JSON']);
+  });
+
+  it('takes per-plan cap overrides over the defaults, and names a bad one', () => {
+    expect(loadConfig(valid).caps).toEqual(DEFAULT_PROJECT_CAPS);
+    const config = loadConfig({ ...valid, MAS_PLAN_CAPS: '{"free":{"runsInFlight":2},"pro":{"openStreams":5,"inputBytesPerDay":1000}}' });
+    expect(config.caps.free).toEqual({ ...DEFAULT_PROJECT_CAPS.free, runsInFlight: 2 });
+    expect(config.caps.pro).toEqual({ ...DEFAULT_PROJECT_CAPS.pro, openStreams: 5, inputBytesPerDay: 1000 });
+    expect(config.caps.starter).toEqual(DEFAULT_PROJECT_CAPS.starter);
+    expect(problemsOf({ ...valid, MAS_PLAN_CAPS: '{"gold":{}}' })).toEqual(['MAS_PLAN_CAPS: unknown plan "gold" (plans: free, starter, pro)']);
+    expect(problemsOf({ ...valid, MAS_PLAN_CAPS: '{"free":{"runsInFlight":0}}' })).toEqual(['MAS_PLAN_CAPS: plan "free" takes positive integers openStreams, runsInFlight and inputBytesPerDay']);
+    expect(problemsOf({ ...valid, MAS_PLAN_CAPS: '{"free":{"streams":3}}' })).toEqual(['MAS_PLAN_CAPS: plan "free" takes positive integers openStreams, runsInFlight and inputBytesPerDay']);
   });
 
   it('reads the payload keys and the current one, and names a bad one without echoing it', () => {

@@ -11,6 +11,27 @@ import {
 } from '#libs/contracts';
 import { readKafkaSecurity, readTemporalSecurity, type KafkaSecurity, type TemporalSecurity } from './engines.js';
 
+/** Per-project caps (DESIGN.md section 10, "one tenant cannot hurt another"), per plan. */
+export interface ProjectCaps {
+  /** Streams a project may hold open on one api process (`stream: true` answers and
+   * GET /v1/agent/{id}/events); 429 rate_limited past it. Counted per process: each api replica
+   * holds its own connections, so N replicas allow N times this. */
+  readonly openStreams: number;
+  /** Agent requests and session messages admitted and not yet at their first stop (open credit
+   * reservations, counted in PostgreSQL, so across every api replica); 429 rate_limited past it. */
+  readonly runsInFlight: number;
+  /** UTF-8 bytes of input files (and stored long messages) admitted in the last 24 hours; 429
+   * rate_limited past it, 413 payload_too_large for one request larger than the whole cap. */
+  readonly inputBytesPerDay: number;
+}
+
+/** The caps' defaults (MAS_PLAN_CAPS overrides any of them, per plan). */
+export const DEFAULT_PROJECT_CAPS: Readonly<Record<PlanName, ProjectCaps>> = {
+  free: { openStreams: 10, runsInFlight: 10, inputBytesPerDay: 100 * 1024 * 1024 },
+  starter: { openStreams: 50, runsInFlight: 50, inputBytesPerDay: 1024 * 1024 * 1024 },
+  pro: { openStreams: 200, runsInFlight: 200, inputBytesPerDay: 10 * 1024 * 1024 * 1024 },
+};
+
 /** Thrown at start-up when the environment is missing or malforms a variable; names every one. */
 export class ConfigError extends Error {
   constructor(readonly problems: readonly string[]) {
@@ -95,6 +116,8 @@ export interface AppConfig {
   };
   /** Plans by name: monthly quota and allowed capabilities (MAS_PLANS overrides the defaults). */
   readonly plans: Readonly<Record<PlanName, Plan>>;
+  /** Per-project caps by plan (MAS_PLAN_CAPS overrides the defaults, DEFAULT_PROJECT_CAPS). */
+  readonly caps: Readonly<Record<PlanName, ProjectCaps>>;
   /** Credits each capability adds when used (MAS_CAPABILITY_SURCHARGES overrides the defaults). */
   readonly capabilitySurcharges: Readonly<Record<Capability, number>>;
   readonly sessions: {
@@ -272,6 +295,30 @@ class Reader {
     return plans;
   }
 
+  caps(name: string): Record<PlanName, ProjectCaps> {
+    const caps: Record<PlanName, ProjectCaps> = { ...DEFAULT_PROJECT_CAPS };
+    const raw = this.json(name);
+    if (raw === undefined) return caps;
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+      this.problems.push(`${name} must be a JSON object of plan name to { openStreams, runsInFlight, inputBytesPerDay } (any of them)`);
+      return caps;
+    }
+    for (const [planName, value] of Object.entries(raw)) {
+      if (!isPlanName(planName)) {
+        this.problems.push(`${name}: unknown plan "${planName}" (plans: free, starter, pro)`);
+        continue;
+      }
+      const v = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
+      const bad = Object.entries(v).filter(([k, n]) => !(k in DEFAULT_PROJECT_CAPS.free) || !Number.isSafeInteger(n) || (n as number) < 1);
+      if (typeof value !== 'object' || value === null || bad.length > 0) {
+        this.problems.push(`${name}: plan "${planName}" takes positive integers openStreams, runsInFlight and inputBytesPerDay`);
+      } else {
+        caps[planName] = { ...caps[planName], ...(v as Partial<ProjectCaps>) };
+      }
+    }
+    return caps;
+  }
+
   surcharges(name: string): Record<Capability, number> {
     const surcharges: Record<Capability, number> = { ...DEFAULT_CAPABILITY_SURCHARGES };
     const raw = this.json(name);
@@ -393,6 +440,7 @@ export function loadConfig(env: Env): AppConfig {
       requestTimeoutMs: r.positiveInt('WEBHOOK_TIMEOUT_MS', 15_000),
     },
     plans: r.plans('MAS_PLANS'),
+    caps: r.caps('MAS_PLAN_CAPS'),
     capabilitySurcharges: r.surcharges('MAS_CAPABILITY_SURCHARGES'),
     sessions: { idleTimeoutMs: r.positiveInt('SESSION_IDLE_TIMEOUT_MS', SESSION_LIMITS.idleTimeoutMs) },
     reconcilerIntervalSeconds: r.nonNegativeInt('RECONCILER_INTERVAL_SECONDS', 300),

@@ -105,6 +105,11 @@ export interface AgentRequestInput {
    * so nothing is reserved or run behind the caller's back. Absent for session messages (the
    * session checks its own). */
   readonly acceptBy?: number;
+  /** True when the api admitted the request before starting its workflow (DESIGN.md section 10):
+   * its quota count and credit reservation exist, with a pickup deadline, and the workflow only
+   * takes it up (beginRequest's `admitted`). Absent for a request of a previous release: the
+   * workflow admits it. */
+  readonly admitted?: boolean;
 }
 
 /** Temporal's workflow task timeout (the SDK's default, which the service does not change): how
@@ -216,6 +221,9 @@ export interface AgentActivities extends ConversationActivities {
     /** The api's pickup deadline (AgentRequestInput.acceptBy): a request not admitted by then is
      * refused (compute_unavailable) without a reservation; one admitted already goes on. */
     acceptBy?: number;
+    /** The api admitted the request: take it up (its reservation's pickup deadline decides)
+     * instead of admitting it. */
+    admitted?: boolean;
   }): Promise<BeginRequestResult>;
   /** Releases the reservation of a request that is ending without a settled stop (the workflow's
    * clean-up after an unexpected failure). Idempotent: a settled request is left as it is. */

@@ -96,8 +96,9 @@ export const ERROR_DESCRIPTIONS: Readonly<Record<ErrorCode, string>> = {
   session_busy: "The session's previous message is still running or waiting for tool outputs: submit its tool outputs, cancel it (POST /v1/agent/{id}/cancel) or wait for its answer, then send the next message. Nothing was recorded.",
   session_expired: 'The session expired after 30 minutes without a message. Start a new session.',
   session_ended: 'The session was ended with DELETE /v1/sessions/{id}. Start a new session.',
-  payload_too_large: 'The request body is larger than 10 MB (a request with a valid API key), or larger than 64 KB on a request nobody has authenticated (any route outside /v1 but the codec endpoint with its token, and an unknown route): such a body is refused before it is read.',
-  rate_limited: 'More than 60 requests in the last 60 seconds for this project. Retry after the number of seconds in the Retry-After header.',
+  payload_too_large: "The request body is larger than 10 MB (a request with a valid API key), or larger than 64 KB on a request nobody has authenticated (any route outside /v1 but the codec endpoint with its token, and an unknown route): such a body is refused before it is read. Also a request whose input files alone are more than the project's plan allows in a day (its input-bytes cap): nothing is stored or run.",
+  rate_limited:
+    "More than 60 requests in the last 60 seconds for this project, or one of the project's caps reached (its plan's runs in flight, open streams on one server, or input bytes a day; the message says which): nothing was stored or run. Retry after the number of seconds in the Retry-After header.",
   quota_exceeded: "The plan's monthly request quota is used up; it resets at X-RateLimit-Reset.",
   session_limit_reached: 'The project already has 10 active sessions. End one (DELETE /v1/sessions/{id}) or let one expire.',
   internal_error: 'An unexpected error in the service. It has been logged; retrying may help.',

@@ -21,7 +21,23 @@ interface LedgerRow {
 
 export type Admission =
   | { ok: true; balance: number; requestsUsed: number }
-  | { ok: false; error: AgentError; balance: number; requestsUsed: number };
+  | { ok: false; error: AgentError; balance: number; requestsUsed: number; retryAfterSeconds?: number };
+
+/** What the api admits a request with (admitRequest): the money, the caps and the pickup deadline. */
+export interface AdmissionRequest {
+  readonly requestId: string;
+  readonly projectId: string;
+  /** The most the run can cost: reserved until its first stop. */
+  readonly credits: number;
+  readonly monthlyQuota: number;
+  /** The start of the project's current billing period (its quota counter starts again there). */
+  readonly periodStart: Date;
+  /** The workflow must take the request up by then, or its reservation is released. */
+  readonly pickupBy: Date;
+  /** UTF-8 bytes of input the request stores (files, a long message). */
+  readonly inputBytes: number;
+  readonly caps: { readonly runsInFlight: number; readonly inputBytesPerDay: number };
+}
 
 /** A reservation that has no settlement yet (the reconciler's work list). */
 export interface OpenReservation {
@@ -29,10 +45,21 @@ export interface OpenReservation {
   readonly projectId: string;
   readonly credits: number;
   readonly reservedAt: Date;
+  /** Set for a request the api admitted and no workflow has taken up yet: its pickup deadline. */
+  readonly pickupBy?: Date;
 }
 
 /** The refusal of a request first taken up after the api stopped waiting for it (and told its caller). */
 export const PICKUP_MISSED: AgentError = { code: 'compute_unavailable', message: 'No agent worker took the request up in time. Nothing was run or charged.' };
+
+const quotaExceeded = (monthlyQuota: number): AgentError => ({
+  code: 'quota_exceeded',
+  message: `The monthly request quota of ${monthlyQuota} requests is used up; it resets at the start of the next billing period.`,
+});
+const insufficientCredits = (credits: number, balance: number): AgentError => ({
+  code: 'insufficient_credits',
+  message: `This request can cost up to ${credits} credits and the project has ${balance}. Nothing was run.`,
+});
 
 /** Stops at which the run answered: the charge is 1 + the surcharges of what it used. */
 const CHARGEABLE: ReadonlySet<AgentStatus> = new Set(['completed', 'requires_tool_outputs']);
@@ -66,20 +93,10 @@ export class MeteringService {
         return { ok: false, error: PICKUP_MISSED, balance: project.credit_balance, requestsUsed: project.requests_used };
       }
       if (project.requests_used >= input.monthlyQuota) {
-        return {
-          ok: false,
-          error: { code: 'quota_exceeded', message: `The monthly request quota of ${input.monthlyQuota} requests is used up; it resets at the start of the next billing period.` },
-          balance: project.credit_balance,
-          requestsUsed: project.requests_used,
-        };
+        return { ok: false, error: quotaExceeded(input.monthlyQuota), balance: project.credit_balance, requestsUsed: project.requests_used };
       }
       if (project.credit_balance < input.credits) {
-        return {
-          ok: false,
-          error: { code: 'insufficient_credits', message: `This request can cost up to ${input.credits} credits and the project has ${project.credit_balance}. Nothing was run.` },
-          balance: project.credit_balance,
-          requestsUsed: project.requests_used,
-        };
+        return { ok: false, error: insufficientCredits(input.credits, project.credit_balance), balance: project.credit_balance, requestsUsed: project.requests_used };
       }
       // The reservation and its ledger row in one statement.
       const [row] = (await tx.query(
@@ -93,6 +110,113 @@ export class MeteringService {
       await this.requests.accepted(tx, input.projectId, { requestId: input.requestId, creditsReserved: input.credits, requestsUsed: row.requests_used, creditsRemaining: balance });
       return { ok: true, balance, requestsUsed: row.requests_used };
     });
+  }
+
+  /**
+   * Admission in the api (DESIGN.md section 10), before any workflow starts, in one round trip (the
+   * admit_request function, migration 1763700000048): the project row locked, its billing period
+   * rolled over, then the quota, the credits and the caps (runs in flight: the project's open
+   * reservations; input bytes admitted in the last 24 hours) decided, and the reservation made with
+   * its pickup deadline. Idempotent by request id: a retry of an admitted request is admitted
+   * without a second reservation (and its pickup deadline moves to the later one). A refusal
+   * reserves and records nothing. The request's accepted event is written when its workflow takes it
+   * up (pickUp).
+   */
+  async admitRequest(input: AdmissionRequest): Promise<Admission> {
+    const [row] = (await this.db.query(`select outcome, credit_balance, requests_used, retry_after from admit_request($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
+      input.projectId,
+      input.requestId,
+      input.credits,
+      input.monthlyQuota,
+      input.periodStart,
+      input.pickupBy,
+      input.inputBytes,
+      input.caps.runsInFlight,
+      input.caps.inputBytesPerDay,
+    ])) as [{ outcome: string; credit_balance: number; requests_used: number; retry_after: number }];
+    const figures = { balance: row.credit_balance, requestsUsed: row.requests_used };
+    const refused = (error: AgentError, retryAfterSeconds?: number): Admission => ({ ok: false, error, ...figures, ...(retryAfterSeconds ? { retryAfterSeconds } : {}) });
+    switch (row.outcome) {
+      case 'admitted':
+        return { ok: true, ...figures };
+      case 'quota_exceeded':
+        return refused(quotaExceeded(input.monthlyQuota));
+      case 'insufficient_credits':
+        return refused(insufficientCredits(input.credits, row.credit_balance));
+      case 'runs_in_flight':
+        return refused(
+          { code: 'rate_limited', message: `The project has ${input.caps.runsInFlight} runs in flight (agent requests and session messages not yet at their first stop), its plan's cap. Nothing was run; retry once one has answered.` },
+          row.retry_after,
+        );
+      case 'input_too_large':
+        return refused({ code: 'payload_too_large', message: `The request's input files come to ${input.inputBytes} bytes, more than the ${input.caps.inputBytesPerDay} bytes a day the project's plan allows. Nothing was stored or run.` });
+      case 'input_bytes_per_day':
+        return refused(
+          { code: 'rate_limited', message: `The project's input files of the last 24 hours and this request's would pass the ${input.caps.inputBytesPerDay} bytes a day its plan allows. Nothing was stored or run; retry after the number of seconds in Retry-After.` },
+          row.retry_after,
+        );
+      default:
+        throw new Error(`admit_request answered an unknown outcome "${row.outcome}"`);
+    }
+  }
+
+  /**
+   * The workflow takes up a request the api admitted (admitRequest), once: in one transaction its
+   * reservation is marked taken up and its accepted event written. Past the reservation's pickup
+   * deadline, or the workflow's own (`acceptBy`, the deadline of the attempt that started it: a
+   * retry that joined the workflow moved the reservation's later; each caller was told
+   * compute_unavailable at its own), or once the reconciler released it, a
+   * request not taken up yet is refused without running (the reservation released here if it is
+   * still open); one taken up already goes on, however late its step is re-run.
+   */
+  async pickUp(input: { requestId: string; projectId: string; acceptBy?: number }): Promise<Admission> {
+    return this.db.transaction(async (tx) => {
+      const { project, ledger } = await this.lockProject(tx, input.projectId, input.requestId);
+      const figures = { balance: project.credit_balance, requestsUsed: project.requests_used };
+      // The reservation, marked taken up in the same statement when it is open and not past its
+      // deadline (PostgreSQL's clock decides, under the project's lock the reconciler takes too).
+      const [row] = (await tx.query(
+        `with r as (select pickup_by, picked_up_at, requests_used, balance_after, credits, settled_at from credit_ledger where request_id = $1 and kind = 'reserve'),
+              taken as (update credit_ledger l set picked_up_at = now() from r
+                         where l.request_id = $1 and l.kind = 'reserve' and r.picked_up_at is null and r.settled_at is null and (r.pickup_by is null or r.pickup_by >= now())
+                           and ($2::timestamptz is null or $2 >= now())
+                         returning 1)
+         select r.picked_up_at, r.requests_used, r.balance_after, r.credits, exists (select 1 from taken) as taken from r`,
+        [input.requestId, input.acceptBy === undefined ? null : new Date(input.acceptBy)],
+      )) as { picked_up_at: Date | null; requests_used: number | null; balance_after: number; credits: number; taken: boolean }[];
+      if (!row) return { ok: false, error: PICKUP_MISSED, ...figures };
+      const admitted = { ok: true as const, balance: row.balance_after, requestsUsed: row.requests_used ?? project.requests_used };
+      // Taken up already (a re-run of the step, also after its first stop settled): it goes on.
+      if (row.picked_up_at) return admitted;
+      if (!row.taken) {
+        // Released before any workflow took it up (the reconciler), or past its deadline: released here.
+        if (ledger.settle) return { ok: false, error: PICKUP_MISSED, ...figures };
+        const balance = await this.settle(tx, input.requestId, input.projectId, row.credits, 0, { stop: null, reason: 'release' });
+        await this.appendCharge(tx, input.requestId, input.projectId, row.credits, 0, balance);
+        return { ok: false, error: PICKUP_MISSED, balance, requestsUsed: project.requests_used };
+      }
+      await this.requests.accepted(tx, input.projectId, { requestId: input.requestId, creditsReserved: row.credits, requestsUsed: admitted.requestsUsed, creditsRemaining: admitted.balance });
+      return admitted;
+    });
+  }
+
+  /**
+   * Undoes the admission of a request that certainly never started (a session refused its message):
+   * its reservation row goes, its credits and its count against the quota come back, and nothing
+   * is left that names it (admission writes no event). A reservation taken up or settled is left as
+   * it is. True when this call undid it.
+   */
+  async unadmit(input: { requestId: string; projectId: string }): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(
+      `with locked as (select period_start from projects where id = $2 for update),
+            gone as (delete from credit_ledger l using locked
+                      where l.request_id = $1 and l.kind = 'reserve' and l.project_id = $2 and l.picked_up_at is null and l.settled_at is null
+                      returning l.credits, l.created_at >= locked.period_start as this_period)
+       update projects p set credit_balance = p.credit_balance + gone.credits, requests_used = case when gone.this_period then greatest(p.requests_used - 1, 0) else p.requests_used end
+         from gone where p.id = $2 returning 1`,
+      [input.requestId, input.projectId],
+    );
+    return rows.length > 0;
   }
 
   /**
@@ -162,10 +286,17 @@ export class MeteringService {
 
   /** Gives a request's whole reservation back when it ends without a settled stop; a settled or
    * never-admitted request is left as it is. True when this call released it. */
-  async release(input: { requestId: string; projectId: string; reason: 'release' | 'reconciled' }): Promise<boolean> {
+  async release(input: { requestId: string; projectId: string; reason: 'release' | 'reconciled'; untakenOnly?: boolean }): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const { ledger } = await this.lockProject(tx, input.projectId, input.requestId);
       if (!ledger.reserve || ledger.settle) return false;
+      if (input.untakenOnly) {
+        // A reservation the api made: released only when no workflow took it up by its deadline
+        // (pickUp refuses from then on), checked under the project's lock that pickUp takes too and
+        // by the same clock (PostgreSQL's).
+        const [row] = (await tx.query(`select 1 from credit_ledger where request_id = $1 and kind = 'reserve' and picked_up_at is null and pickup_by < now()`, [input.requestId])) as unknown[];
+        if (!row) return false;
+      }
       const balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, 0, { stop: null, reason: input.reason });
       await this.appendCharge(tx, input.requestId, input.projectId, ledger.reserve.credits, 0, balance);
       if (input.reason === 'reconciled') {
@@ -188,14 +319,14 @@ export class MeteringService {
    * settlement sets `settled_at` on the reservation by trigger, migration 1763700000030): its cost
    * follows the open reservations, not the ledger. */
   async openReservations(before: Date, limit: number): Promise<OpenReservation[]> {
-    const rows: { request_id: string; project_id: string; credits: number; created_at: Date }[] = await this.db.query(
-      `select r.request_id, r.project_id, r.credits, r.created_at from credit_ledger r
+    const rows: { request_id: string; project_id: string; credits: number; created_at: Date; pickup_by: Date | null; picked_up_at: Date | null }[] = await this.db.query(
+      `select r.request_id, r.project_id, r.credits, r.created_at, r.pickup_by, r.picked_up_at from credit_ledger r
         where r.kind = 'reserve' and r.settled_at is null and r.created_at < $1
           and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')
         order by r.checked_at nulls first, r.created_at limit $2`,
       [before, limit],
     );
-    return rows.map((r) => ({ requestId: r.request_id, projectId: r.project_id, credits: r.credits, reservedAt: r.created_at }));
+    return rows.map((r) => ({ requestId: r.request_id, projectId: r.project_id, credits: r.credits, reservedAt: r.created_at, ...(r.pickup_by && !r.picked_up_at ? { pickupBy: r.pickup_by } : {}) }));
   }
 
   /** Whether the request was admitted: its reservation (or its settlement) is in the ledger. */

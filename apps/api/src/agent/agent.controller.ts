@@ -11,10 +11,10 @@ import type { AgentResponse } from '#libs/resources';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
 import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
 import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from '../runs/agent-request.validation.js';
-import { sendAnswer, setResponseHeaders, withRequestId } from '../runs/answers.js';
+import { errorAnswer, sendAnswer, setResponseHeaders, withRequestId } from '../runs/answers.js';
 import { bodyHash, parseIdempotencyKey } from '../runs/idempotency.js';
 import { GetAgentRequestQuery } from '../runs/queries/get-agent-request.query.js';
-import { answerShape, RunGateway, type StartedRun } from '../runs/run-gateway.js';
+import { AdmissionRefused, answerShape, RunGateway, type StartedRun } from '../runs/run-gateway.js';
 import { SseResponder } from '../streaming/sse-responder.js';
 import { StartAgentRequestCommand } from './commands/start-agent-request.command.js';
 import { SubmitToolOutputsCommand } from './commands/submit-tool-outputs.command.js';
@@ -64,19 +64,25 @@ export class AgentController {
     // The 403s come before the key is claimed: nothing is recorded for a refused request.
     const plan = this.config.plans[principal.project.plan];
     resolveCapabilities(request.capabilities, plan.name, plan.capabilities, principal.project.capabilities, request.tools.length > 0);
-    const claim = await this.runs.claim(principal, key, 'POST /v1/agent', body);
-    if (claim?.answer) return sendAnswer(res, claim.answer);
-    // Every attempt with the key runs under the claim's request id: Temporal joins them into one run.
-    const requestId = claim?.requestId ?? randomUUID();
-    addLogContext({ request_id: requestId });
-    let run: StartedRun;
-    try {
-      run = await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId));
-    } catch (e) {
-      // Not saved: whether the request ran is not known here; a retry with the key joins it.
-      throw withRequestId(e, requestId);
-    }
-    await this.runs.answer(res, { ...run, ...(claim ? { claim } : {}) }, answerShape(request), principal, startedAt);
+    // A stream holds one of the project's open-stream places (429 before anything is recorded).
+    await this.runs.holdingStream(principal, answerShape(request) === 'stream', async () => {
+      const claim = await this.runs.claim(principal, key, 'POST /v1/agent', body);
+      if (claim?.answer) return sendAnswer(res, claim.answer);
+      // Every attempt with the key runs under the claim's request id: Temporal joins them into one run.
+      const requestId = claim?.requestId ?? randomUUID();
+      addLogContext({ request_id: requestId });
+      let run: StartedRun;
+      try {
+        run = await this.commands.execute(new StartAgentRequestCommand(principal, request, requestId));
+      } catch (e) {
+        // Refused at admission for credits or quota: the request's answer for good, saved under the key.
+        if (e instanceof AdmissionRefused && e.final) return this.runs.send(res, claim, errorAnswer(e, this.config.publicBaseUrl, requestId));
+        // Not saved: whether the request ran is not known here (or a cap refused it, for now); a
+        // retry with the key joins it, or is admitted afresh.
+        throw withRequestId(e, requestId);
+      }
+      await this.runs.answer(res, { ...run, ...(claim ? { claim } : {}) }, answerShape(request), principal, startedAt);
+    });
   }
 
   @Post(':id/tool-outputs')
@@ -138,12 +144,14 @@ export class AgentController {
     // 404 request_not_found for an unknown request or another project's (a background request
     // with no event yet is found: its stream follows it from the first event).
     await this.queries.execute(new GetAgentRequestQuery(principal, id));
-    res.setHeader('X-Request-Id', id);
     const endOf = async (): Promise<Omit<StreamEvent, 'seq'> | undefined> => {
       const stop = await this.queries.execute(new GetAgentRequestQuery(principal, id));
       return FINAL_STATUSES.has(stop.status) ? endEvents(stop)[0] : undefined;
     };
-    await this.sse.respond(res, id, principal.project.id, afterSeq, undefined, endOf);
+    await this.runs.holdingStream(principal, true, async () => {
+      res.setHeader('X-Request-Id', id);
+      await this.sse.respond(res, id, principal.project.id, afterSeq, undefined, endOf);
+    });
   }
 
   @Get(':id')

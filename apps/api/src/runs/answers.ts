@@ -1,21 +1,25 @@
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import type { AppConfig } from '#libs/config';
-import { initialStop, ServiceError, type AgentStop } from '#libs/contracts';
+import { initialStop, ServiceError, type AgentError, type AgentStop } from '#libs/contracts';
 import { billingAnchor, quotaFigures } from '#libs/metering';
 import type { FileStore } from '#libs/persistence';
 import { renderError } from '../errors/contract-exception.filter.js';
 import { computeInstanceOf, renderStop, responseFiles, type AgentResponse } from '#libs/resources';
 import type { StoredAnswer } from './idempotency.js';
 
+/** A run's error (a failed stop's, or an admission's refusal) as its contract error: a used-up
+ * quota comes back when the billing period ends, a cap when `retryAfterSeconds` have passed. */
+export function runError(error: AgentError | undefined, principal: Principal, retryAfterSeconds?: number): ServiceError {
+  const code = error?.code ?? 'compute_error';
+  const headers: Record<string, string> =
+    code === 'quota_exceeded' ? { 'Retry-After': String(quotaFigures(billingAnchor(principal.project.createdAt), 0, 0).retryAfterSeconds) } : retryAfterSeconds ? { 'Retry-After': String(retryAfterSeconds) } : {};
+  return new ServiceError(code, error?.message ?? 'The agent run failed.', headers);
+}
+
 /** A stop that answers a POST: a failed run becomes its contract error instead of a 200. */
 export function requireSuccessfulStop(stop: AgentStop, principal: Principal): AgentStop {
-  if (stop.status === 'failed') {
-    const code = stop.error?.code ?? 'compute_error';
-    // A used-up quota comes back when the billing period ends.
-    const headers: Record<string, string> = code === 'quota_exceeded' ? { 'Retry-After': String(quotaFigures(billingAnchor(principal.project.createdAt), 0, 0).retryAfterSeconds) } : {};
-    throw new ServiceError(code, stop.error?.message ?? 'The agent run failed.', headers);
-  }
+  if (stop.status === 'failed') throw runError(stop.error, principal);
   if (stop.status === 'expired') {
     throw new ServiceError('context_expired', 'The tool execution context has expired.');
   }

@@ -9,9 +9,24 @@ import { resolveCapabilities, type AgentRequestBody } from './agent-request.vali
  * it would otherwise ride in the session's Update, the child's start and the workflow's input. */
 export const INLINE_MESSAGE_BYTES = 4 * 1024;
 
+/** The UTF-8 bytes of input a request stores (its files, and its message when long): what the
+ * project's cap on input bytes a day counts. */
+export function inputBytes(body: Pick<AgentRequestBody, 'files' | 'message'>): number {
+  const message = Buffer.byteLength(body.message, 'utf8');
+  return body.files.reduce((sum, f) => sum + Buffer.byteLength(f.content, 'utf8'), 0) + (message > INLINE_MESSAGE_BYTES ? message : 0);
+}
+
+/** The most a request can cost (what admission reserves): 1 + the surcharges of the capabilities
+ * the plan and project allow it (403s when it asks for others). */
+export function requestCapabilities(config: Pick<AppConfig, 'plans' | 'capabilitySurcharges'>, principal: Principal, body: AgentRequestBody): { capabilities: ReturnType<typeof resolveCapabilities>; maxCredits: number } {
+  const plan = config.plans[principal.project.plan];
+  const capabilities = resolveCapabilities(body.capabilities, plan.name, plan.capabilities, principal.project.capabilities, body.tools.length > 0);
+  return { capabilities, maxCredits: creditsFor(capabilities, config.capabilitySurcharges) };
+}
+
 /** What an agent request (or a session message) runs with: the capabilities the plan and project
  * allow (403s), the message and the input files stored when large (claim check) and the most the
- * run can cost. */
+ * run can cost. Called once the request was admitted: a refused request stores nothing. */
 export async function requestInput(
   config: Pick<AppConfig, 'plans' | 'capabilitySurcharges' | 'toolOutputsTimeoutMs'>,
   blobs: BlobStore,
@@ -21,7 +36,7 @@ export async function requestInput(
 ): Promise<Omit<AgentRequestInput, 'history' | 'sessionId'>> {
   const { project } = principal;
   const plan = config.plans[project.plan];
-  const capabilities = resolveCapabilities(body.capabilities, plan.name, plan.capabilities, project.capabilities, body.tools.length > 0);
+  const { capabilities, maxCredits } = requestCapabilities(config, principal, body);
   const files: InputFileRef[] = [];
   for (const file of body.files) {
     const { id, bytes } = await blobs.put(project.id, file.name, file.content);
@@ -39,7 +54,7 @@ export async function requestInput(
     capabilitiesRequested: body.capabilities !== undefined,
     tools: body.tools,
     files,
-    maxCredits: creditsFor(capabilities, surcharges),
+    maxCredits,
     surcharges,
     monthlyQuota: plan.monthlyQuota,
     // A background run records its stream events like a streamed one: they are how it is followed.

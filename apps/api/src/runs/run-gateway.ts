@@ -5,15 +5,16 @@ import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { agentRequestWorkflowId, firstStopUpdate, SEARCH_ATTRIBUTES, ServiceError, WORKFLOW_TASK_TIMEOUT_MS, type AgentRequestInput, type AgentStop } from '#libs/contracts';
+import { billingAnchor, currentPeriod, MeteringService } from '#libs/metering';
 import { BlobStore, FileStore } from '#libs/persistence';
 import type { AgentResponse } from '#libs/resources';
 import { TemporalClientService } from '#libs/temporal';
 import { SseResponder } from '../streaming/sse-responder.js';
 import type { AgentRequestBody } from './agent-request.validation.js';
-import { backgroundAnswer, renderResponse, sendAnswer, setResponseHeaders, stopAnswer, withRequestId } from './answers.js';
+import { backgroundAnswer, renderResponse, runError, sendAnswer, setResponseHeaders, stopAnswer, withRequestId } from './answers.js';
 import { IdempotencyKeys, type IdempotencyClaim, type StoredAnswer } from './idempotency.js';
 import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
-import { requestInput } from './request-input.js';
+import { inputBytes, requestCapabilities, requestInput } from './request-input.js';
 import { RunGate } from './run-gate.js';
 import { awaitAnswer, fromTemporalError, requireTemporal, WorkflowTaskFailingError, type ConfiguredTemporal } from './temporal-errors.js';
 
@@ -27,6 +28,8 @@ export const FIRST_STOP_UPDATE_ID = 'first-stop';
 export interface StartedRun {
   readonly requestId: string;
   firstStop(): Promise<AgentStop>;
+  /** True when the api admitted the run before starting it (admit): a refusal was answered then. */
+  readonly admitted?: boolean;
 }
 
 /** A started run as its POST answers it: with the session it belongs to, if any, and the
@@ -41,6 +44,23 @@ export interface RunToAnswer extends StartedRun {
 export type AnswerShape = 'json' | 'stream' | 'background';
 
 export const answerShape = (body: Pick<AgentRequestBody, 'stream' | 'background'>): AnswerShape => (body.background ? 'background' : body.stream ? 'stream' : 'json');
+
+/** Refusals at admission that answer the request for good, as a run that failed would: saved
+ * under its Idempotency-Key and replayed (DESIGN.md section 9), also once credits are added. The
+ * caps' refusals (429 rate_limited, 413) are not: like the rate limit's, a retry after Retry-After
+ * with the same key is admitted. */
+const FINAL_REFUSALS: ReadonlySet<string> = new Set(['insufficient_credits', 'quota_exceeded']);
+
+/** A request refused at admission (nothing was stored, reserved or started); `final` when its
+ * answer is saved under the request's Idempotency-Key. */
+export class AdmissionRefused extends ServiceError {
+  constructor(
+    error: ServiceError,
+    readonly final: boolean,
+  ) {
+    super(error.code, error.message, error.headers);
+  }
+}
 
 /** 503 for a run that found no room in this api within its wait: nothing was started or recorded. */
 const atCapacity = (waitedMs: number): ServiceError =>
@@ -58,6 +78,8 @@ const isUpdateHandle = (x: WorkflowUpdateHandle<AgentStop> | AgentStop): x is Wo
 @Injectable()
 export class RunGateway {
   private readonly logger = new Logger('agent');
+  /** Open streams by project on this process (holdingStream). */
+  private readonly openStreams = new Map<string, number>();
 
   constructor(
     @Inject(APP_CONFIG) private readonly config: AppConfig,
@@ -68,7 +90,71 @@ export class RunGateway {
     private readonly idempotency: IdempotencyKeys,
     private readonly sse: SseResponder,
     private readonly queries: QueryBus,
+    private readonly metering: MeteringService,
   ) {}
+
+  /**
+   * Admission (DESIGN.md section 10), before any workflow starts and before anything of the request
+   * is stored: the quota, the credits and the project's caps (runs in flight, input bytes a day)
+   * decided and the reservation made in one PostgreSQL round trip (MeteringService.admitRequest).
+   * A refusal throws the contract's error (402 insufficient_credits; 429 quota_exceeded or
+   * rate_limited with Retry-After; 413 payload_too_large) and leaves nothing behind. The reservation
+   * names the request and `pickupBy`: a workflow that has not taken the request up by then refuses
+   * it, and the reconciler releases the reservation. Idempotent by request id (a retry with the same
+   * Idempotency-Key is admitted once). The answer's quota figures: the counter after admission.
+   */
+  async admit(principal: Principal, body: AgentRequestBody, requestId: string, pickupBy: number): Promise<{ requestsUsed: number; balance: number }> {
+    const { project } = principal;
+    const plan = this.config.plans[project.plan];
+    const caps = this.config.caps[project.plan];
+    const admission = await this.metering.admitRequest({
+      requestId,
+      projectId: project.id,
+      credits: requestCapabilities(this.config, principal, body).maxCredits,
+      monthlyQuota: plan.monthlyQuota,
+      periodStart: currentPeriod(billingAnchor(project.createdAt), new Date()).start,
+      pickupBy: new Date(pickupBy),
+      inputBytes: inputBytes(body),
+      caps,
+    });
+    if (!admission.ok) {
+      const error = withRequestId(runError(admission.error, principal, admission.retryAfterSeconds), requestId) as ServiceError;
+      throw new AdmissionRefused(error, FINAL_REFUSALS.has(error.code));
+    }
+    return admission;
+  }
+
+  /**
+   * Runs `work` (which answers with a stream when `streamed`) holding one of the project's places
+   * for open streams on this api process: past its plan's cap (openStreams), 429 rate_limited with
+   * Retry-After before anything is claimed, admitted or started. The place is given back when
+   * `work` ends (the stream closed, or anything failed). Counted in this process's memory: a stream
+   * is this process's connection, and a process that dies takes its connections and its count with
+   * it; N api replicas behind a load balancer so allow up to N times the cap (docs/metering.md).
+   */
+  async holdingStream<T>(principal: Principal, streamed: boolean, work: () => Promise<T>): Promise<T> {
+    if (!streamed) return work();
+    const projectId = principal.project.id;
+    const cap = this.config.caps[principal.project.plan].openStreams;
+    const open = this.openStreams.get(projectId) ?? 0;
+    if (open >= cap) {
+      throw new ServiceError('rate_limited', `The project has ${cap} streams open on this server, its plan's cap. Nothing was run; close one (or read the request with GET /v1/agent/{id}) and retry after the number of seconds in Retry-After.`, { 'Retry-After': '1' });
+    }
+    this.openStreams.set(projectId, open + 1);
+    try {
+      return await work();
+    } finally {
+      const left = (this.openStreams.get(projectId) ?? 1) - 1;
+      if (left > 0) this.openStreams.set(projectId, left);
+      else this.openStreams.delete(projectId);
+    }
+  }
+
+  /** Undoes the admission of a request that certainly did not start (a session refused its
+   * message): its credits and quota count come back, nothing names it, a retry is admitted afresh. */
+  async unadmit(principal: Principal, requestId: string): Promise<void> {
+    await this.metering.unadmit({ requestId, projectId: principal.project.id });
+  }
 
   /** The Temporal client, or 503 service_unavailable when no Temporal address is configured. */
   temporal(): ConfiguredTemporal {
@@ -137,7 +223,10 @@ export class RunGateway {
     // dies while it runs the first task (before admission) holds the task that long, the api keeps
     // waiting meanwhile (its watchdog counts only a task that waits for a worker), and the worker
     // that takes the task over must still admit the request (the drill's kill -9 of the worker).
-    const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), acceptBy: Date.now() + pickupMs + WORKFLOW_TASK_TIMEOUT_MS };
+    const acceptBy = Date.now() + pickupMs + WORKFLOW_TASK_TIMEOUT_MS;
+    // Admitted before anything is stored or started: a refused request stores no file and starts no workflow.
+    await this.admit(principal, body, requestId, acceptBy);
+    const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), acceptBy, admitted: true };
     const workflowId = agentRequestWorkflowId(requestId);
     const startWorkflowOperation = new WithStartWorkflowOperation('agentRequestWorkflow', {
       workflowId,
@@ -169,7 +258,7 @@ export class RunGateway {
     } catch (e) {
       if (e instanceof WorkflowExecutionAlreadyStartedError) {
         // Closed without this Update (a request started before first-stop ids existed): its result is its last stop.
-        return { requestId, firstStop: () => this.closedStop(client, workflowId) };
+        return { requestId, admitted: true, firstStop: () => this.closedStop(client, workflowId) };
       }
       const error = fromTemporalError(e, 'compute_unavailable');
       if (error.code === 'compute_unavailable' && !(error instanceof WorkflowTaskFailingError)) {
@@ -183,11 +272,12 @@ export class RunGateway {
     }
     if (!isUpdateHandle(handle)) {
       const stop = handle;
-      return { requestId, firstStop: () => Promise.resolve(stop) };
+      return { requestId, admitted: true, firstStop: () => Promise.resolve(stop) };
     }
     const accepted = handle;
     return {
       requestId,
+      admitted: true,
       firstStop: async () => {
         try {
           // Bounded: as long as workers make progress on the run, not while none does.
@@ -247,7 +337,8 @@ export class RunGateway {
       return this.send(res, claim, await stopAnswer(stop, { ...ctx, requestsUsed: stop.requestsUsed }));
     }
     const firstStop = run.firstStop();
-    const unadmitted = await this.sse.unadmittedStop(requestId, firstStop, this.config.temporal.pickupTimeoutMs);
+    // A run the api admitted was refused (or not) before it started: nothing to wait for here.
+    const unadmitted = run.admitted ? undefined : await this.sse.unadmittedStop(requestId, firstStop, this.config.temporal.pickupTimeoutMs);
     if (shape === 'background') {
       const read = (): Promise<AgentStop | undefined> => this.queries.execute(new GetAgentRequestQuery(principal, requestId)).catch(() => undefined);
       const answer = await backgroundAnswer({ requestId, duplicate, ...(run.sessionId ? { sessionId: run.sessionId } : {}) }, unadmitted, read, ctx);

@@ -3,6 +3,7 @@ import { CqrsModule } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { EventsModule } from '#libs/events';
+import { MeteringModule } from '#libs/metering';
 import { PersistenceModule } from '#libs/persistence';
 import { RequestReadModel } from '#libs/read-models';
 import { TemporalClientModule } from '#libs/temporal';
@@ -16,7 +17,7 @@ import { RunGateway } from './run-gateway.js';
  * Idempotency-Keys behind it, and what the endpoints over it (agent/, sessions/) also read: a
  * request's state (GetAgentRequestQuery, RequestReadModel) and the SSE responder. */
 @Module({
-  imports: [CqrsModule, PersistenceModule, EventsModule, TemporalClientModule, SseModule],
+  imports: [CqrsModule, PersistenceModule, EventsModule, MeteringModule, TemporalClientModule, SseModule],
   providers: [
     { provide: IdempotencyKeys, inject: [DataSource], useFactory: (db: DataSource) => new IdempotencyKeys(db) },
     { provide: RunGate, inject: [APP_CONFIG], useFactory: (config: AppConfig) => new RunGate(config.runs.maxInFlight, config.runs.maxWaitMs) },

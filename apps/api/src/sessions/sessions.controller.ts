@@ -100,7 +100,7 @@ export class SessionsController {
   @ApiIdempotencyKey('A message runs once and enters the conversation once: a retry gets its first stop (a failed run\'s error included), or with `stream: true` its stored events again from the first.')
   @ApiResponses({
     200: { description: 'AgentResponse (session.message)', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } }, 'text/event-stream': { schema: { type: 'string' } } } },
-    ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'session_not_found', 'idempotency_conflict', 'session_busy', 'session_expired', 'session_ended', 'compute_error', 'compute_unavailable', 'service_unavailable']),
+    ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'payload_too_large', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'session_not_found', 'idempotency_conflict', 'session_busy', 'session_expired', 'session_ended', 'compute_error', 'compute_unavailable', 'service_unavailable']),
   })
   async message(
     @Param('id') id: string,
@@ -112,8 +112,11 @@ export class SessionsController {
     const startedAt = performance.now();
     const request = parseAgentRequest(body);
     const key = parseIdempotencyKey(rawKey);
-    const outcome = await this.commands.execute(new SendSessionMessageCommand(principal, id, request, key === undefined ? undefined : { key, body }));
-    if (outcome.kind === 'replay') return sendAnswer(res, outcome.answer);
-    await this.runs.answer(res, { ...outcome, sessionId: id }, answerShape(request), principal, startedAt);
+    // A stream holds one of the project's open-stream places (429 before anything is recorded).
+    await this.runs.holdingStream(principal, answerShape(request) === 'stream', async () => {
+      const outcome = await this.commands.execute(new SendSessionMessageCommand(principal, id, request, key === undefined ? undefined : { key, body }));
+      if (outcome.kind === 'replay') return sendAnswer(res, outcome.answer);
+      await this.runs.answer(res, { ...outcome, sessionId: id }, answerShape(request), principal, startedAt);
+    });
   }
 }

@@ -28,11 +28,16 @@ export class ReconcilerActivities {
     for (const r of open) {
       // One item that fails (a database blip) must not end the pass for the others.
       await this.each(`reservation of request ${r.requestId}`, async () => {
+        // Admitted by the api and not taken up by a workflow yet: left alone until its pickup
+        // deadline has passed (a workflow that takes it up later refuses it, so none can start it
+        // behind the release). Past it, released unless its workflow runs: a worker of the previous
+        // release takes such a request up without marking it, and its run settles it.
+        if (r.pickupBy && r.pickupBy >= new Date()) return this.metering.markChecked(r.requestId);
         if (!(await this.closed(agentRequestWorkflowId(r.requestId)))) return this.metering.markChecked(r.requestId);
-        if (await this.metering.release({ requestId: r.requestId, projectId: r.projectId, reason: 'reconciled' })) {
+        if (await this.metering.release({ requestId: r.requestId, projectId: r.projectId, reason: 'reconciled', ...(r.pickupBy ? { untakenOnly: true } : {}) })) {
           reservationsReleased += 1;
           creditsReleased += r.credits;
-          this.logger.warn(`released ${r.credits} credits reserved by request ${r.requestId}, whose workflow closed without settling`);
+          this.logger.warn(`released ${r.credits} credits reserved by request ${r.requestId}, whose workflow ${r.pickupBy ? 'did not take it up by its pickup deadline' : 'closed without settling'}`);
         }
       });
     }

@@ -13,6 +13,8 @@ export interface AcceptedSessionMessage {
   readonly claim?: IdempotencyClaim;
   /** A duplicate: its answer belongs to the attempt that claimed the key. */
   readonly duplicate: boolean;
+  /** Admitted by the api before it was sent to the session (a refusal was answered then). */
+  readonly admitted: boolean;
   firstStop(): Promise<AgentStop>;
 }
 

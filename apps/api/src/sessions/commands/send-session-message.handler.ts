@@ -4,20 +4,24 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { agentRequestWorkflowId, sendSessionMessageUpdate, sessionWorkflowId, type AgentStop, type SessionMessage } from '#libs/contracts';
+import { agentRequestWorkflowId, sendSessionMessageUpdate, sessionWorkflowId, WORKFLOW_TASK_TIMEOUT_MS, type AgentStop, type SessionMessage } from '#libs/contracts';
 import { SessionStream } from '#libs/events';
 import { BlobStore } from '#libs/persistence';
 import { withUpdateStart, type UpdateStart } from '#libs/temporal';
 import { resolveCapabilities } from '../../runs/agent-request.validation.js';
-import { withRequestId } from '../../runs/answers.js';
+import { errorAnswer, withRequestId } from '../../runs/answers.js';
 import { requestInput } from '../../runs/request-input.js';
-import { RunGateway, type StartedRun } from '../../runs/run-gateway.js';
+import { AdmissionRefused, RunGateway, type StartedRun } from '../../runs/run-gateway.js';
 import { awaitAnswer, fromTemporalError, withFailingCause, type ConfiguredTemporal, type RunDescription } from '../../runs/temporal-errors.js';
 import { closedSessionError, sessionNotFound, UUID } from '../session-resource.js';
 import { sessionCallError, withinPickup } from '../session-temporal.js';
 import { SessionsRepository } from '../sessions.repository.js';
 import { SendSessionMessageCommand, type AcceptedSessionMessage, type ReplayedSessionMessage } from './send-session-message.command.js';
 import { addLogContext } from '#libs/observability';
+
+/** How much longer than the session's own deadline a message's reservation waits for its request
+ * to start: the session starts it once the previous exchange is in the conversation. */
+const SESSION_PICKUP_MARGIN_MS = 5 * 60 * 1000;
 
 /**
  * A session message is the session's `sendMessage` Update, its id the message's request id. With an
@@ -62,8 +66,10 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       // The message is a run: within the overload gate, like a request to POST /v1/agent (503 with
       // Retry-After before anything is sent to the session).
       const run = await this.runs.gated(() => this.send(temporal, command, requestId, duplicate));
-      return { kind: 'accepted', requestId, ...(claim ? { claim } : {}), duplicate, firstStop: run.firstStop };
+      return { kind: 'accepted', requestId, ...(claim ? { claim } : {}), duplicate, admitted: run.admitted === true, firstStop: run.firstStop };
     } catch (e) {
+      // Refused at admission for credits or quota: the message's answer for good, saved under the key.
+      if (e instanceof AdmissionRefused && e.final) return { kind: 'replay', answer: await this.runs.save(claim, errorAnswer(e, this.config.publicBaseUrl, requestId)) };
       throw withRequestId(e, requestId);
     }
   }
@@ -77,14 +83,19 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       const closedStop = await this.closedRequestStop(client, requestId);
       if (closedStop) return { requestId, firstStop: () => Promise.resolve(closedStop) };
     }
-    const input = await requestInput(this.config, this.blobs, principal, body, requestId);
     const pickupMs = this.config.temporal.pickupTimeoutMs;
     // Past this moment the caller has been told compute_unavailable: the session must refuse it.
-    const message: SessionMessage = { ...input, acceptBy: Date.now() + pickupMs };
+    const acceptBy = Date.now() + pickupMs;
+    // Admitted before anything is stored or sent to the session (DESIGN.md section 10). The session
+    // starts the message's request once the previous exchange is in the conversation: its
+    // reservation waits for that longer than the session's own deadline.
+    await this.runs.admit(principal, body, requestId, acceptBy + WORKFLOW_TASK_TIMEOUT_MS + SESSION_PICKUP_MARGIN_MS);
+    const input = await requestInput(this.config, this.blobs, principal, body, requestId);
+    const message: SessionMessage = { ...input, acceptBy, admitted: true };
     const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
     let update;
+    const start: UpdateStart = {};
     try {
-      const start: UpdateStart = {};
       update = await withinPickup(connection, pickupMs, () =>
         handle.startUpdate(sendSessionMessageUpdate, withUpdateStart({ args: [message], updateId: requestId, waitForStage: 'ACCEPTED' as const }, start)),
       );
@@ -93,12 +104,16 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       // and the key stays unanswered, free for a retry.
       if (start.refused) await update.result();
     } catch (e) {
+      // Refused by the session (nothing recorded, no request started): its reservation goes back at
+      // once. Any other failure leaves it to the pickup deadline (the reconciler).
+      if (start.refused) await this.runs.unadmit(principal, requestId).catch(() => undefined);
       throw await withFailingCause(await sessionCallError(e, this.sessions, project.id, sessionId), client, async () => (await handle.describe()).raw);
     }
     const accepted = update;
     await this.recordAccepted(sessionId, project.id, requestId);
     return {
       requestId,
+      admitted: true,
       firstStop: async () => {
         try {
           // Bounded like a request's first stop: as long as workers make progress on the message.
