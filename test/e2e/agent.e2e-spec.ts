@@ -95,6 +95,26 @@ describe('POST /v1/agent', () => {
     expect(calls[1]?.body.messages.at(-1)).toMatchObject({ role: 'tool', content: '{"sky":"clear"}' });
   });
 
+  // Issue 28: the Update id of a submission was its project and body alone. A provider that numbers
+  // each turn's tool calls from 0 gives the same ids in the next round, and a client whose tool
+  // answers the same (a status still "pending") sent the same body: Temporal answered the second
+  // round's submission with the first round's outcome, and the outputs never reached the run.
+  it('delivers a second round whose tool call ids and outputs repeat the first round', async () => {
+    const { auth } = await stack.fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-openai-rounds' } });
+    const poll = { id: 'call_0', name: 'get_weather', arguments: { city: 'Oslo' } };
+    stack.models.reply({ toolCalls: [poll] }, { toolCalls: [poll] }, { content: 'Finally sunny.' });
+    const first = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Weather?', tools: [weatherTool] } });
+    expect(first.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ id: 'call_0' }] });
+    const submission = { tool_outputs: [{ tool_call_id: 'call_0', output: 'pending' }], _compute_instance: first.body._compute_instance };
+    const second = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, { headers: auth, body: submission });
+    expect(second.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ id: 'call_0' }] });
+    const third = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, { headers: auth, body: submission });
+    expect(third.body).toMatchObject({ status: 'completed', message: 'Finally sunny.' });
+    // A duplicate of the last submission, sent after the request ended, still gets its answer.
+    const again = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, { headers: auth, body: submission });
+    expect(again.body).toMatchObject({ status: 'completed', message: 'Finally sunny.' });
+  });
+
   it('calls an Anthropic server', async () => {
     const { auth } = await stack.fixtures.project({ model: { provider: 'anthropic', model: 'claude-test', baseUrl: stack.models.origin, apiKey: 'sk-ant-secret-2' } });
     stack.models.reply({ content: 'Bonjour from Anthropic.' });

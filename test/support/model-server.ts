@@ -4,7 +4,9 @@ import type { AddressInfo } from 'node:net';
 /** One scripted answer: text and/or tool calls, or an error status; `delayMs` before answering. */
 export interface ScriptedReply {
   content?: string;
-  toolCalls?: { name: string; arguments: Record<string, unknown> }[];
+  /** `id`: the call's id as the provider gives it (default: a fresh one per call); some providers
+   * number the calls of each turn from 0, so ids repeat across turns. */
+  toolCalls?: { id?: string; name: string; arguments: Record<string, unknown> }[];
   /** An HTTP error status (4xx/5xx) answered with the protocol's error body. */
   status?: number;
   errorMessage?: string;
@@ -98,7 +100,7 @@ export async function startModelServer(): Promise<ModelServer> {
 
     const model = typeof body['model'] === 'string' ? body['model'] : 'scripted-server';
     const content = reply.content ?? '';
-    const calls = (reply.toolCalls ?? []).map((c) => ({ ...c, id: `${protocol === 'openai' ? 'call' : 'toolu'}_srv_${++callCounter}` }));
+    const calls = (reply.toolCalls ?? []).map((c) => ({ ...c, id: c.id ?? `${protocol === 'openai' ? 'call' : 'toolu'}_srv_${++callCounter}` }));
     const usage = reply.usage ?? { input: wordCount(JSON.stringify(body['messages'] ?? '')), output: wordCount(content) + calls.length };
     const answer: Answer = { model, content, calls, usage };
     if (body['stream'] === true) {

@@ -47,6 +47,16 @@ export class RequestReadModel {
     return latest && latest.status !== 'in_progress' && latest.stop === rows[0]!.stop + 1 ? latest : undefined;
   }
 
+  /** The last stop at which the request paused for tool outputs (what a submission answers), or
+   * undefined when it never paused or is not this project's. */
+  async lastPause(requestId: string, projectId: string): Promise<number | undefined> {
+    const rows: { stop: number | null }[] = await this.db.query(
+      `select max(stop) as stop from request_views where request_id = $1 and project_id = $2 and jsonb_array_length(coalesce(view->'toolCalls', '[]'::jsonb)) > 0`,
+      [requestId, projectId],
+    );
+    return rows[0]?.stop ?? undefined;
+  }
+
   /** The request as it stood at `state` (its last stop's content included): what GET shows, and
    * what a webhook of that stop carries. */
   async stopOf(state: RequestState): Promise<AgentStop> {

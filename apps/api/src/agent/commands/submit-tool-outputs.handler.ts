@@ -15,14 +15,18 @@ import { SubmitToolOutputsCommand } from './submit-tool-outputs.command.js';
 const INLINE_OUTPUT_BYTES = 4 * 1024;
 
 /**
- * The Update id of a submission: the same submission (same request, same parsed body) is the same
- * Update, so a duplicate sent while the request runs joins the first and gets its answer, and one
- * sent after the request has closed gets that answer too (Temporal keeps an Update's outcome by id
- * with the closed workflow; an id it has not seen on a closed workflow is refused as not found).
- * A refused submission leaves no outcome, so sending it again is tried again. The project is part
- * of the id: another project's submission never joins this one's (the workflow refuses it).
+ * The Update id of a submission: the same submission (same request, same parsed body) to the same
+ * pause is the same Update, so a duplicate sent while the request runs joins the first and gets
+ * its answer, and one sent after the request has closed gets that answer too (Temporal keeps an
+ * Update's outcome by id with the closed workflow; an id it has not seen on a closed workflow is
+ * refused as not found). A refused submission leaves no outcome, so sending it again is tried
+ * again. The project is part of the id: another project's submission never joins this one's (the
+ * workflow refuses it). The pause (its stop number, `pause`) is part of it too: a provider that
+ * numbers each turn's calls from 0 repeats the ids in the next round, and the same outputs for them
+ * would otherwise join the first round's Update and never reach the run (issue 28).
  */
-export const toolOutputsUpdateId = (projectId: string, bodyHash: string): string => `tool-outputs-${projectId}-${bodyHash}`;
+export const toolOutputsUpdateId = (projectId: string, pause: number | undefined, bodyHash: string): string =>
+  pause === undefined ? `tool-outputs-${projectId}-${bodyHash}` : `tool-outputs-${projectId}-${pause}-${bodyHash}`;
 
 /** The 404s that need no Temporal: a request id that is not a uuid, or another compute instance. */
 export function requireToolOutputsTarget(config: Pick<AppConfig, 'temporal'>, requestId: string, body: ToolOutputsBody): void {
@@ -59,6 +63,9 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
       }
     }
     const pickupMs = this.config.temporal.pickupTimeoutMs;
+    // The pause these outputs answer: the last one recorded (a duplicate sent after the request
+    // ended finds the same pause as the submission it repeats).
+    const pause = await this.requests.lastPause(requestId, principal.project.id);
     const handle = client.workflow.getHandle(agentRequestWorkflowId(requestId));
     let stop: AgentStop;
     try {
@@ -67,7 +74,7 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
       // leg to the next stop: local activities), and the next stop comes while workers work on it.
       const run = { connection, client, describe: async () => (await handle.describe()).raw };
       const update = await awaitAnswer(run, pickupMs, () =>
-        handle.startUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }], updateId: toolOutputsUpdateId(principal.project.id, bodyHash), waitForStage: 'ACCEPTED' }),
+        handle.startUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }], updateId: toolOutputsUpdateId(principal.project.id, pause, bodyHash), waitForStage: 'ACCEPTED' }),
       );
       stop = await awaitAnswer(run, pickupMs, () => update.result());
     } catch (e) {
