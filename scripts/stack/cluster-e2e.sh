@@ -43,7 +43,9 @@ status=0
 NODE_OPTIONS="--experimental-vm-modules ${NODE_OPTIONS:-}" node node_modules/jest/bin/jest.js \
   --runInBand --forceExit --json --outputFile="$results" ${files[@]+"${files[@]}"} "$@" || status=$?
 node -e '
-  const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const text = require("fs").readFileSync(process.argv[1], "utf8");
+  if (!text) { console.error("cluster e2e: Jest ended without results (a test ended the process: see above)"); process.exit(1); }
+  const r = JSON.parse(text);
   console.log(`cluster e2e: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped (${r.numTotalTestSuites} files)`);
   for (const s of r.testResults) if (s.status !== "passed") console.log(`  failed: ${s.name.replace(process.cwd() + "/", "")}`);
   if (r.numTotalTests === 0) { console.error("no test was executed"); process.exit(1); }

@@ -13,7 +13,8 @@
 # A CA generated here with openssl signs every certificate. Everything lives under
 # $MAS_CLUSTER_HOME (default ~/.cache/managed-agent-service-cluster); ports in docs/deploy.md.
 #
-#   scripts/stack/cluster.sh up [postgres|kafka|temporal|apps]|down|status|env|logs [NAME]|kill NAME|e2e-env
+#   scripts/stack/cluster.sh up [postgres|kafka|temporal|apps]|down|status|env [DATABASE]|logs [NAME]|kill NAME|start|
+#     kafka-controller|psql ARGS|fresh-test-database
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -470,6 +471,10 @@ app_env() {
   export KAFKA_SSL_CA_FILE="$TLS/ca.crt" KAFKA_SSL_CERT_FILE="$TLS/client.crt" KAFKA_SSL_KEY_FILE="$TLS/client.key"
   export TEMPORAL_ADDRESS="127.0.0.1:$MAS_TEMPORAL_PORT" TEMPORAL_TLS_CA_FILE="$TLS/ca.crt"
   export TEMPORAL_TLS_CERT_FILE="$TLS/client.crt" TEMPORAL_TLS_KEY_FILE="$TLS/client.key"
+  # The certificate's DNS name: with an IP address as the name, grpc-js 1.14 sets it as the TLS
+  # ServerName, and Node prints a DEP0123 warning on every app's stderr (the check itself passes on
+  # the certificate's IP address).
+  export TEMPORAL_TLS_SERVER_NAME=localhost
   export TEMPORAL_UI_URL="http://127.0.0.1:$MAS_TEMPORAL_UI_PORT"
   export PUBLIC_BASE_URL="http://127.0.0.1:$LB_PORT"
 }
@@ -570,7 +575,7 @@ print_env() {
   app_env "${1:-mas}"
   local name
   for name in DATABASE_URL KAFKA_BROKERS KAFKA_SSL_CA_FILE KAFKA_SSL_CERT_FILE KAFKA_SSL_KEY_FILE TEMPORAL_ADDRESS TEMPORAL_NAMESPACE \
-    TEMPORAL_TLS_CA_FILE TEMPORAL_TLS_CERT_FILE TEMPORAL_TLS_KEY_FILE TEMPORAL_UI_URL \
+    TEMPORAL_TLS_CA_FILE TEMPORAL_TLS_CERT_FILE TEMPORAL_TLS_KEY_FILE TEMPORAL_TLS_SERVER_NAME TEMPORAL_UI_URL \
     MAS_MASTER_KEY MAS_API_KEY_PEPPER MAS_PAYLOAD_KEYS MAS_CODEC_TOKEN; do
     printf "export %s='%s'\n" "$name" "${!name}"
   done
@@ -615,6 +620,12 @@ case "${1:-}" in
       *) kill -9 "$(cat "$RUN/$2.pid")"; rm -f "$RUN/$2.pid" ;;
     esac
     say "killed $2 (kill -9)"
+    ;;
+  kafka-controller) # the node id of the active KRaft controller: the newest epoch's leader in the nodes' quorum-state
+    for i in 1 2 3; do
+      sed -nE 's/.*"leaderId":(-?[0-9]+),"leaderEpoch":([0-9]+).*/\2 \1/p' "$DATA/kafka-$i/__cluster_metadata-0/quorum-state" 2>/dev/null || true
+      echo # the file has no final newline
+    done | sort -n | tail -n 1 | cut -d' ' -f2
     ;;
   start) # start what is not running (after a kill)
     tls_up; postgres_up; kafka_up; temporal_up; apps_up ;;
