@@ -5,9 +5,27 @@
 #
 #   scripts/stack.sh up|down|status|logs [postgres|kafka|temporal]|env|test-server|temporal-cli
 #   scripts/stack.sh stop|start|restart postgres|kafka|temporal   (one component, for fault drills)
+#   scripts/stack.sh up|down|status|env|logs|kill NAME --profile cluster   (scripts/stack/cluster.sh)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# `--profile cluster` anywhere in the arguments: the production topology on one machine, a stack
+# of its own beside this one (docs/deploy.md, "The cluster profile").
+args=()
+profile=default
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --profile) profile="${2:-}"; shift 2 || shift ;;
+    --profile=*) profile="${1#*=}"; shift ;;
+    *) args+=("$1"); shift ;;
+  esac
+done
+case "$profile" in
+  default) set -- ${args[@]+"${args[@]}"} ;;
+  cluster) exec bash "$ROOT/scripts/stack/cluster.sh" ${args[@]+"${args[@]}"} ;;
+  *) echo "[stack] error: unknown profile '$profile' (default or cluster)" >&2; exit 2 ;;
+esac
 # shellcheck source=stack/env.sh
 . "$ROOT/scripts/stack/env.sh"
 

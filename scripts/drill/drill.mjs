@@ -27,6 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel } from 'kafkajs';
+import { kafkaConnectionOptions, loadConfig, temporalConnectionOptions } from '#libs/config';
 import { TOPICS } from '#libs/contracts';
 import { clearTaskQueue } from '#libs/temporal';
 import { send } from '../bench/lib/http.mjs';
@@ -62,6 +63,12 @@ const run = promisify(execFile);
 const stackEnv = { ...env };
 if (env.DRILL_LOCAL_POSTGRES === '1') delete stackEnv.DATABASE_URL;
 const stack = (command, component) => run('bash', [join(ROOT, 'scripts/stack.sh'), command, component], { timeout: 180_000, env: stackEnv });
+/** DRILL_CLUSTER=1 (scripts/stack/cluster-drill.sh): the engines are the cluster profile's, over
+ * TLS; the faults are its own (a broker, a Temporal service), never the default stack's. */
+const CLUSTER = env.DRILL_CLUSTER === '1';
+const cluster = (...a) => run('bash', [join(ROOT, 'scripts/stack/cluster.sh'), ...a], { timeout: 180_000, env });
+/** TLS and authentication to Kafka and Temporal as the apps read them (KAFKA_SSL*, TEMPORAL_TLS*). */
+const engines = loadConfig(env).engines;
 
 // ---------------------------------------------------------------------------------------------
 // Apps as processes
@@ -199,7 +206,7 @@ async function recoveredWithin(load, auth, since, boundS) {
 // Invariants
 
 async function usageWatcher() {
-  const kafka = new Kafka({ clientId: 'mas-drill', brokers: env.KAFKA_BROKERS.split(','), logLevel: logLevel.NOTHING, connectionTimeout: 3000 });
+  const kafka = new Kafka({ clientId: 'mas-drill', brokers: env.KAFKA_BROKERS.split(','), ...kafkaConnectionOptions(engines.kafka), logLevel: logLevel.NOTHING, connectionTimeout: 3000 });
   const consumer = kafka.consumer({ groupId: `mas-drill-watch-${TS}`, sessionTimeout: 10_000, heartbeatInterval: 3000, maxWaitTimeInMs: 500 });
   const byId = new Map(); // CloudEvent id -> { project, request, credits, copies }
   await consumer.connect();
@@ -394,12 +401,22 @@ const component = (name, how) => async () => {
   }
 };
 
+/** kill -9 of one process of the cluster profile (for `kafka`: the active KRaft controller, which
+ * also leads one of the three partitions of each topic), then, after the outage, `up` of its part. */
+const clusterKill = (what) => async () => {
+  const name = what === 'kafka' ? `kafka-${(await cluster('kafka-controller')).stdout.trim()}` : what;
+  log(`kill -9 ${name}`);
+  await cluster('kill', name);
+  await sleep(PLAN.outageMs);
+  await cluster('up', name.startsWith('kafka') ? 'kafka' : 'temporal');
+};
+
 async function main() {
   const { accounts, db, close } = await openAccounts();
   cleanups.push(close);
   // At the end (after the apps have stopped): the drill's workflows still open and its reconciler
   // schedule go, so the shared Temporal server does not keep firing their timers.
-  const temporal = new Client({ connection: await Connection.connect({ address: env.TEMPORAL_ADDRESS }), namespace: env.TEMPORAL_NAMESPACE || 'default' });
+  const temporal = new Client({ connection: await Connection.connect({ address: env.TEMPORAL_ADDRESS, ...temporalConnectionOptions(engines.temporal) }), namespace: env.TEMPORAL_NAMESPACE || 'default' });
   cleanups.push(async () => {
     const n = await clearTaskQueue(temporal, TASK_QUEUE, 'npm run drill finished');
     if (n) log(`terminated ${n} open workflow(s) of ${TASK_QUEUE}`);
@@ -443,15 +460,20 @@ async function main() {
     ['temporal restart', component('temporal', 'restart')],
     ...(env.DRILL_LOCAL_POSTGRES === '1' ? [['postgres restart', component('postgres', 'restart')]] : []),
   ];
-  for (const [name, inject] of single) if (want(name)) record(await phase(name, { ...ctx(), inject }));
-  if (want('deploy')) record(await deploy(ctx(), temporal, apps));
-  if (want('noisy neighbour')) {
+  const clusterFaults = [
+    ['cluster: kill -9 kafka controller', clusterKill('kafka')],
+    ['cluster: kill -9 temporal history', clusterKill('temporal-history')],
+    ['cluster: kill -9 temporal matching', clusterKill('temporal-matching')],
+  ];
+  for (const [name, inject] of CLUSTER ? clusterFaults : single) if (want(name)) record(await phase(name, { ...ctx(), inject }));
+  if (!CLUSTER && want('deploy')) record(await deploy(ctx(), temporal, apps));
+  if (!CLUSTER && want('noisy neighbour')) {
     const { figures, problems: found } = await noisyNeighbour({ quick: QUICK, apis: apis(), db, usage, agent, log, newProject: projectMaker(accounts, 'noisy') });
     record({ row: { phase: `noisy neighbour: p99 x${figures.p99Ratio.toFixed(2)} (target < 1.20)`, sent: figures.alone.n + figures.beside.n, ok: figures.alone.n + figures.beside.n, verdict: found.length ? 'FAIL' : 'ok', noisy: figures }, problems: found });
   }
   await stopAll(apps.map((a) => a.proc), 20_000);
 
-  if (want('replicas')) {
+  if (!CLUSTER && want('replicas')) {
     log('starting two replicas of each app');
     apps = await startAll(2);
     const limits = await sharedLimits(accounts, apis());

@@ -1,5 +1,8 @@
 // Waits until the local broker answers, then creates the project's topics (auto-creation is off,
 // so no consumer ever races it). Run by scripts/stack.sh up; KAFKA_BROKERS comes from stack/env.sh.
+// The cluster profile (scripts/stack/cluster.sh) adds its SSL files (KAFKA_SSL_CA_FILE,
+// KAFKA_SSL_CERT_FILE, KAFKA_SSL_KEY_FILE), replication 3 and min.insync.replicas 2.
+import { readFileSync } from 'node:fs';
 import { Kafka, logLevel } from 'kafkajs';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -10,9 +13,18 @@ const topics = [
   { topic: 'mas.stream.v1', numPartitions: 3, configEntries: [{ name: 'retention.ms', value: String(DAY_MS) }] },
 ];
 
+const { KAFKA_SSL_CA_FILE: ca, KAFKA_SSL_CERT_FILE: cert, KAFKA_SSL_KEY_FILE: key } = process.env;
+const replication = process.env.MAS_KAFKA_REPLICATION_FACTOR;
+const minInsync = process.env.MAS_KAFKA_MIN_INSYNC_REPLICAS;
+for (const t of topics) {
+  if (replication) t.replicationFactor = Number(replication);
+  if (minInsync) t.configEntries.push({ name: 'min.insync.replicas', value: minInsync });
+}
+
 const kafka = new Kafka({
   clientId: 'mas-stack',
   brokers: process.env.KAFKA_BROKERS.split(','),
+  ...(ca ? { ssl: { ca: [readFileSync(ca)], ...(cert && key ? { cert: readFileSync(cert), key: readFileSync(key) } : {}) } } : {}),
   logLevel: logLevel.NOTHING,
   retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 2000 },
 });

@@ -227,7 +227,10 @@ describe('contract errors over HTTP', () => {
 
   it('internal_error 500 for an unexpected failure, without internals', async () => {
     // An api whose database has none of the service's tables: the key lookup fails unexpectedly.
-    const broken = await startApi({ ...stack.env, DATABASE_URL: config.databaseUrl.replace(/\/[^/]+$/, '/postgres') });
+    // The URL's path only: its query may name files (sslrootcert=/path/ca.crt on a TLS database).
+    const postgres = new URL(config.databaseUrl);
+    postgres.pathname = '/postgres';
+    const broken = await startApi({ ...stack.env, DATABASE_URL: postgres.toString() });
     try {
       const res = await request(broken.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } });
       expectError(res, 500, 'internal_error', 'An unexpected error occurred. It has been logged.');

@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { requireTemporalAddress } from '#libs/config';
 import { AesGcmPayloadCodec } from '#libs/temporal';
 import { e2eStack } from '../support/e2e-stack.js';
 import { eventually } from '../support/eventually.js';
 import { request } from '../support/http.js';
-import { historyText } from '../support/temporal.js';
+import { connectTemporalRaw, historyText } from '../support/temporal.js';
 
 // A failure's message and stack trace travel encrypted (the failure converter's
 // encodeCommonAttributes, sealed by the payload codec): a provider that echoes the customer's
@@ -18,7 +17,7 @@ describe('encrypted failure messages', () => {
   let raw: Client;
 
   beforeAll(async () => {
-    connection = await Connection.connect({ address: requireTemporalAddress(stack.config) });
+    connection = await connectTemporalRaw(stack.config);
     raw = new Client({ connection, namespace: stack.config.temporal.namespace });
   });
   afterAll(async () => {

@@ -1,13 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
-import { requireTemporalAddress } from '#libs/config';
 import { agentRequestWorkflowId } from '#libs/contracts';
 import { AesGcmPayloadCodec } from '#libs/temporal';
 import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
-import { historyText, payloadsOf } from '../support/temporal.js';
+import { connectTemporalRaw, historyText, payloadsOf } from '../support/temporal.js';
 import { startWorker, type RunningWorker } from '../support/worker.js';
 
 // Temporal payloads are encrypted (AES-256-GCM, key id in the metadata) by every client and
@@ -44,7 +43,7 @@ describe('encrypted Temporal payloads', () => {
 
   beforeAll(async () => {
     fixtures = await Fixtures.open(config);
-    connection = await Connection.connect({ address: requireTemporalAddress(config) });
+    connection = await connectTemporalRaw(config);
     raw = new Client({ connection, namespace: config.temporal.namespace });
   });
   afterAll(async () => {

@@ -1,9 +1,9 @@
 import { Client, Connection } from '@temporalio/client';
-import { requireTemporalAddress } from '#libs/config';
 import { agentRequestWorkflowId, sessionWorkflowId } from '#libs/contracts';
 import { testConfig } from '../support/config.js';
 import { e2eStack } from '../support/e2e-stack.js';
 import { request } from '../support/http.js';
+import { connectTemporalRaw } from '../support/temporal.js';
 
 const config = testConfig();
 /** Deleting a workflow from Temporal takes a few seconds. */
@@ -17,7 +17,7 @@ describe('reads from read models', () => {
   let temporal: Client;
 
   beforeAll(async () => {
-    connection = await Connection.connect({ address: requireTemporalAddress(config) });
+    connection = await connectTemporalRaw(config);
     temporal = new Client({ connection, namespace: config.temporal.namespace });
   });
   afterAll(async () => {

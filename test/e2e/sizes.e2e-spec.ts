@@ -1,11 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
-import { requireTemporalAddress } from '#libs/config';
 import { agentRequestWorkflowId, sessionWorkflowId } from '#libs/contracts';
 import { testConfig } from '../support/config.js';
 import { e2eStack } from '../support/e2e-stack.js';
 import { request } from '../support/http.js';
+import { connectTemporalRaw } from '../support/temporal.js';
 
 // Conversation size (DESIGN.md section 9): whatever the inputs within the limits of section 7, no
 // request's or session's Temporal history passes 1 MB, because conversations, tool outputs and
@@ -30,7 +30,7 @@ describe('conversation size', () => {
     });
     await new Promise<void>((resolve) => pages.listen(0, '127.0.0.1', resolve));
     pagesUrl = `http://127.0.0.1:${(pages.address() as AddressInfo).port}`;
-    connection = await Connection.connect({ address: requireTemporalAddress(config) });
+    connection = await connectTemporalRaw(config);
     temporal = new Client({ connection, namespace: config.temporal.namespace });
   });
   afterAll(async () => {

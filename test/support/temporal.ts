@@ -1,11 +1,17 @@
 import { Client, Connection } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
-import { requireTemporalAddress, type AppConfig } from '#libs/config';
+import { requireTemporalAddress, temporalConnectionOptions, type AppConfig } from '#libs/config';
 import { AesGcmPayloadCodec, payloadDataConverter } from '#libs/temporal';
+
+/** A Temporal connection as the apps make it: TLS and authentication as configured (TEMPORAL_TLS*,
+ * TEMPORAL_API_KEY), so the tests run against the cluster profile's mTLS frontend too. */
+export function connectTemporalRaw(config: AppConfig): Promise<Connection> {
+  return Connection.connect({ address: requireTemporalAddress(config), ...temporalConnectionOptions(config.engines.temporal) });
+}
 
 /** A Temporal client as the apps build it (payloads encrypted under the configured keys). */
 export async function connectTemporal(config: AppConfig): Promise<{ client: Client; connection: Connection }> {
-  const connection = await Connection.connect({ address: requireTemporalAddress(config) });
+  const connection = await connectTemporalRaw(config);
   return { connection, client: new Client({ connection, namespace: config.temporal.namespace, dataConverter: payloadDataConverter(config) }) };
 }
 

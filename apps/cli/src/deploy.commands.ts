@@ -37,8 +37,8 @@ export function addDeployCommands(program: Command, ctx: DeployCommandContext): 
   type Deployment = { connection: Connection; namespace: string; taskQueue: string; temporal: typeof import('#libs/temporal') };
   const withConnection = async <T>(fn: (d: Deployment) => Promise<T>): Promise<T> => {
     const config = await appConfig();
-    const [{ Connection }, { requireTemporalAddress }, temporal] = await Promise.all([import('@temporalio/client'), import('#libs/config'), import('#libs/temporal')]);
-    const connection = await Connection.connect({ address: requireTemporalAddress(config), connectTimeout: '5 seconds' });
+    const [{ Connection }, { requireTemporalAddress, temporalConnectionOptions }, temporal] = await Promise.all([import('@temporalio/client'), import('#libs/config'), import('#libs/temporal')]);
+    const connection = await Connection.connect({ address: requireTemporalAddress(config), ...temporalConnectionOptions(config.engines.temporal), connectTimeout: '5 seconds' });
     try {
       return await fn({ connection, namespace: config.temporal.namespace, taskQueue: config.temporal.taskQueue, temporal });
     } finally {

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The end-to-end suite against the cluster profile (`npm run stack -- up --profile cluster` first):
+# the tests' apps (in the test process, on task queues of their own) reach the cluster's Temporal
+# over mTLS, its three Kafka brokers over SSL and its PostgreSQL with sslmode=verify-full, in a
+# fresh mas_test database there. Not part of `npm test` (time).
+#
+#   scripts/stack/cluster-e2e.sh            the quick subset (QUICK below)
+#   scripts/stack/cluster-e2e.sh --all      every e2e file but those that restart the default
+#                                           stack's components or run a dev server of their own
+#   scripts/stack/cluster-e2e.sh FILE...    those files (extra arguments go to Jest)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+
+# outages, streaming-outage: stop and start the default stack's PostgreSQL, Kafka and Temporal
+# (test/support/stack.ts), which other work on this machine uses; temporal-ui: the dev server's
+# UI, started by the test itself.
+EXCLUDED=(test/e2e/outages.e2e-spec.ts test/e2e/streaming-outage.e2e-spec.ts test/e2e/temporal-ui.e2e-spec.ts)
+QUICK=(test/e2e/health.e2e-spec.ts test/e2e/agent.e2e-spec.ts test/e2e/idempotency.e2e-spec.ts test/e2e/streaming.e2e-spec.ts
+  test/e2e/metering.e2e-spec.ts test/e2e/money-invariant.e2e-spec.ts test/e2e/read-models.e2e-spec.ts test/e2e/payload-encryption.e2e-spec.ts)
+
+files=()
+case "${1:-}" in
+  "") files=("${QUICK[@]}") ;;
+  --all)
+    shift
+    for f in test/e2e/*.e2e-spec.ts; do
+      [[ " ${EXCLUDED[*]} " == *" $f "* ]] || files+=("$f")
+    done ;;
+esac
+
+bash scripts/stack/cluster.sh status | grep -q '^api: ready' || { echo "[cluster-e2e] the cluster profile is not up: npm run stack -- up --profile cluster" >&2; exit 1; }
+eval "$(bash scripts/stack/cluster.sh env mas_test)"
+export KAFKA_GROUP_PREFIX="${KAFKA_GROUP_PREFIX:-mas-test}"
+MAS_TEMPORAL_TEST_SERVER="$(MAS_HOME="${MAS_DEFAULT_HOME:-$HOME/.cache/managed-agent-service}" bash scripts/stack.sh test-server)"
+export MAS_TEMPORAL_TEST_SERVER
+bash scripts/stack/cluster.sh fresh-test-database
+
+npm run --silent build
+node dist/apps/cli/src/main.js migrate
+results="$(mktemp)"
+status=0
+NODE_OPTIONS="--experimental-vm-modules ${NODE_OPTIONS:-}" node node_modules/jest/bin/jest.js \
+  --runInBand --forceExit --json --outputFile="$results" ${files[@]+"${files[@]}"} "$@" || status=$?
+node -e '
+  const text = require("fs").readFileSync(process.argv[1], "utf8");
+  if (!text) { console.error("cluster e2e: Jest ended without results (a test ended the process: see above)"); process.exit(1); }
+  const r = JSON.parse(text);
+  console.log(`cluster e2e: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped (${r.numTotalTestSuites} files)`);
+  for (const s of r.testResults) if (s.status !== "passed") console.log(`  failed: ${s.name.replace(process.cwd() + "/", "")}`);
+  if (r.numTotalTests === 0) { console.error("no test was executed"); process.exit(1); }
+' "$results" || status=1
+rm -f "$results"
+exit "$status"
