@@ -85,7 +85,7 @@ export class AgentController {
   @ApiParam({ name: 'id', description: 'The request id from the first response.' })
   @ApiBody({ schema: { $ref: '#/components/schemas/ToolOutputsRequest' } })
   @ApiIdempotencyKey('An accepted submission\'s answer is replayed; a refused one (400 `invalid_tool_outputs`, 404 `context_expired`) is not saved.')
-  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'invalid_tool_outputs', 'tool_output_too_large', 'context_expired', 'idempotency_conflict', ...COMPUTE_ERRORS]) })
+  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'invalid_tool_outputs', 'tool_output_too_large', 'context_expired', 'idempotency_conflict', 'payload_too_large', ...COMPUTE_ERRORS]) })
   async submitToolOutputs(
     @Param('id') id: string,
     @Body() body: unknown,
@@ -119,9 +119,10 @@ export class AgentController {
       'Events are recorded for requests sent with `stream: true` or `background: true`, and stay replayable while the request runs (tool pauses included) and for 24 hours after it ended; the end event is always there (for a request without recorded events, or whose events have expired, the stream is that end event alone). ' +
       'A client that drops a stream cancels nothing: the run goes on, and this endpoint resumes it.',
   })
-  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id` of the last event received.' })
-  @ApiQuery({ name: 'starting_after', required: false, type: Number, description: 'Like `Last-Event-ID` (which wins when both are given); `after` is an alias.' })
-  @ApiResponses({ 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found']) })
+  @ApiHeader({ name: 'Last-Event-ID', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'The `id` of the last event received: a non-negative integer.' })
+  @ApiQuery({ name: 'starting_after', required: false, schema: { type: 'integer', minimum: 0 }, description: 'Like `Last-Event-ID` (which wins when both are given).' })
+  @ApiQuery({ name: 'after', required: false, schema: { type: 'integer', minimum: 0 }, description: 'An alias of `starting_after` (which wins when both are given).' })
+  @ApiResponses({ 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found', 'compute_unavailable', 'service_unavailable']) })
   async events(
     @Param('id') id: string,
     @Headers('last-event-id') lastEventId: string | undefined,
@@ -130,11 +131,15 @@ export class AgentController {
     @CurrentPrincipal() principal: Principal,
     @Res() res: Response,
   ): Promise<void> {
-    const raw = lastEventId ?? startingAfter ?? after ?? '0';
-    const afterSeq = typeof raw === 'string' ? Number(raw) : NaN;
-    if (typeof raw !== 'string' || !/^\d+$/.test(raw) || !Number.isSafeInteger(afterSeq)) {
-      throw new ServiceError('invalid_body', '`Last-Event-ID` (or `starting_after`) must be the non-negative integer id of the last event received.');
+    // Each one given is checked, even one that another wins over (the document's schemas).
+    for (const [name, value] of [['Last-Event-ID', lastEventId], ['starting_after', startingAfter], ['after', after]] as const) {
+      if (value !== undefined && (typeof value !== 'string' || !/^[0-9]+$/.test(value))) {
+        throw new ServiceError('invalid_body', `\`${name}\` must be given once, as the non-negative integer id of the last event received.`);
+      }
     }
+    // Any number of digits is an id (the document says so): one past every event there can be
+    // replays nothing and follows the rest live.
+    const afterSeq = Math.min(Number((lastEventId ?? startingAfter ?? after ?? '0') as string), Number.MAX_SAFE_INTEGER);
     // 404 request_not_found for an unknown request or another project's (a background request
     // with no event yet is found: its stream follows it from the first event).
     await this.queries.execute(new GetAgentRequestQuery(principal, id));
@@ -148,7 +153,7 @@ export class AgentController {
 
   @Get(':id')
   @ApiOperation({ summary: 'Read a request', description: 'Its latest state: in_progress, requires_tool_outputs, completed, cancelled (with its partial `message`), expired or failed (with `error`). How a background request is followed.' })
-  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'request_not_found']) })
+  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'request_not_found', 'compute_unavailable', 'service_unavailable']) })
   async get(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<AgentResponse> {
     const startedAt = performance.now();
     const stop = await this.queries.execute(new GetAgentRequestQuery(principal, id));
