@@ -231,7 +231,15 @@ describe('the OpenAPI document against the api', () => {
   function expectDocumented(op: Operation, answer: Answer, what: string): void {
     const where = `${op.method} ${op.path} (${what}) answered ${answer.status} ${answer.text.slice(0, 300)}`;
     if (answer.status >= 500 && !op.responses[String(answer.status)]) throw new Error(`undocumented 5xx: ${where}`);
-    if (!op.responses[String(answer.status)]) throw new Error(`undocumented status: ${where}`);
+    const response = op.responses[String(answer.status)] as { content?: Record<string, { schema: Schema }> } | undefined;
+    if (!response) throw new Error(`undocumented status: ${where}`);
+    // The body as documented for its media type (a file download documents none).
+    const mediaType = (answer.headers['content-type'] ?? '').split(';')[0]!.trim();
+    if (response.content && !response.content[mediaType]) throw new Error(`undocumented media type ${mediaType}: ${where}`);
+    const schema = response.content?.[mediaType]?.schema;
+    if (schema && mediaType === 'application/json' && !valid(schema, JSON.parse(answer.text))) {
+      throw new Error(`body not as documented (${ajv.errorsText(validator(schema).errors)}): ${where}`);
+    }
     if (answer.status < 400) return;
     const parsed = JSON.parse(answer.text) as { error: { code: string; message: string; docs: string } };
     if (!isErrorCode(parsed.error?.code) || ERROR_STATUS[parsed.error.code] !== answer.status) throw new Error(`not the contract's error: ${where}`);
