@@ -4,7 +4,7 @@ import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, type 
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { agentRequestWorkflowId, firstStopUpdate, SEARCH_ATTRIBUTES, ServiceError, WORKFLOW_TASK_TIMEOUT_MS, type AgentRequestInput, type AgentStop } from '#libs/contracts';
+import { agentRequestStartOptions, firstStopUpdate, ServiceError, WORKFLOW_TASK_TIMEOUT_MS, type AgentRequestInput, type AgentStop } from '#libs/contracts';
 import { BlobStore, FileStore } from '#libs/persistence';
 import type { AgentResponse } from '#libs/resources';
 import { TemporalClientService } from '#libs/temporal';
@@ -131,26 +131,20 @@ export class RunGateway {
   }
 
   private async startRun({ client, connection }: ConfiguredTemporal, principal: Principal, body: AgentRequestBody, requestId: string): Promise<StartedRun> {
-    const { project } = principal;
     const pickupMs = this.config.temporal.pickupTimeoutMs;
     // The deadline leaves room for one workflow task timeout beyond the pickup time: a worker that
     // dies while it runs the first task (before admission) holds the task that long, the api keeps
     // waiting meanwhile (its watchdog counts only a task that waits for a worker), and the worker
     // that takes the task over must still admit the request (the drill's kill -9 of the worker).
     const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), acceptBy: Date.now() + pickupMs + WORKFLOW_TASK_TIMEOUT_MS };
-    const workflowId = agentRequestWorkflowId(requestId);
+    // The id, reuse policy, timeout and search attributes a session's child start uses too.
+    const startOptions = agentRequestStartOptions(input);
+    const { workflowId } = startOptions;
     const startWorkflowOperation = new WithStartWorkflowOperation('agentRequestWorkflow', {
-      workflowId,
+      ...startOptions,
       taskQueue: this.config.temporal.taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      workflowExecutionTimeout: '24 hours',
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.projectId, value: project.id },
-        { key: SEARCH_ATTRIBUTES.agentStatus, value: 'in_progress' },
-        { key: SEARCH_ATTRIBUTES.capabilities, value: [...input.capabilities] },
-      ],
     });
     let handle: WorkflowUpdateHandle<AgentStop> | AgentStop;
     const run = { connection, client, describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw };
