@@ -280,6 +280,16 @@ describe('the OpenAPI document against the api', () => {
   }, 240_000);
 
   /** One part of a valid request broken: a parameter or a body field given a value its schema refuses. */
+  /** The paths of every value below the top of `value` (keys and indexes). */
+  const nodePaths = (value: unknown, at: (string | number)[] = []): (string | number)[][] =>
+    typeof value !== 'object' || value === null ? [] : Object.entries(value).flatMap(([k, v]) => [[...at, Array.isArray(value) ? Number(k) : k], ...nodePaths(v, [...at, Array.isArray(value) ? Number(k) : k])]);
+  const replaced = (value: unknown, at: readonly (string | number)[], v: unknown): unknown => {
+    if (at.length === 0) return v;
+    const copy = (Array.isArray(value) ? [...value] : { ...(value as object) }) as Record<string | number, unknown>;
+    copy[at[0]!] = replaced(copy[at[0]!], at.slice(1), v);
+    return copy;
+  };
+
   const broken = (op: Operation): fc.Arbitrary<Generated> =>
     generated(op).chain((g) => {
       const mutations: fc.Arbitrary<Generated>[] = [];
@@ -293,6 +303,9 @@ describe('the OpenAPI document against the api', () => {
         const schema = typeof op.body.$ref === 'string' ? resolve(op.body.$ref) : op.body;
         const fields = Object.keys((schema.properties as Schema | undefined) ?? {});
         if (fields.length) mutations.push(fc.tuple(fc.constantFrom(...fields), oddValue).map(([k, v]) => ({ ...g, body: { ...body, [k]: v } })));
+        // Deeper: any value inside the body (a file's name, a tool's parameters, an output) replaced.
+        const paths = nodePaths(body);
+        if (paths.length) mutations.push(fc.tuple(fc.constantFrom(...paths), oddValue).map(([at, v]) => ({ ...g, body: replaced(body, at, v) })));
       }
       return mutations.length ? fc.oneof(...mutations) : fc.constant(g);
     });
