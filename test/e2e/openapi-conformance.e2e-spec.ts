@@ -87,22 +87,24 @@ function stringArbitrary(schema: Schema): fc.Arbitrary<string> {
   const min = (schema.minLength as number | undefined) ?? 0;
   const max = (schema.maxLength as number | undefined) ?? Infinity;
   const fits = (s: string): boolean => codePoints(s) >= min && codePoints(s) <= max;
-  const pattern = typeof schema.pattern === 'string' ? new RegExp(schema.pattern, 'u') : undefined;
+  // The schema's pattern, and those of an allOf (a rule in two patterns).
+  const sources = [schema.pattern, ...((schema.allOf as Schema[] | undefined) ?? []).map((part) => part.pattern)].filter((p): p is string => typeof p === 'string');
+  const patterns = sources.map((p) => new RegExp(p, 'u'));
   const text = fc.string({ unit: char, minLength: min, maxLength: Math.min(max, min + 30) });
   const options: fc.Arbitrary<string>[] = [text];
   // The boundary lengths, where they are small enough to send.
   if (max <= 1024) options.push(fc.constant('x'.repeat(max)));
   if (min > 0) options.push(fc.constant('x'.repeat(min)));
-  if (pattern) {
+  if (sources.length === 1) {
     let matching: fc.Arbitrary<string> | undefined;
     try {
-      matching = fc.stringMatching(new RegExp(schema.pattern as string));
+      matching = fc.stringMatching(new RegExp(sources[0]!));
     } catch {
       matching = undefined;
     }
     if (matching) options.push(matching, matching);
   }
-  return fc.oneof(...options).filter((s) => fits(s) && (!pattern || pattern.test(s)));
+  return fc.oneof(...options).filter((s) => fits(s) && patterns.every((p) => p.test(s)));
 }
 
 // --- the document -------------------------------------------------------------------------------

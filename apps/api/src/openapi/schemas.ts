@@ -2,12 +2,19 @@ import { ApiHeader, ApiResponse } from '@nestjs/swagger';
 import { CAPABILITIES, ERROR_STATUS, type ErrorCode } from '#libs/contracts';
 import { LIMITS } from '../runs/agent-request.validation.js';
 
-/** Text the api stores and sends on: no NUL (PostgreSQL refuses it) and no unpaired UTF-16
- * surrogate (it has no UTF-8 form), as textProblem checks. An ECMA-262 pattern, matched by code
- * point (JSON Schema's `u` flag), so a paired surrogate (an emoji) passes. */
-export const WELL_FORMED_TEXT = '^[^\\u0000\\ud800-\\udfff]*$';
-/** The same, with at least one character that is not white space (what `trim()` removes). */
-export const NOT_BLANK_TEXT = '^(?=[\\s\\S]*\\S)[^\\u0000\\ud800-\\udfff]*$';
+/** What `trim()` removes (ECMAScript's WhiteSpace and LineTerminator), spelled out: regex
+ * dialects disagree on `\s` (U+FEFF is not white space to Rust's or Python's). */
+const WHITE_SPACE = '\\t\\n\\x0b\\x0c\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+/** No unpaired UTF-16 surrogate (it has no UTF-8 form): an ECMA-262 pattern, matched by code point
+ * (JSON Schema's `u` flag), so a paired one (an emoji) passes. A pattern of its own, because
+ * tooling on UTF-8 regex engines (Rust's, Go's) cannot compile it and drops it: the NUL rule beside
+ * it still holds there. */
+const NO_LONE_SURROGATE = { pattern: '^[^\\ud800-\\udfff]*$' };
+/** Text the api stores and sends on, as textProblem checks: no NUL (PostgreSQL refuses it) and no
+ * unpaired surrogate. Patterns without look-around, which every regex dialect takes. */
+export const WELL_FORMED_TEXT = { allOf: [{ pattern: '^[^\\x00]*$' }, NO_LONE_SURROGATE] } as const;
+/** The same, with at least one character that is not white space. */
+export const NOT_BLANK_TEXT = { allOf: [{ pattern: `^[^\\x00]*[^\\x00${WHITE_SPACE}][^\\x00]*$` }, NO_LONE_SURROGATE] } as const;
 const TEXT_RULE = 'Well-formed Unicode: no NUL (U+0000) and no unpaired UTF-16 surrogate.';
 
 /** A request or session id in a path: a uuid. Any other value is answered 404, like an unknown id. */
@@ -19,7 +26,7 @@ export const SCHEMAS = {
     type: 'object',
     required: ['message'],
     properties: {
-      message: { type: 'string', minLength: 1, maxLength: LIMITS.messageChars, pattern: NOT_BLANK_TEXT, description: `The task or question: not only white space, at most ${LIMITS.messageChars.toLocaleString('en')} characters (code points). ${TEXT_RULE}` },
+      message: { type: 'string', minLength: 1, maxLength: LIMITS.messageChars, ...NOT_BLANK_TEXT, description: `The task or question: not only white space, at most ${LIMITS.messageChars.toLocaleString('en')} characters (code points). ${TEXT_RULE}` },
       capabilities: { type: 'array', minItems: 1, items: { type: 'string', enum: [...CAPABILITIES] }, description: 'Filter of capabilities; omitted: all enabled on the project that the plan allows.' },
       files: { type: 'array', maxItems: LIMITS.files, items: { $ref: '#/components/schemas/InputFile' } },
       stream: { type: 'boolean', default: false, description: 'Answer as Server-Sent Events (not with tools). A client that drops the stream cancels nothing: GET /v1/agent/{id}/events resumes it.' },
@@ -41,11 +48,11 @@ export const SCHEMAS = {
     type: 'object',
     required: ['name', 'content'],
     properties: {
-      name: { type: 'string', minLength: 1, pattern: NOT_BLANK_TEXT, description: `File name including extension, not only white space. ${TEXT_RULE}` },
+      name: { type: 'string', minLength: 1, ...NOT_BLANK_TEXT, description: `File name including extension, not only white space. ${TEXT_RULE}` },
       content: {
         type: 'string',
         maxLength: LIMITS.fileBytes,
-        pattern: WELL_FORMED_TEXT,
+        ...WELL_FORMED_TEXT,
         description: `Text as is; binary (e.g. PDF) as base64 with a matching extension. At most 1 MB (${LIMITS.fileBytes} bytes) of UTF-8, which \`maxLength\` (in characters) can only bound from above. ${TEXT_RULE}`,
       },
     },
@@ -55,12 +62,12 @@ export const SCHEMAS = {
     required: ['name', 'description', 'parameters'],
     properties: {
       name: { type: 'string', pattern: '^[a-zA-Z0-9_]+$', maxLength: LIMITS.toolName },
-      description: { type: 'string', maxLength: LIMITS.toolDescription, pattern: WELL_FORMED_TEXT, description: `At most ${LIMITS.toolDescription} characters (code points). ${TEXT_RULE}` },
+      description: { type: 'string', maxLength: LIMITS.toolDescription, ...WELL_FORMED_TEXT, description: `At most ${LIMITS.toolDescription} characters (code points). ${TEXT_RULE}` },
       parameters: {
         type: 'object',
         required: ['type'],
         properties: { type: { const: 'object' } },
-        propertyNames: { pattern: WELL_FORMED_TEXT },
+        propertyNames: { ...WELL_FORMED_TEXT },
         additionalProperties: { $ref: '#/components/schemas/WellFormedJson' },
         description:
           `A JSON Schema whose \`type\` is \`object\`: at most ${LIMITS.toolSchemaBytes / 1024} KB (${LIMITS.toolSchemaBytes} bytes) of JSON, nested at most ` +
@@ -74,9 +81,9 @@ export const SCHEMAS = {
     description: `Any JSON value whose keys and strings are well-formed text. ${TEXT_RULE}`,
     anyOf: [
       { type: ['number', 'boolean', 'null'] },
-      { type: 'string', pattern: WELL_FORMED_TEXT },
+      { type: 'string', ...WELL_FORMED_TEXT },
       { type: 'array', items: { $ref: '#/components/schemas/WellFormedJson' } },
-      { type: 'object', propertyNames: { pattern: WELL_FORMED_TEXT }, additionalProperties: { $ref: '#/components/schemas/WellFormedJson' } },
+      { type: 'object', propertyNames: { ...WELL_FORMED_TEXT }, additionalProperties: { $ref: '#/components/schemas/WellFormedJson' } },
     ],
   },
   ToolCall: {
@@ -139,11 +146,11 @@ export const SCHEMAS = {
           type: 'object',
           required: ['tool_call_id', 'output'],
           properties: {
-            tool_call_id: { type: 'string', pattern: WELL_FORMED_TEXT, description: TEXT_RULE },
+            tool_call_id: { type: 'string', ...WELL_FORMED_TEXT, description: TEXT_RULE },
             output: {
               type: 'string',
               maxLength: LIMITS.toolOutputBytes,
-              pattern: WELL_FORMED_TEXT,
+              ...WELL_FORMED_TEXT,
               description: `At most 100 KB (${LIMITS.toolOutputBytes} bytes) of UTF-8 (over it: 400 tool_output_too_large), which \`maxLength\` (in characters) can only bound from above. ${TEXT_RULE}`,
             },
           },
