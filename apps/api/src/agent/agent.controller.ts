@@ -9,7 +9,7 @@ import { endEvents, FINAL_STATUSES, ServiceError, type AgentStop, type StreamEve
 import { addLogContext } from '#libs/observability';
 import type { AgentResponse } from '#libs/resources';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
+import { ApiIdempotencyKey, ApiResponses, errorResponses, EVENT_STREAM } from '../openapi/schemas.js';
 import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from '../runs/agent-request.validation.js';
 import { sendAnswer, setResponseHeaders, withRequestId } from '../runs/answers.js';
 import { bodyHash, parseIdempotencyKey } from '../runs/idempotency.js';
@@ -49,7 +49,7 @@ export class AgentController {
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
   @ApiIdempotencyKey('A request runs once: a retry gets its first stop (a failed run\'s error included), with `background: true` its `in_progress` answer, or with `stream: true` its stored events again from the first. A retry after a 502 `compute_unavailable` joins the request it started instead of starting another.')
   @ApiResponses({
-    200: { ...agentResponse, content: { ...agentResponse.content, 'text/event-stream': { schema: { type: 'string' } } } },
+    200: { ...agentResponse, content: { ...agentResponse.content, ...EVENT_STREAM } },
     ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'payload_too_large', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'idempotency_conflict', ...COMPUTE_ERRORS]),
   })
   async create(
@@ -122,7 +122,7 @@ export class AgentController {
   @ApiHeader({ name: 'Last-Event-ID', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'The `id` of the last event received: a non-negative integer.' })
   @ApiQuery({ name: 'starting_after', required: false, schema: { type: 'integer', minimum: 0 }, description: 'Like `Last-Event-ID` (which wins when both are given).' })
   @ApiQuery({ name: 'after', required: false, schema: { type: 'integer', minimum: 0 }, description: 'An alias of `starting_after` (which wins when both are given).' })
-  @ApiResponses({ 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found', 'compute_unavailable', 'service_unavailable']) })
+  @ApiResponses({ 200: { description: 'text/event-stream', content: EVENT_STREAM }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found', 'compute_unavailable', 'service_unavailable']) })
   async events(
     @Param('id') id: string,
     @Headers('last-event-id') lastEventId: string | undefined,

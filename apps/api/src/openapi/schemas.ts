@@ -173,6 +173,16 @@ export const SCHEMAS = {
       message_count: { type: 'integer' },
     },
   },
+  ServerSentEvent: {
+    type: 'object',
+    description: 'One event of a `text/event-stream` answer (contract section 6): `event`, `id` and `data` lines; `data` is a JSON object with the event\'s `type` and its fields. Comment lines (`: keep-alive`) carry no event.',
+    required: ['event', 'id', 'data'],
+    properties: {
+      event: { type: 'string', enum: ['token', 'tool_start', 'tool_end', 'done', 'error'] },
+      id: { type: 'string', pattern: '^[0-9]+$', description: 'Increasing from 1 per request: send the last one as `Last-Event-ID` to resume.' },
+      data: { type: 'string', contentMediaType: 'application/json' },
+    },
+  },
   ErrorResponse: {
     type: 'object',
     required: ['error'],
@@ -185,6 +195,9 @@ export const SCHEMAS = {
     },
   },
 } as const;
+
+/** The `text/event-stream` content of a streamed answer: its events, each as ServerSentEvent. */
+export const EVENT_STREAM = { 'text/event-stream': { schema: { $ref: '#/components/schemas/ServerSentEvent' } } } as const;
 
 /** The error responses of an operation, grouped by status, each listing its codes. */
 export function errorResponses(codes: readonly ErrorCode[]): Record<number, { description: string; content: Record<string, unknown> }> {

@@ -6,7 +6,7 @@ import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-import { ApiIdempotencyKey, ApiResponses, errorResponses, ID_SCHEMA } from '../openapi/schemas.js';
+import { ApiIdempotencyKey, ApiResponses, errorResponses, EVENT_STREAM, ID_SCHEMA } from '../openapi/schemas.js';
 import { parseAgentRequest } from '../runs/agent-request.validation.js';
 import { responseHeaders, sendAnswer, setResponseHeaders } from '../runs/answers.js';
 import { parseIdempotencyKey } from '../runs/idempotency.js';
@@ -99,7 +99,7 @@ export class SessionsController {
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
   @ApiIdempotencyKey('A message runs once and enters the conversation once: a retry gets its first stop (a failed run\'s error included), or with `stream: true` its stored events again from the first.')
   @ApiResponses({
-    200: { description: 'AgentResponse (session.message)', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } }, 'text/event-stream': { schema: { type: 'string' } } } },
+    200: { description: 'AgentResponse (session.message)', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } }, ...EVENT_STREAM } },
     ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'session_not_found', 'idempotency_conflict', 'session_busy', 'session_expired', 'session_ended', 'payload_too_large', 'compute_error', 'compute_unavailable', 'service_unavailable']),
   })
   async message(
