@@ -250,7 +250,10 @@ describe('/v1/sessions', () => {
 
     expectError(await call('GET', '/v1/sessions?limit=0', auth), 400, 'invalid_body');
     expectError(await call('GET', '/v1/sessions?status=sleeping', auth), 400, 'invalid_body');
-    expectError(await call('GET', `/v1/sessions?after=${randomUUID()}`, auth), 400, 'invalid_body');
+    expectError(await call('GET', '/v1/sessions?after=not-a-uuid', auth), 400, 'invalid_body');
+    // A well-formed cursor that is no session of this project is an unknown id (the OpenAPI
+    // document's schema takes any uuid): 404, not a 400 for a valid request.
+    expectError(await call('GET', `/v1/sessions?after=${randomUUID()}`, auth), 404, 'session_not_found');
   });
 
   it('pauses a session message for custom tools; tool-outputs resumes it as a session message', async () => {

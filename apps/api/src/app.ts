@@ -10,6 +10,7 @@ import { ApiModule } from './app.module.js';
 import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
 import { bodyParser } from './body-limits.js';
 import { CodecAccess } from './codec/codec-access.js';
+import { methodNotAllowed } from './openapi/method-not-allowed.js';
 import { serveOpenApi } from './openapi/openapi.js';
 
 /** Deepest nesting of arrays and objects a body may have: far beyond any real request (a tool's
@@ -116,10 +117,12 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   // In this order (DESIGN.md section 7: 401, then 429, then 400): the key and the rate limit
   // (/v1) or the operator token (/codec) before a byte of the body is read, so an unknown
   // caller's body is never parsed; then the body, with the limit of who the caller turned out
-  // to be (body-limits.ts: 64 KB for anyone not authenticated, on any path). Failures of either
-  // step skip the rest and reach the contract's exception filter.
+  // to be (body-limits.ts: 64 KB for anyone not authenticated, on any path); before the body, a
+  // method the OpenAPI document does not list on one of its paths is 405. Failures of any step
+  // skip the rest and reach the contract's exception filter.
   app.use(app.get(ApiKeyMiddleware).use);
   app.use(app.get(CodecAccess).use);
+  app.use(methodNotAllowed(app));
   app.use(bodyParser());
   app.use(refuseDeepBodies);
   // No Nest shutdown hooks: they would close the pool and the Temporal connection under requests

@@ -7,7 +7,7 @@ import type { WebhookResources } from '#libs/webhooks';
 // The api's renderers (libs/resources), so a webhook carries exactly what GET /v1/agent/{id} and
 // GET /v1/sessions/{id} show (one renderer per resource).
 import { RequestReadModel } from '#libs/read-models';
-import { computeInstanceOf, renderRecord, renderStop, responseFiles } from '#libs/resources';
+import { renderAgentResponse, renderRecord } from '#libs/resources';
 
 /**
  * The resource of a webhook event as it stood at that event (its stream folded up to the event's
@@ -35,9 +35,7 @@ export class WebhookResourceRenderer implements WebhookResources {
       const stop = await this.requests.stopOf(state);
       const [project] = (await this.db.query(`select plan from projects where id = $1`, [stop.projectId])) as { plan: PlanName }[];
       if (!project) return undefined;
-      const object = stop.sessionId ? 'session.message' : 'agent.response';
-      const files = await responseFiles(stop, this.files, this.config);
-      return renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(this.config), startedAt: performance.now(), plan: project.plan }, files);
+      return renderAgentResponse(stop, { files: this.files, config: this.config, plan: project.plan, startedAt: performance.now() });
     }
     if (event.streamId.startsWith('session-')) {
       const s = history.reduce(evolveSession, undefined);

@@ -1,6 +1,7 @@
 import type { AppConfig } from '#libs/config';
 import type { AgentStop, PlanName, ResponseFile, ToolCall } from '#libs/contracts';
 import type { FileStore } from '#libs/persistence';
+import { computeInstanceOf } from './compute-instance.js';
 
 /** AgentResponse (contract section 2.4), also the session message response (2.10). */
 export interface AgentResponse {
@@ -18,7 +19,7 @@ export interface AgentResponse {
   error?: { code: string; message: string };
 }
 
-export interface RenderContext {
+interface RenderContext {
   readonly object: AgentResponse['object'];
   readonly sessionId?: string;
   readonly computeInstance: string;
@@ -36,9 +37,27 @@ export async function responseFiles(stop: AgentStop, store: FileStore, config: P
   return files;
 }
 
+/** What renders a stop: where its files are, the configuration (download URLs, the compute
+ * instance), the project's plan, and when the call began (`meta.duration_ms`). */
+export interface StopRendering {
+  readonly files: FileStore;
+  readonly config: Pick<AppConfig, 'publicBaseUrl' | 'temporal'>;
+  readonly plan: PlanName;
+  readonly startedAt: number;
+}
+
+/** A stop as the contract's AgentResponse, its files included: the one renderer of a stop, for the
+ * api's answers (POST, GET, cancel) and the worker's webhooks alike. A session's request is a
+ * `session.message`, through its tool-output continuations too. */
+export async function renderAgentResponse(stop: AgentStop, ctx: StopRendering): Promise<AgentResponse> {
+  const files = await responseFiles(stop, ctx.files, ctx.config);
+  const object = stop.sessionId ? 'session.message' : 'agent.response';
+  return renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(ctx.config), startedAt: ctx.startedAt, plan: ctx.plan }, files);
+}
+
 /** The contract's view of a stop. `message` when completed (and, partial, when cancelled),
  * `tool_calls` when paused. */
-export function renderStop(stop: AgentStop, ctx: RenderContext, files: readonly ResponseFile[]): AgentResponse {
+function renderStop(stop: AgentStop, ctx: RenderContext, files: readonly ResponseFile[]): AgentResponse {
   return {
     id: stop.requestId,
     object: ctx.object,

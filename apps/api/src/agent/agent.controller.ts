@@ -9,7 +9,7 @@ import { endEvents, FINAL_STATUSES, ServiceError, type AgentStop, type StreamEve
 import { addLogContext } from '#libs/observability';
 import type { AgentResponse } from '#libs/resources';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
+import { ApiIdempotencyKey, ApiResponses, errorResponses, EVENT_STREAM } from '../openapi/schemas.js';
 import { parseAgentRequest, parseToolOutputs, resolveCapabilities } from '../runs/agent-request.validation.js';
 import { errorAnswer, sendAnswer, setResponseHeaders, withRequestId } from '../runs/answers.js';
 import { bodyHash, parseIdempotencyKey } from '../runs/idempotency.js';
@@ -49,7 +49,7 @@ export class AgentController {
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
   @ApiIdempotencyKey('A request runs once: a retry gets its first stop (a failed run\'s error included), with `background: true` its `in_progress` answer, or with `stream: true` its stored events again from the first. A retry after a 502 `compute_unavailable` joins the request it started instead of starting another.')
   @ApiResponses({
-    200: { ...agentResponse, content: { ...agentResponse.content, 'text/event-stream': { schema: { type: 'string' } } } },
+    200: { ...agentResponse, content: { ...agentResponse.content, ...EVENT_STREAM } },
     ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'payload_too_large', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'idempotency_conflict', ...COMPUTE_ERRORS]),
   })
   async create(
@@ -91,7 +91,7 @@ export class AgentController {
   @ApiParam({ name: 'id', description: 'The request id from the first response.' })
   @ApiBody({ schema: { $ref: '#/components/schemas/ToolOutputsRequest' } })
   @ApiIdempotencyKey('An accepted submission\'s answer is replayed; a refused one (400 `invalid_tool_outputs`, 404 `context_expired`) is not saved.')
-  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'invalid_tool_outputs', 'tool_output_too_large', 'context_expired', 'idempotency_conflict', ...COMPUTE_ERRORS]) })
+  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'invalid_tool_outputs', 'tool_output_too_large', 'context_expired', 'idempotency_conflict', 'payload_too_large', ...COMPUTE_ERRORS]) })
   async submitToolOutputs(
     @Param('id') id: string,
     @Body() body: unknown,
@@ -125,9 +125,10 @@ export class AgentController {
       'Events are recorded for requests sent with `stream: true` or `background: true`, and stay replayable while the request runs (tool pauses included) and for 24 hours after it ended; the end event is always there (for a request without recorded events, or whose events have expired, the stream is that end event alone). ' +
       'A client that drops a stream cancels nothing: the run goes on, and this endpoint resumes it.',
   })
-  @ApiHeader({ name: 'Last-Event-ID', required: false, description: 'The `id` of the last event received.' })
-  @ApiQuery({ name: 'starting_after', required: false, type: Number, description: 'Like `Last-Event-ID` (which wins when both are given); `after` is an alias.' })
-  @ApiResponses({ 200: { description: 'text/event-stream', content: { 'text/event-stream': { schema: { type: 'string' } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found']) })
+  @ApiHeader({ name: 'Last-Event-ID', required: false, schema: { type: 'string', pattern: '^[0-9]+$' }, description: 'The `id` of the last event received: a non-negative integer.' })
+  @ApiQuery({ name: 'starting_after', required: false, schema: { type: 'integer', minimum: 0 }, description: 'Like `Last-Event-ID` (which wins when both are given).' })
+  @ApiQuery({ name: 'after', required: false, schema: { type: 'integer', minimum: 0 }, description: 'An alias of `starting_after` (which wins when both are given).' })
+  @ApiResponses({ 200: { description: 'text/event-stream', content: EVENT_STREAM }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'request_not_found', 'compute_unavailable', 'service_unavailable']) })
   async events(
     @Param('id') id: string,
     @Headers('last-event-id') lastEventId: string | undefined,
@@ -136,11 +137,15 @@ export class AgentController {
     @CurrentPrincipal() principal: Principal,
     @Res() res: Response,
   ): Promise<void> {
-    const raw = lastEventId ?? startingAfter ?? after ?? '0';
-    const afterSeq = typeof raw === 'string' ? Number(raw) : NaN;
-    if (typeof raw !== 'string' || !/^\d+$/.test(raw) || !Number.isSafeInteger(afterSeq)) {
-      throw new ServiceError('invalid_body', '`Last-Event-ID` (or `starting_after`) must be the non-negative integer id of the last event received.');
+    // Each one given is checked, even one that another wins over (the document's schemas).
+    for (const [name, value] of [['Last-Event-ID', lastEventId], ['starting_after', startingAfter], ['after', after]] as const) {
+      if (value !== undefined && (typeof value !== 'string' || !/^[0-9]+$/.test(value))) {
+        throw new ServiceError('invalid_body', `\`${name}\` must be given once, as the non-negative integer id of the last event received.`);
+      }
     }
+    // Any number of digits is an id (the document says so): one past every event there can be
+    // replays nothing and follows the rest live.
+    const afterSeq = Math.min(Number((lastEventId ?? startingAfter ?? after ?? '0') as string), Number.MAX_SAFE_INTEGER);
     // 404 request_not_found for an unknown request or another project's (a background request
     // with no event yet is found: its stream follows it from the first event).
     await this.queries.execute(new GetAgentRequestQuery(principal, id));
@@ -156,7 +161,7 @@ export class AgentController {
 
   @Get(':id')
   @ApiOperation({ summary: 'Read a request', description: 'Its latest state: in_progress, requires_tool_outputs, completed, cancelled (with its partial `message`), expired or failed (with `error`). How a background request is followed.' })
-  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'request_not_found']) })
+  @ApiResponses({ 200: agentResponse, ...errorResponses([...AUTH_ERRORS, 'request_not_found', 'compute_unavailable', 'service_unavailable']) })
   async get(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<AgentResponse> {
     const startedAt = performance.now();
     const stop = await this.queries.execute(new GetAgentRequestQuery(principal, id));

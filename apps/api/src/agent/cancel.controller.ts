@@ -35,7 +35,7 @@ export class CancelController {
   @ApiIdempotencyKey('A cancellation that succeeded is replayed, even after the request has become not cancellable.')
   @ApiResponses({
     200: { description: 'AgentResponse with status `cancelled`', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } } } },
-    ...errorResponses(['invalid_api_key', 'rate_limited', 'invalid_body', 'request_not_found', 'request_not_cancellable', 'idempotency_conflict', 'compute_unavailable', 'service_unavailable']),
+    ...errorResponses(['invalid_api_key', 'rate_limited', 'invalid_body', 'request_not_found', 'request_not_cancellable', 'idempotency_conflict', 'payload_too_large', 'compute_unavailable', 'service_unavailable']),
   })
   async cancel(
     @Param('id') id: string,

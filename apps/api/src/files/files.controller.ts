@@ -6,6 +6,7 @@ import { ServiceError, isUuid } from '#libs/contracts';
 import { FileStore, FILE_RETENTION_DAYS } from '#libs/persistence';
 import { fileDownload } from '#libs/resources';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
+import { ApiResponses, errorResponses } from '../openapi/schemas.js';
 
 /** `GET /v1/files/{id}`: downloads a generated file with the same project's key. */
 @ApiTags('files')
@@ -17,7 +18,7 @@ export class FilesController {
   @Get(':id')
   @ApiOperation({ summary: 'Download a generated file', description: 'With the same project\'s key; kept 7 days.' })
   @ApiResponse({ status: 200, description: 'The file, with its media type.' })
-  @ApiResponse({ status: 404, description: '`file_not_found`', content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorResponse' } } } })
+  @ApiResponses(errorResponses(['invalid_api_key', 'file_not_found', 'rate_limited', 'service_unavailable']))
   async download(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res() res: Response): Promise<void> {
     const file = isUuid(id) ? await this.files.get(id, principal.project.id) : undefined;
     if (!file) {

@@ -1,6 +1,6 @@
 import type { INestApplication } from '@nestjs/common';
 import { DocumentBuilder, SwaggerModule, type OpenAPIObject } from '@nestjs/swagger';
-import { SCHEMAS } from './schemas.js';
+import { ID_SCHEMA, SCHEMAS } from './schemas.js';
 
 /** The interface version (contract section 9). */
 export const INTERFACE_VERSION = '1.0.0';
@@ -21,6 +21,12 @@ export function buildOpenApi(app: INestApplication): OpenAPIObject {
   // Keep only the contract's surface.
   document.paths = Object.fromEntries(Object.entries(document.paths).filter(([path]) => path.startsWith('/v1/')));
   document.components = { ...document.components, schemas: { ...document.components?.schemas, ...(SCHEMAS as unknown as Record<string, object>) } };
+  // Every `{id}` in a path is a request's or a session's or a file's uuid (any other value: 404).
+  for (const item of Object.values(document.paths)) {
+    for (const operation of Object.values(item) as { parameters?: { in: string; name: string; schema?: object }[] }[]) {
+      for (const parameter of operation.parameters ?? []) if (parameter.in === 'path' && parameter.name === 'id') parameter.schema = { ...ID_SCHEMA };
+    }
+  }
   return document;
 }
 

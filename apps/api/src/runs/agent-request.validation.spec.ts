@@ -32,6 +32,9 @@ describe('parseAgentRequest', () => {
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [tool, tool] }))).toBe('invalid_tools');
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [{ ...tool, description: undefined }] }))).toBe('invalid_tools');
     expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [tool], stream: true }))).toBe('stream_not_supported');
+    // 1024 characters are 1024 code points, as JSON Schema's maxLength counts them: an emoji is one.
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [{ ...tool, description: '\u{1F680}'.repeat(1024) }] }))).toBe('ok');
+    expect(codeOf(() => parseAgentRequest({ message: 'hi', tools: [{ ...tool, description: '\u{1F680}'.repeat(1025) }] }))).toBe('invalid_tools');
   });
 
   it('takes `background` as a boolean, with tools too, but never with `stream`', () => {

@@ -184,8 +184,10 @@ function parseTools(value: unknown): ToolDefinition[] {
     names.add(name);
     if (typeof description !== 'string') throw new ServiceError('invalid_tools', `${at}.description is required and must be a string.`);
     requireText(description, 'invalid_tools', `${at}.description`);
-    if (description.length > LIMITS.toolDescription) {
-      throw new ServiceError('invalid_tools', `${at}.description is ${description.length} characters; the limit is ${LIMITS.toolDescription}.`);
+    // Characters are code points, as for `message` (and JSON Schema's maxLength): an emoji is one.
+    const descriptionChars = [...description].length;
+    if (descriptionChars > LIMITS.toolDescription) {
+      throw new ServiceError('invalid_tools', `${at}.description is ${descriptionChars} characters; the limit is ${LIMITS.toolDescription}.`);
     }
     if (!isObject(parameters) || parameters.type !== 'object') {
       throw new ServiceError('invalid_tools', `${at}.parameters must be a JSON Schema object whose "type" is "object".`);

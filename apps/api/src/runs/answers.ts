@@ -5,7 +5,7 @@ import { initialStop, ServiceError, type AgentError, type AgentStop } from '#lib
 import { billingAnchor, quotaFigures } from '#libs/metering';
 import type { FileStore } from '#libs/persistence';
 import { renderError } from '../errors/contract-exception.filter.js';
-import { computeInstanceOf, renderStop, responseFiles, type AgentResponse } from '#libs/resources';
+import { renderAgentResponse, type AgentResponse } from '#libs/resources';
 import type { StoredAnswer } from './idempotency.js';
 
 /** A run's error (a failed stop's, or an admission's refusal) as its contract error: a used-up
@@ -69,14 +69,10 @@ export interface RenderContext {
   readonly startedAt: number;
 }
 
-/** A stop as the contract's AgentResponse: the one place a stop is rendered for the api (POST
- * answers, GET, cancel). A session's request stays a `session.message` through its tool-output
- * continuations. */
-export async function renderResponse(stop: AgentStop, ctx: RenderContext): Promise<AgentResponse> {
-  const { config, principal } = ctx;
-  const files = await responseFiles(stop, ctx.files, config);
-  const object = stop.sessionId ? 'session.message' : 'agent.response';
-  return renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(config), startedAt: ctx.startedAt, plan: principal.project.plan }, files);
+/** A stop as the contract's AgentResponse for the api (POST answers, GET, cancel), with the asking
+ * project's plan: libs/resources' renderer, which the worker's webhooks use too. */
+export function renderResponse(stop: AgentStop, ctx: RenderContext): Promise<AgentResponse> {
+  return renderAgentResponse(stop, { files: ctx.files, config: ctx.config, plan: ctx.principal.project.plan, startedAt: ctx.startedAt });
 }
 
 /** What renders a stop as the answer to a POST. */

@@ -4,7 +4,7 @@ import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, type 
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { agentRequestWorkflowId, firstStopUpdate, SEARCH_ATTRIBUTES, ServiceError, WORKFLOW_TASK_TIMEOUT_MS, type AgentRequestInput, type AgentStop } from '#libs/contracts';
+import { agentRequestStartOptions, firstStopUpdate, ServiceError, WORKFLOW_TASK_TIMEOUT_MS, type AgentRequestInput, type AgentStop } from '#libs/contracts';
 import { billingAnchor, currentPeriod, MeteringService } from '#libs/metering';
 import { BlobStore, FileStore } from '#libs/persistence';
 import type { AgentResponse } from '#libs/resources';
@@ -217,7 +217,6 @@ export class RunGateway {
   }
 
   private async startRun({ client, connection }: ConfiguredTemporal, principal: Principal, body: AgentRequestBody, requestId: string): Promise<StartedRun> {
-    const { project } = principal;
     const pickupMs = this.config.temporal.pickupTimeoutMs;
     // The deadline leaves room for one workflow task timeout beyond the pickup time: a worker that
     // dies while it runs the first task (before admission) holds the task that long, the api keeps
@@ -227,19 +226,14 @@ export class RunGateway {
     // Admitted before anything is stored or started: a refused request stores no file and starts no workflow.
     await this.admit(principal, body, requestId, acceptBy);
     const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), acceptBy, admitted: true };
-    const workflowId = agentRequestWorkflowId(requestId);
+    // The id, reuse policy, timeout and search attributes a session's child start uses too.
+    const startOptions = agentRequestStartOptions(input);
+    const { workflowId } = startOptions;
     const startWorkflowOperation = new WithStartWorkflowOperation('agentRequestWorkflow', {
-      workflowId,
+      ...startOptions,
       taskQueue: this.config.temporal.taskQueue,
       args: [input],
       workflowIdConflictPolicy: 'USE_EXISTING',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-      workflowExecutionTimeout: '24 hours',
-      typedSearchAttributes: [
-        { key: SEARCH_ATTRIBUTES.projectId, value: project.id },
-        { key: SEARCH_ATTRIBUTES.agentStatus, value: 'in_progress' },
-        { key: SEARCH_ATTRIBUTES.capabilities, value: [...input.capabilities] },
-      ],
     });
     let handle: WorkflowUpdateHandle<AgentStop> | AgentStop;
     const run = { connection, client, describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw };

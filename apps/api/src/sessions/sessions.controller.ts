@@ -6,7 +6,7 @@ import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { CurrentPrincipal } from '../auth/api-key.guard.js';
-import { ApiIdempotencyKey, ApiResponses, errorResponses } from '../openapi/schemas.js';
+import { ApiIdempotencyKey, ApiResponses, errorResponses, EVENT_STREAM, ID_SCHEMA } from '../openapi/schemas.js';
 import { parseAgentRequest } from '../runs/agent-request.validation.js';
 import { responseHeaders, sendAnswer, setResponseHeaders } from '../runs/answers.js';
 import { parseIdempotencyKey } from '../runs/idempotency.js';
@@ -17,7 +17,7 @@ import { SendSessionMessageCommand } from './commands/send-session-message.comma
 import { GetSessionQuery } from './queries/get-session.query.js';
 import { ListSessionsQuery } from './queries/list-sessions.query.js';
 import { renderRecord, renderView, type SessionResource } from '#libs/resources';
-import { parseListParams, type SessionList } from './session-resource.js';
+import { LIST_LIMIT, parseListParams, type SessionList } from './session-resource.js';
 
 /** `POST /v1/sessions`, `GET /v1/sessions[/{id}]`, `DELETE /v1/sessions/{id}`, `POST /v1/sessions/{id}/messages`. */
 const SESSION = { description: 'Session', content: { 'application/json': { schema: { $ref: '#/components/schemas/Session' } } } };
@@ -47,7 +47,7 @@ export class SessionsController {
   @HttpCode(200)
   @ApiOperation({ summary: 'Start a session', description: 'No body needed. Needs a project that has purchased credits; at most 10 active per project.' })
   @ApiIdempotencyKey('One key creates one session: a retry gets the session the first attempt created. A 429 `session_limit_reached` is not saved (nothing was created).')
-  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'plan_restricted', 'idempotency_conflict', 'session_limit_reached', 'service_unavailable', 'compute_unavailable']) })
+  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'plan_restricted', 'idempotency_conflict', 'payload_too_large', 'session_limit_reached', 'service_unavailable', 'compute_unavailable']) })
   async create(
     @Body() body: unknown,
     @Headers('idempotency-key') rawKey: string | undefined,
@@ -63,10 +63,10 @@ export class SessionsController {
 
   @Get()
   @ApiOperation({ summary: "List this project's sessions", description: 'Newest first, cursor paging.' })
-  @ApiQuery({ name: 'limit', required: false, type: Number })
-  @ApiQuery({ name: 'after', required: false, description: 'The next_cursor of the previous page.' })
+  @ApiQuery({ name: 'limit', required: false, schema: { type: 'integer', minimum: 1, maximum: LIST_LIMIT.max, default: LIST_LIMIT.default } })
+  @ApiQuery({ name: 'after', required: false, schema: ID_SCHEMA, description: 'The next_cursor of the previous page: a session of this project (another id: 404 `session_not_found`).' })
   @ApiQuery({ name: 'status', required: false, enum: ['active', 'expired', 'ended'] })
-  @ApiResponses({ 200: { description: '`{ object: "list", data, has_more, next_cursor }`', content: { 'application/json': { schema: { type: 'object', properties: { object: { const: 'list' }, data: { type: 'array', items: { $ref: '#/components/schemas/Session' } }, has_more: { type: 'boolean' }, next_cursor: { type: ['string', 'null'] } } } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body']) })
+  @ApiResponses({ 200: { description: '`{ object: "list", data, has_more, next_cursor }`', content: { 'application/json': { schema: { type: 'object', properties: { object: { const: 'list' }, data: { type: 'array', items: { $ref: '#/components/schemas/Session' } }, has_more: { type: 'boolean' }, next_cursor: { type: ['string', 'null'] } } } } } }, ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'session_not_found', 'service_unavailable']) })
   async list(@Query() query: Record<string, unknown>, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionList> {
     const params = parseListParams(query);
     const { records, hasMore } = await this.queries.execute(new ListSessionsQuery(principal, params));
@@ -76,7 +76,7 @@ export class SessionsController {
 
   @Get(':id')
   @ApiOperation({ summary: 'Read a session' })
-  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found']) })
+  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found', 'service_unavailable']) })
   async get(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionResource> {
     const record = await this.queries.execute(new GetSessionQuery(principal, id));
     this.headers(res, principal);
@@ -86,7 +86,7 @@ export class SessionsController {
   @Delete(':id')
   @HttpCode(200)
   @ApiOperation({ summary: 'End a session', description: 'Later messages get 410 session_ended.' })
-  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found', 'session_expired', 'session_ended']) })
+  @ApiResponses({ 200: SESSION, ...errorResponses([...AUTH_ERRORS, 'session_not_found', 'session_expired', 'session_ended', 'compute_unavailable', 'service_unavailable']) })
   async end(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res({ passthrough: true }) res: Response): Promise<SessionResource> {
     const view = await this.commands.execute(new EndSessionCommand(principal, id));
     this.headers(res, principal);
@@ -99,8 +99,8 @@ export class SessionsController {
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
   @ApiIdempotencyKey('A message runs once and enters the conversation once: a retry gets its first stop (a failed run\'s error included), or with `stream: true` its stored events again from the first.')
   @ApiResponses({
-    200: { description: 'AgentResponse (session.message)', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } }, 'text/event-stream': { schema: { type: 'string' } } } },
-    ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'payload_too_large', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'session_not_found', 'idempotency_conflict', 'session_busy', 'session_expired', 'session_ended', 'compute_error', 'compute_unavailable', 'service_unavailable']),
+    200: { description: 'AgentResponse (session.message)', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } }, ...EVENT_STREAM } },
+    ...errorResponses([...AUTH_ERRORS, 'invalid_body', 'missing_message', 'message_too_long', 'invalid_capabilities', 'invalid_tools', 'invalid_files', 'stream_not_supported', 'capability_not_enabled', 'plan_restricted', 'insufficient_credits', 'quota_exceeded', 'session_not_found', 'idempotency_conflict', 'session_busy', 'session_expired', 'session_ended', 'payload_too_large', 'compute_error', 'compute_unavailable', 'service_unavailable']),
   })
   async message(
     @Param('id') id: string,
