@@ -30,6 +30,8 @@ export MAS_HELM
 
 npm run --silent typecheck
 npm run --silent lint
+# The formatter (Prettier, .prettierrc.json): a file it would change fails the run; `npm run format` fixes it.
+npm run --silent format:check
 npm run --silent build
 node dist/apps/cli/src/main.js migrate
 
