@@ -44,9 +44,16 @@ export default tseslint.config(
           patterns: [
             { group: ['@nestjs/*'], message: 'Workflows may not import Nest.' },
             { group: ['typeorm', 'typeorm/*', 'pg', 'pg/*', 'kafkajs', 'kafkajs/*'], message: 'Workflows do no I/O.' },
-            { group: ['@temporalio/worker', '@temporalio/client', '@temporalio/activity'], message: 'Workflows import only @temporalio/workflow and @temporalio/common.' },
+            {
+              group: ['@temporalio/worker', '@temporalio/client', '@temporalio/activity'],
+              message: 'Workflows import only @temporalio/workflow and @temporalio/common.',
+            },
             { regex: '^#libs/(?!contracts$)', message: 'Workflows import only the contracts lib.' },
-            { group: ['**/*activities*', '**/*activity*'], allowTypeImports: true, message: 'Import activities only as types; use proxyActivities.' },
+            {
+              group: ['**/*activities*', '**/*activity*'],
+              allowTypeImports: true,
+              message: 'Import activities only as types; use proxyActivities.',
+            },
           ],
         },
       ],

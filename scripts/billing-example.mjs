@@ -36,6 +36,8 @@ await consumer.disconnect();
 
 process.stdout.write(`${'project'.padEnd(36)}  period      requests  credits  tokens\n`);
 for (const [key, b] of [...bills].sort()) {
-  process.stdout.write(`${key}  ${String(b.requests).padStart(8)}  ${String(b.credits).padStart(7)}  ${String(b.tokens).padStart(6)}\n`);
+  process.stdout.write(
+    `${key}  ${String(b.requests).padStart(8)}  ${String(b.credits).padStart(7)}  ${String(b.tokens).padStart(6)}\n`,
+  );
 }
 process.stdout.write(`${seen.size} usage events\n`);

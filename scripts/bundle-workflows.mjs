@@ -36,6 +36,13 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 const bundleHash = createHash('sha256').update(code).digest('hex').slice(0, 12);
 const commit = git('rev-parse', '--short=12', 'HEAD');
 const dirty = commit !== undefined && git('status', '--porcelain', '--untracked-files=no') !== '';
-const buildId = commit === undefined ? `${version}+${bundleHash}` : dirty ? `${version}+${commit}.dirty.${bundleHash}` : `${version}+${commit}`;
+const buildId =
+  commit === undefined
+    ? `${version}+${bundleHash}`
+    : dirty
+      ? `${version}+${commit}.dirty.${bundleHash}`
+      : `${version}+${commit}`;
 await writeFile(dist('workflows/build-id'), `${buildId}\n`);
-console.log(`workflow bundle: dist/workflows/bundle.js, ${Math.round(code.length / 1024)} KB in ${Date.now() - startedAt} ms; build id ${buildId}`);
+console.log(
+  `workflow bundle: dist/workflows/bundle.js, ${Math.round(code.length / 1024)} KB in ${Date.now() - startedAt} ms; build id ${buildId}`,
+);

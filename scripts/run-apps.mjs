@@ -23,10 +23,14 @@ function start(app, backoffMs) {
   const { args, env } = appProcess(app);
   // One machine, one worker: the build just started becomes current (Worker Versioning), so a
   // rebuilt worker takes new requests at once; runs pinned to the previous build wait for it.
-  const child = spawn(process.execPath, args, { env: { TEMPORAL_DEPLOYMENT_PROMOTE: 'on-start', ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, args, {
+    env: { TEMPORAL_DEPLOYMENT_PROMOTE: 'on-start', ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   children.set(app, child);
   say(app, `started (pid ${child.pid})`);
-  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => say(app, line));
+  for (const stream of [child.stdout, child.stderr])
+    createInterface({ input: stream }).on('line', (line) => say(app, line));
   child.on('exit', (code, signal) => {
     children.delete(app);
     if (stopping) {

@@ -45,7 +45,12 @@ import { openFloorClient } from './floor/client.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({
-  options: { quick: { type: 'boolean', default: false }, profile: { type: 'boolean', default: false }, 'no-profile': { type: 'boolean', default: false }, 'no-experiments': { type: 'boolean', default: false } },
+  options: {
+    quick: { type: 'boolean', default: false },
+    profile: { type: 'boolean', default: false },
+    'no-profile': { type: 'boolean', default: false },
+    'no-experiments': { type: 'boolean', default: false },
+  },
 });
 const QUICK = args.quick;
 
@@ -133,20 +138,33 @@ const RESULTS_DIR = join(ROOT, 'bench/results');
 const MESSAGE = 'Say something short.';
 /** The stack's Temporal settings beyond the dev server's defaults (scripts/stack.sh starts it so). */
 const STACK_TEMPORAL = {
-  dynamicConfig: ['system.enableActivityEagerExecution=true', 'history.transferProcessorMaxPollRPS=1000', 'matching.maxDeployments=100000'],
+  dynamicConfig: [
+    'system.enableActivityEagerExecution=true',
+    'history.transferProcessorMaxPollRPS=1000',
+    'matching.maxDeployments=100000',
+  ],
   pragmas: ['journal_mode=WAL', 'synchronous=NORMAL'],
 };
 /** Server settings compared on private Temporal dev servers (full runs): the stack's, and one
  * change from them each. */
 const TEMPORAL_VARIANTS = [
   { name: 'private', label: 'private Temporal dev server, as the stack runs it', ...STACK_TEMPORAL },
-  { name: 'defaults', label: "private Temporal, the dev server's defaults (no WAL, no eager activities, 20 transfer-queue reads a second)", dynamicConfig: [] },
+  {
+    name: 'defaults',
+    label:
+      "private Temporal, the dev server's defaults (no WAL, no eager activities, 20 transfer-queue reads a second)",
+    dynamicConfig: [],
+  },
   // Task dispatch was 3 ms in some runs and 25 ms in others (docs/performance.md, session 4): a
   // task on one of the 4 default partitions with no poll waiting there is forwarded to the root.
   {
     name: 'one-partition',
     label: 'private Temporal as the stack runs it, task queues of one partition',
-    dynamicConfig: [...STACK_TEMPORAL.dynamicConfig, 'matching.numTaskqueueReadPartitions=1', 'matching.numTaskqueueWritePartitions=1'],
+    dynamicConfig: [
+      ...STACK_TEMPORAL.dynamicConfig,
+      'matching.numTaskqueueReadPartitions=1',
+      'matching.numTaskqueueWritePartitions=1',
+    ],
     pragmas: STACK_TEMPORAL.pragmas,
   },
 ];
@@ -188,7 +206,8 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 async function waitFor(what, timeoutMs, check, proc) {
   const deadline = now() + timeoutMs;
   while (now() < deadline) {
-    if (proc?.exited) throw new Error(`${proc.name} exited (${proc.exitCode}) while waiting for ${what}:\n${tail(proc.logFile)}`);
+    if (proc?.exited)
+      throw new Error(`${proc.name} exited (${proc.exitCode}) while waiting for ${what}:\n${tail(proc.logFile)}`);
     if (await check()) return;
     await sleep(200);
   }
@@ -200,7 +219,13 @@ async function startModelServers() {
   for (const latency of [0, 200]) {
     servers[latency] = startNode({
       name: `model-${latency}ms`,
-      args: [join(ROOT, 'scripts/bench/model-server.mjs'), '--latency-ms', String(latency), '--port', String(MODEL_PORTS[latency])],
+      args: [
+        join(ROOT, 'scripts/bench/model-server.mjs'),
+        '--latency-ms',
+        String(latency),
+        '--port',
+        String(MODEL_PORTS[latency]),
+      ],
       env: { ...env, BENCH_MODEL_KEY: MODEL_KEY },
       logFile: join(RUN_DIR, `model-${latency}ms.log`),
       pidFile: PID_FILE,
@@ -208,7 +233,14 @@ async function startModelServers() {
   }
   cleanups.push(() => stopAll(Object.values(servers), 3000));
   for (const latency of [0, 200]) {
-    await waitFor(`the ${latency} ms model server`, 10_000, async () => (await send({ method: 'GET', url: `http://127.0.0.1:${MODEL_PORTS[latency]}/healthz`, timeoutMs: 1000 })).status === 200, servers[latency]);
+    await waitFor(
+      `the ${latency} ms model server`,
+      10_000,
+      async () =>
+        (await send({ method: 'GET', url: `http://127.0.0.1:${MODEL_PORTS[latency]}/healthz`, timeoutMs: 1000 }))
+          .status === 200,
+      servers[latency],
+    );
   }
   return servers;
 }
@@ -218,7 +250,13 @@ async function startModelServers() {
  * quota of the pro plan raised so that no benchmark request meets it), and waits until the api
  * answers /readyz, the worker polls and the relay and the projector run. Returns the processes and a `stop`.
  */
-async function startApps({ names = ['api', 'worker', 'relay', 'projector'], port = API_PORT, taskQueue = TASK_QUEUE, temporalAddress = env.TEMPORAL_ADDRESS, tag = '' } = {}) {
+async function startApps({
+  names = ['api', 'worker', 'relay', 'projector'],
+  port = API_PORT,
+  taskQueue = TASK_QUEUE,
+  temporalAddress = env.TEMPORAL_ADDRESS,
+  tag = '',
+} = {}) {
   const plans = JSON.stringify({ pro: { monthlyQuota: 1_000_000_000, capabilities: CAPABILITIES } });
   const base = `http://127.0.0.1:${port}`;
   const apps = {};
@@ -253,14 +291,30 @@ async function startApps({ names = ['api', 'worker', 'relay', 'projector'], port
   };
   const startupS = Object.fromEntries(
     await Promise.all([
-      ...(apps.api ? [ready('api', `the api${tag} to answer /readyz`, 120_000, async () => (await send({ method: 'GET', url: `${base}/readyz`, timeoutMs: 3000 })).status === 200)] : []),
-      ...(apps.worker ? [ready('worker', `the worker${tag} to poll ${taskQueue}`, 120_000, logHas(apps.worker, 'polling task queue'))] : []),
+      ...(apps.api
+        ? [
+            ready(
+              'api',
+              `the api${tag} to answer /readyz`,
+              120_000,
+              async () => (await send({ method: 'GET', url: `${base}/readyz`, timeoutMs: 3000 })).status === 200,
+            ),
+          ]
+        : []),
+      ...(apps.worker
+        ? [ready('worker', `the worker${tag} to poll ${taskQueue}`, 120_000, logHas(apps.worker, 'polling task queue'))]
+        : []),
       ...(apps.relay ? [ready('relay', 'the relay to run', 60_000, logHas(apps.relay, 'relaying'))] : []),
-      ...(apps.projector ? [ready('projector', 'the projector to run', 60_000, logHas(apps.projector, 'running'))] : []),
+      ...(apps.projector
+        ? [ready('projector', 'the projector to run', 60_000, logHas(apps.projector, 'running'))]
+        : []),
     ]),
   );
   // The worker bundles the workflow code with webpack at start; the SDK logs how long it took.
-  const bundle = apps.worker && existsSync(apps.worker.logFile) ? /compiled successfully in (\d+) ms/.exec(readFileSync(apps.worker.logFile, 'utf8')) : null;
+  const bundle =
+    apps.worker && existsSync(apps.worker.logFile)
+      ? /compiled successfully in (\d+) ms/.exec(readFileSync(apps.worker.logFile, 'utf8'))
+      : null;
   if (bundle) startupS.workerBundle = Number(bundle[1]) / 1000;
   return { apps, stop, base, startupS };
 }
@@ -277,10 +331,23 @@ function agentFor(clients) {
 cleanups.push(() => agents.forEach((a) => a.destroy()));
 
 const modelCall = (agent, latency, body) =>
-  send({ agent, url: `${MODEL[latency]}/chat/completions`, headers: { authorization: `Bearer ${MODEL_KEY}` }, body: { model: 'bench', ...body }, timeoutMs: REQUEST_TIMEOUT_MS });
+  send({
+    agent,
+    url: `${MODEL[latency]}/chat/completions`,
+    headers: { authorization: `Bearer ${MODEL_KEY}` },
+    body: { model: 'bench', ...body },
+    timeoutMs: REQUEST_TIMEOUT_MS,
+  });
 
 const apiCall = (agent, key, path, body, extra = {}, base = API) =>
-  send({ agent, url: `${base}${path}`, headers: { authorization: `Bearer ${key}` }, body, timeoutMs: REQUEST_TIMEOUT_MS, ...extra });
+  send({
+    agent,
+    url: `${base}${path}`,
+    headers: { authorization: `Bearer ${key}` },
+    body,
+    timeoutMs: REQUEST_TIMEOUT_MS,
+    ...extra,
+  });
 
 /** "status code" of a failed response, for the error tally. */
 function failureOf(r) {
@@ -351,7 +418,9 @@ async function warmUp(pools) {
   const good = r.results.filter((x) => ok(x.status)).length;
   if (good === 0) {
     const first = r.results[0];
-    throw new Error(`warm-up: none of ${r.results.length} requests succeeded (first: ${first ? failureOf(first) : 'none'} ${first?.body?.slice(0, 300) ?? ''})`);
+    throw new Error(
+      `warm-up: none of ${r.results.length} requests succeeded (first: ${first ? failureOf(first) : 'none'} ${first?.body?.slice(0, 300) ?? ''})`,
+    );
   }
   log(`warm-up: ${good}/${r.results.length} ok`);
 }
@@ -359,7 +428,12 @@ async function warmUp(pools) {
 async function overheadScenario(pools, spec) {
   const { latency, clients, n, maxMs } = spec;
   const baseAgent = agentFor(clients);
-  const base = await closedLoop({ clients, maxRequests: n, maxMs, fn: () => modelCall(baseAgent, latency, { messages: [{ role: 'user', content: MESSAGE }] }) });
+  const base = await closedLoop({
+    clients,
+    maxRequests: n,
+    maxMs,
+    fn: () => modelCall(baseAgent, latency, { messages: [{ role: 'user', content: MESSAGE }] }),
+  });
   const agent = agentFor(clients);
   const metricsBefore = temporalMetricsUrl ? await scrape(temporalMetricsUrl).catch(() => undefined) : undefined;
   const run = await closedLoop({
@@ -375,7 +449,9 @@ async function overheadScenario(pools, spec) {
   const errors = tally(run.results);
   const notCompleted = run.results.filter((r) => ok(r.status)).length - good.length;
   if (notCompleted) errors['200 but not completed'] = notCompleted;
-  log(`overhead ${latency} ms x${clients}: api p50 ${fmt(api.p50)} ms, baseline p50 ${fmt(baseline.p50)} ms, ${count(errors)} errors`);
+  log(
+    `overhead ${latency} ms x${clients}: api p50 ${fmt(api.p50)} ms, baseline p50 ${fmt(baseline.p50)} ms, ${count(errors)} errors`,
+  );
   return {
     ...spec,
     api,
@@ -383,7 +459,10 @@ async function overheadScenario(pools, spec) {
     overhead: difference(api, baseline),
     errors,
     baselineErrors: tally(base.results),
-    temporalPerRequest: metricsBefore && metricsAfter && good.length ? temporalPerRequest(metricsBefore, metricsAfter, good.length) : undefined,
+    temporalPerRequest:
+      metricsBefore && metricsAfter && good.length
+        ? temporalPerRequest(metricsBefore, metricsAfter, good.length)
+        : undefined,
     samples: good.map((r) => ({ id: jsonOf(r).id, sentAt: r.startedAt, receivedAt: r.endedAt })),
   };
 }
@@ -403,7 +482,11 @@ async function toolRoundScenario(pools) {
       const call = jsonOf(a)?.choices?.[0]?.message?.tool_calls?.[0];
       if (!ok(a.status) || !call) return;
       const b = await modelCall(baseAgent, 0, {
-        messages: [user, { role: 'assistant', content: null, tool_calls: [call] }, { role: 'tool', tool_call_id: call.id, content: '{"answer":42}' }],
+        messages: [
+          user,
+          { role: 'assistant', content: null, tool_calls: [call] },
+          { role: 'tool', tool_call_id: call.id, content: '{"answer":42}' },
+        ],
         tools,
       });
       if (!ok(b.status)) return;
@@ -427,7 +510,10 @@ async function toolRoundScenario(pools) {
         return;
       }
       const outputs = (first.tool_calls ?? []).map((c) => ({ tool_call_id: c.id, output: '{"answer":42}' }));
-      const b = await apiCall(agent, key, `/v1/agent/${first.id}/tool-outputs`, { tool_outputs: outputs, _compute_instance: first._compute_instance });
+      const b = await apiCall(agent, key, `/v1/agent/${first.id}/tool-outputs`, {
+        tool_outputs: outputs,
+        _compute_instance: first._compute_instance,
+      });
       if (!ok(b.status) || jsonOf(b)?.status !== 'completed') {
         failures.push(`leg 2: ${ok(b.status) ? `status ${jsonOf(b)?.status}` : failureOf(b)}`);
         return;
@@ -444,22 +530,41 @@ async function toolRoundScenario(pools) {
     const baseline = summary(baseLegs[leg]);
     out[leg] = { api, baseline, overhead: difference(api, baseline) };
   }
-  log(`tool round: leg 1 p50 ${fmt(out.leg1.api.p50)} ms, leg 2 p50 ${fmt(out.leg2.api.p50)} ms, ${failures.length} failed rounds`);
+  log(
+    `tool round: leg 1 p50 ${fmt(out.leg1.api.p50)} ms, leg 2 p50 ${fmt(out.leg2.api.p50)} ms, ${failures.length} failed rounds`,
+  );
   return { rounds: n, ...out, errors };
 }
 
 const apiToken = (e) => e.event === 'token' || e.json?.type === 'token';
-const modelToken = (e) => typeof e.json?.choices?.[0]?.delta?.content === 'string' && e.json.choices[0].delta.content !== '';
+const modelToken = (e) =>
+  typeof e.json?.choices?.[0]?.delta?.content === 'string' && e.json.choices[0].delta.content !== '';
 
 async function streamingScenario(pools) {
   const agent = agentFor(1);
-  const probe = await apiCall(agent, (await pools[0].take()).key, '/v1/agent', { message: MESSAGE, stream: true }, { sse: { isToken: apiToken } });
+  const probe = await apiCall(
+    agent,
+    (await pools[0].take()).key,
+    '/v1/agent',
+    { message: MESSAGE, stream: true },
+    { sse: { isToken: apiToken } },
+  );
   const type = String(probe.headers['content-type'] ?? '');
   if (!ok(probe.status)) {
     const code = jsonOf(probe)?.error?.code;
-    return { available: false, reason: code === 'stream_not_supported' ? 'the api answers 400 stream_not_supported' : `the api answers ${failureOf(probe)} to stream: true` };
+    return {
+      available: false,
+      reason:
+        code === 'stream_not_supported'
+          ? 'the api answers 400 stream_not_supported'
+          : `the api answers ${failureOf(probe)} to stream: true`,
+    };
   }
-  if (!type.includes('text/event-stream')) return { available: false, reason: `the api answers ${type || 'no content type'}, not an event stream, to stream: true` };
+  if (!type.includes('text/event-stream'))
+    return {
+      available: false,
+      reason: `the api answers ${type || 'no content type'}, not an event stream, to stream: true`,
+    };
   if (probe.firstTokenMs === undefined) return { available: false, reason: 'the api streams but sent no token event' };
   const rows = [];
   for (const latency of [0, 200]) {
@@ -474,7 +579,12 @@ async function streamingScenario(pools) {
           agent: baseAgent,
           url: `${MODEL[latency]}/chat/completions`,
           headers: { authorization: `Bearer ${MODEL_KEY}` },
-          body: { model: 'bench', messages: [{ role: 'user', content: MESSAGE }], stream: true, stream_options: { include_usage: true } },
+          body: {
+            model: 'bench',
+            messages: [{ role: 'user', content: MESSAGE }],
+            stream: true,
+            stream_options: { include_usage: true },
+          },
           sse: { isToken: modelToken },
           timeoutMs: REQUEST_TIMEOUT_MS,
         }),
@@ -483,10 +593,21 @@ async function streamingScenario(pools) {
       clients: 1,
       maxRequests: n,
       maxMs: PLAN.toolMs,
-      fn: async () => apiCall(agent, (await pools[latency].take()).key, '/v1/agent', { message: MESSAGE, stream: true }, { sse: { isToken: apiToken } }),
+      fn: async () =>
+        apiCall(
+          agent,
+          (await pools[latency].take()).key,
+          '/v1/agent',
+          { message: MESSAGE, stream: true },
+          { sse: { isToken: apiToken } },
+        ),
     });
-    const api = summary(run.results.filter((r) => ok(r.status) && r.firstTokenMs !== undefined).map((r) => r.firstTokenMs));
-    const baseline = summary(baseStreamed.results.filter((r) => ok(r.status) && r.firstTokenMs !== undefined).map((r) => r.firstTokenMs));
+    const api = summary(
+      run.results.filter((r) => ok(r.status) && r.firstTokenMs !== undefined).map((r) => r.firstTokenMs),
+    );
+    const baseline = summary(
+      baseStreamed.results.filter((r) => ok(r.status) && r.firstTokenMs !== undefined).map((r) => r.firstTokenMs),
+    );
     const errors = tally(run.results);
     const noToken = run.results.filter((r) => ok(r.status) && r.firstTokenMs === undefined).length;
     if (noToken) errors['200 without a token event'] = noToken;
@@ -532,7 +653,10 @@ async function usageLagScenario(pools, watcher, db) {
     const l = lags(watcher.seen);
     result.kafka =
       l.length === 0
-        ? { available: false, reason: `no usage event for this run's requests on mas.usage.v1 within ${waitMs / 1000} s (${watcher.messages} messages on the topic)` }
+        ? {
+            available: false,
+            reason: `no usage event for this run's requests on mas.usage.v1 within ${waitMs / 1000} s (${watcher.messages} messages on the topic)`,
+          }
         : { available: true, lag: summary(l), missing: responses.length - l.length };
   }
   if (!table) {
@@ -543,33 +667,56 @@ async function usageLagScenario(pools, watcher, db) {
     const l = lags(poller.seen);
     result.projection =
       l.length === 0
-        ? { available: false, reason: `request_log exists, but no row for this run's requests within ${waitMs / 1000} s` }
+        ? {
+            available: false,
+            reason: `request_log exists, but no row for this run's requests within ${waitMs / 1000} s`,
+          }
         : { available: true, lag: summary(l), missing: responses.length - l.length, resolutionMs: 25 };
   }
   result.requests = responses.length;
   result.errors = tally(run.results);
   const groupsAfter = watcher.error ? undefined : await watcher.projectorGroups();
   result.projectorGroupMembers = Object.fromEntries(
-    Object.keys({ ...groupsBefore, ...groupsAfter }).map((g) => [g, Math.max(groupsBefore?.[g] ?? 0, groupsAfter?.[g] ?? 0)]),
+    Object.keys({ ...groupsBefore, ...groupsAfter }).map((g) => [
+      g,
+      Math.max(groupsBefore?.[g] ?? 0, groupsAfter?.[g] ?? 0),
+    ]),
   );
   const shared = Object.entries(result.projectorGroupMembers).filter(([, n]) => n > 1);
   if (shared.length) result.projection.sharedGroups = shared.map(([g, n]) => `${g} had ${n} members`).join(', ');
-  log(`usage lag: kafka ${result.kafka.available ? `p50 ${fmt(result.kafka.lag.p50)} ms` : 'not available'}, projection ${result.projection.available ? `p50 ${fmt(result.projection.lag.p50)} ms` : 'not available'}`);
+  log(
+    `usage lag: kafka ${result.kafka.available ? `p50 ${fmt(result.kafka.lag.p50)} ms` : 'not available'}, projection ${result.projection.available ? `p50 ${fmt(result.projection.lag.p50)} ms` : 'not available'}`,
+  );
   return result;
 }
 
 async function floorsScenario(pools) {
   const agent = agentFor(1);
-  const health = await closedLoop({ clients: 1, maxRequests: PLAN.floors, maxMs: PLAN.floorMs, fn: () => send({ agent, method: 'GET', url: `${API}/healthz`, timeoutMs: 5000 }) });
+  const health = await closedLoop({
+    clients: 1,
+    maxRequests: PLAN.floors,
+    maxMs: PLAN.floorMs,
+    fn: () => send({ agent, method: 'GET', url: `${API}/healthz`, timeoutMs: 5000 }),
+  });
   const files = await closedLoop({
     clients: 1,
     maxRequests: PLAN.floors,
     maxMs: PLAN.floorMs,
-    fn: async () => send({ agent, method: 'GET', url: `${API}/v1/files/${randomUUID()}`, headers: { authorization: `Bearer ${(await pools[0].take()).key}` }, timeoutMs: 5000 }),
+    fn: async () =>
+      send({
+        agent,
+        method: 'GET',
+        url: `${API}/v1/files/${randomUUID()}`,
+        headers: { authorization: `Bearer ${(await pools[0].take()).key}` },
+        timeoutMs: 5000,
+      }),
   });
   const expected404 = files.results.filter((r) => r.status === 404);
   return {
-    healthz: { latency: summary(health.results.filter((r) => ok(r.status)).map((r) => r.ms)), errors: tally(health.results) },
+    healthz: {
+      latency: summary(health.results.filter((r) => ok(r.status)).map((r) => r.ms)),
+      errors: tally(health.results),
+    },
     authFloor: {
       latency: summary(expected404.map((r) => r.ms)),
       errors: Object.fromEntries(Object.entries(tally(files.results)).filter(([k]) => !k.startsWith('404'))),
@@ -593,8 +740,17 @@ async function startFloor() {
     pidFile: PID_FILE,
   });
   cleanups.push(() => stopAll([proc]));
-  await waitFor('the floor worker to poll', 60_000, () => existsSync(proc.logFile) && readFileSync(proc.logFile, 'utf8').includes('polling'), proc);
-  const client = await openFloorClient({ address: need('TEMPORAL_ADDRESS'), namespace: env.TEMPORAL_NAMESPACE || 'default', taskQueue });
+  await waitFor(
+    'the floor worker to poll',
+    60_000,
+    () => existsSync(proc.logFile) && readFileSync(proc.logFile, 'utf8').includes('polling'),
+    proc,
+  );
+  const client = await openFloorClient({
+    address: need('TEMPORAL_ADDRESS'),
+    namespace: env.TEMPORAL_NAMESPACE || 'default',
+    taskQueue,
+  });
   cleanups.push(() => client.close());
   return { proc, client };
 }
@@ -621,13 +777,24 @@ async function floorScenario(floor, components, idleCpu) {
   const keep = new Set(['temporal', 'floorWorker', 'harness', 'postgres', 'kafka']);
   const cpu =
     cpuDelta && completed.length
-      ? Object.fromEntries(Object.entries(cpuDelta).filter(([k]) => keep.has(k)).map(([k, v]) => [k, Math.max(0, v - (idleCpu?.[k] ?? 0) * seconds) / completed.length]))
+      ? Object.fromEntries(
+          Object.entries(cpuDelta)
+            .filter(([k]) => keep.has(k))
+            .map(([k, v]) => [k, Math.max(0, v - (idleCpu?.[k] ?? 0) * seconds) / completed.length]),
+        )
       : undefined;
   const result = {
     c1: { latency: summary(c1.results.filter((r) => ok(r.status)).map((r) => r.ms)), errors: tally(c1.results) },
-    c8: { latency: summary(completed.map((r) => r.ms)), rps: completed.length / seconds, errors: tally(c8.results), cpuMsPerRequest: cpu },
+    c8: {
+      latency: summary(completed.map((r) => r.ms)),
+      rps: completed.length / seconds,
+      errors: tally(c8.results),
+      cpuMsPerRequest: cpu,
+    },
   };
-  log(`floor: x1 p50 ${fmt(result.c1.latency.p50)} ms p99 ${fmt(result.c1.latency.p99)} ms; x8 ${fmt(result.c8.rps)} req/s p50 ${fmt(result.c8.latency.p50)} ms`);
+  log(
+    `floor: x1 p50 ${fmt(result.c1.latency.p50)} ms p99 ${fmt(result.c1.latency.p99)} ms; x8 ${fmt(result.c8.rps)} req/s p50 ${fmt(result.c8.latency.p50)} ms`,
+  );
   return result;
 }
 
@@ -706,7 +873,13 @@ async function measuredLoad({ clients, ms, warmMs, fn, apps, components, idleCpu
     pgEnd = pgCounters(db).catch(() => undefined);
     temporalEnd = metricsUrl ? scrape(metricsUrl).catch(() => undefined) : undefined;
   }, ms);
-  const run = await closedLoop({ clients, maxRequests: Math.ceil((ms / 1000) * 2000), maxMs: ms, fn, abortAtDeadline: true });
+  const run = await closedLoop({
+    clients,
+    maxRequests: Math.ceil((ms / 1000) * 2000),
+    maxMs: ms,
+    fn,
+    abortAtDeadline: true,
+  });
   clearTimeout(startTimer);
   clearTimeout(endTimer);
   const peakRss = rss.stop();
@@ -718,13 +891,27 @@ async function measuredLoad({ clients, ms, warmMs, fn, apps, components, idleCpu
   const cpuDelta = cpuStart && cpuEnd ? delta(cpuStart, cpuEnd) : undefined;
   const cpuRaw = cpuDelta && Object.fromEntries(Object.entries(cpuDelta).map(([k, v]) => [k, perRequest(v)]));
   // Net of each component's idle work over the window (never below 0).
-  const cpu = cpuDelta && Object.fromEntries(Object.entries(cpuDelta).map(([k, v]) => [k, perRequest(Math.max(0, v - (idleCpu?.[k] ?? 0) * seconds))]));
+  const cpu =
+    cpuDelta &&
+    Object.fromEntries(
+      Object.entries(cpuDelta).map(([k, v]) => [k, perRequest(Math.max(0, v - (idleCpu?.[k] ?? 0) * seconds))]),
+    );
   const threadCpuPerRequest =
     threadsStart && threadsEnd
-      ? Object.fromEntries(threads.map((t) => [t, Object.fromEntries(Object.entries(delta(threadsStart[t], threadsEnd[t])).filter(([, v]) => v > 0).map(([k, v]) => [k, perRequest(v)]))]))
+      ? Object.fromEntries(
+          threads.map((t) => [
+            t,
+            Object.fromEntries(
+              Object.entries(delta(threadsStart[t], threadsEnd[t]))
+                .filter(([, v]) => v > 0)
+                .map(([k, v]) => [k, perRequest(v)]),
+            ),
+          ]),
+        )
       : undefined;
   const [pa, pb] = [await pgStart, await pgEnd];
-  const database = pa && pb ? Object.fromEntries(Object.entries(delta(pa, pb)).map(([k, v]) => [k, perRequest(v)])) : undefined;
+  const database =
+    pa && pb ? Object.fromEntries(Object.entries(delta(pa, pb)).map(([k, v]) => [k, perRequest(v)])) : undefined;
   const [ta, tb] = [await temporalStart, await temporalEnd];
   const temporal = ta && tb && completed.length ? temporalPerRequest(ta, tb, completed.length) : undefined;
   return {
@@ -752,14 +939,20 @@ async function throughputScenario(pools, apps, components, idleCpu, db) {
   let turned;
   for (const clients of PLAN.levels) {
     const baseAgent = agentFor(clients);
-    const base = await closedLoop({ clients, maxRequests: 200_000, maxMs: PLAN.baselineLevelMs, fn: () => modelCall(baseAgent, 0, { messages: [{ role: 'user', content: MESSAGE }] }) });
+    const base = await closedLoop({
+      clients,
+      maxRequests: 200_000,
+      maxMs: PLAN.baselineLevelMs,
+      fn: () => modelCall(baseAgent, 0, { messages: [{ role: 'user', content: MESSAGE }] }),
+    });
     const baseRps = base.results.filter((r) => ok(r.status)).length / ((base.endedAt - base.startedAt) / 1000);
     const agent = agentFor(clients);
     const level = await measuredLoad({
       clients,
       ms: PLAN.levelMs,
       warmMs: Math.min(3000, PLAN.levelMs / 4),
-      fn: async (_, signal) => apiCall(agent, (await pools[0].take()).key, '/v1/agent', { message: MESSAGE }, { signal }),
+      fn: async (_, signal) =>
+        apiCall(agent, (await pools[0].take()).key, '/v1/agent', { message: MESSAGE }, { signal }),
       apps,
       components,
       idleCpu,
@@ -767,13 +960,21 @@ async function throughputScenario(pools, apps, components, idleCpu, db) {
       metricsUrl: temporalMetricsUrl,
     });
     const { results, ...kept } = level;
-    levels.push({ ...kept, baselineRps: baseRps, responses: results.filter((r) => ok(r.status)).map((r) => ({ id: jsonOf(r)?.id, at: r.endedAt })) });
-    log(`throughput x${clients}: ${fmt(level.rps)} req/s, p50 ${fmt(level.latency.p50)} ms, p99 ${fmt(level.latency.p99)} ms, ${count(level.errors)} errors (baseline ${fmt(baseRps)} req/s)`);
+    levels.push({
+      ...kept,
+      baselineRps: baseRps,
+      responses: results.filter((r) => ok(r.status)).map((r) => ({ id: jsonOf(r)?.id, at: r.endedAt })),
+    });
+    log(
+      `throughput x${clients}: ${fmt(level.rps)} req/s, p50 ${fmt(level.latency.p50)} ms, p99 ${fmt(level.latency.p99)} ms, ${count(level.errors)} errors (baseline ${fmt(baseRps)} req/s)`,
+    );
     await sleep(PLAN.settleMs);
     // The ramp goes on past saturation (issue 16: overload must degrade cleanly, which the errors
     // column of the higher levels shows); the first level past it is noted.
-    if (!turned && level.errorRate > 0.01) turned = { clients, why: `errors: ${(level.errorRate * 100).toFixed(1)}% of requests` };
-    if (!turned && best > 0 && level.rps < 0.9 * best) turned = { clients, why: `throughput fell to ${fmt(level.rps)} from ${fmt(best)} req/s` };
+    if (!turned && level.errorRate > 0.01)
+      turned = { clients, why: `errors: ${(level.errorRate * 100).toFixed(1)}% of requests` };
+    if (!turned && best > 0 && level.rps < 0.9 * best)
+      turned = { clients, why: `throughput fell to ${fmt(level.rps)} from ${fmt(best)} req/s` };
     best = Math.max(best, level.rps);
   }
   return { levels, turned };
@@ -809,7 +1010,9 @@ async function profileScenario(pools, apps, components, idleCpu, db) {
     }
   }
   const { results, ...kept } = load;
-  log(`profile: ${fmt(load.rps)} req/s under the profiler; api busy ${fmt(profiles.api?.busyMs)} ms, worker busy ${fmt(profiles.worker?.busyMs)} ms`);
+  log(
+    `profile: ${fmt(load.rps)} req/s under the profiler; api busy ${fmt(profiles.api?.busyMs)} ms, worker busy ${fmt(profiles.worker?.busyMs)} ms`,
+  );
   return { load: kept, profiles, requests: results.length };
 }
 
@@ -827,14 +1030,28 @@ async function temporalVariantScenario(pools, variant, searchAttributes) {
     name: `temporal-${variant.name}`,
     command: need('BENCH_TEMPORAL_BIN'),
     args: [
-      'server', 'start-dev', '--headless', '--ip', '127.0.0.1', '--port', String(grpcPort), '--http-port', String(httpPort),
-      '--metrics-port', String(metricsPort),
+      'server',
+      'start-dev',
+      '--headless',
+      '--ip',
+      '127.0.0.1',
+      '--port',
+      String(grpcPort),
+      '--http-port',
+      String(httpPort),
+      '--metrics-port',
+      String(metricsPort),
       ...(variant.inMemory ? [] : ['--db-filename', join(RUN_DIR, `temporal-${variant.name}.db`)]),
       ...(variant.pragmas ?? []).flatMap((p) => ['--sqlite-pragma', p]),
-      '--namespace', env.TEMPORAL_NAMESPACE || 'default', '--log-level', 'warn',
+      '--namespace',
+      env.TEMPORAL_NAMESPACE || 'default',
+      '--log-level',
+      'warn',
       ...searchAttributes.flatMap((a) => ['--search-attribute', a]),
-      '--dynamic-config-value', 'frontend.enableUpdateWorkflowExecution=true',
-      '--dynamic-config-value', 'frontend.enableExecuteMultiOperation=true',
+      '--dynamic-config-value',
+      'frontend.enableUpdateWorkflowExecution=true',
+      '--dynamic-config-value',
+      'frontend.enableExecuteMultiOperation=true',
       ...variant.dynamicConfig.flatMap((c) => ['--dynamic-config-value', c]),
     ],
     env,
@@ -845,7 +1062,13 @@ async function temporalVariantScenario(pools, variant, searchAttributes) {
   cleanups.push(stopServer);
   const temporal = await waitForTemporal({ address, namespace: env.TEMPORAL_NAMESPACE || 'default' });
   const tag = `-${variant.name}`;
-  const { apps, stop } = await startApps({ names: ['api', 'worker'], port: apiPort, taskQueue: `${TASK_QUEUE}${tag}`, temporalAddress: address, tag });
+  const { apps, stop } = await startApps({
+    names: ['api', 'worker'],
+    port: apiPort,
+    taskQueue: `${TASK_QUEUE}${tag}`,
+    temporalAddress: address,
+    tag,
+  });
   for (const p of Object.values(apps)) ownPids.add(p.pid);
   ownPids.add(server.pid);
   const base = `http://127.0.0.1:${apiPort}`;
@@ -856,7 +1079,8 @@ async function temporalVariantScenario(pools, variant, searchAttributes) {
       ['api', [apps.api.pid]],
       ['worker', [apps.worker.pid]],
     ]);
-  const call = async (agent, signal) => apiCall(agent, (await pools[0].take()).key, '/v1/agent', { message: MESSAGE }, { signal }, base);
+  const call = async (agent, signal) =>
+    apiCall(agent, (await pools[0].take()).key, '/v1/agent', { message: MESSAGE }, { signal }, base);
   try {
     const warm = agentFor(2);
     await closedLoop({ clients: 2, maxRequests: 20, maxMs: 10_000, fn: () => call(warm) });
@@ -867,7 +1091,13 @@ async function temporalVariantScenario(pools, variant, searchAttributes) {
       const before = await scrape(metricsUrl).catch(() => undefined);
       const machineA = machineSnapshot();
       const cpuA = cpuSnapshot(variantComponents);
-      const run = await closedLoop({ clients, maxRequests: 2000, maxMs: PLAN.experimentMs, fn: (_, signal) => call(agent, signal), abortAtDeadline: true });
+      const run = await closedLoop({
+        clients,
+        maxRequests: 2000,
+        maxMs: PLAN.experimentMs,
+        fn: (_, signal) => call(agent, signal),
+        abortAtDeadline: true,
+      });
       const after = await scrape(metricsUrl).catch(() => undefined);
       const cpuB = cpuSnapshot(variantComponents);
       const good = run.results.filter((r) => ok(r.status) && jsonOf(r)?.status === 'completed');
@@ -877,15 +1107,21 @@ async function temporalVariantScenario(pools, variant, searchAttributes) {
         rps: good.length / ((run.endedAt - run.startedAt) / 1000),
         errors: tally(run.results),
         temporalPerRequest: before && after && good.length ? temporalPerRequest(before, after, good.length) : undefined,
-        cpuMsPerRequest: good.length ? Object.fromEntries(Object.entries(delta(cpuA, cpuB)).map(([k, v]) => [k, v / good.length])) : undefined,
+        cpuMsPerRequest: good.length
+          ? Object.fromEntries(Object.entries(delta(cpuA, cpuB)).map(([k, v]) => [k, v / good.length]))
+          : undefined,
         others: otherLoad(machineA, machineSnapshot(), ownPids),
       };
       if (clients === 1) {
-        const samples = good.map((r) => ({ id: jsonOf(r).id, sentAt: r.startedAt, receivedAt: r.endedAt })).slice(-PLAN.phaseSamples);
+        const samples = good
+          .map((r) => ({ id: jsonOf(r).id, sentAt: r.startedAt, receivedAt: r.endedAt }))
+          .slice(-PLAN.phaseSamples);
         out.phases = await temporal.phases(samples);
       }
     }
-    log(`temporal ${variant.name}: x1 p50 ${fmt(out.c1.latency.p50)} ms, x8 ${fmt(out.c8.rps)} req/s p50 ${fmt(out.c8.latency.p50)} ms (${fmt((now() - started) / 1000)} s)`);
+    log(
+      `temporal ${variant.name}: x1 p50 ${fmt(out.c1.latency.p50)} ms, x8 ${fmt(out.c8.rps)} req/s p50 ${fmt(out.c8.latency.p50)} ms (${fmt((now() - started) / 1000)} s)`,
+    );
     return out;
   } finally {
     await stop();
@@ -905,10 +1141,18 @@ async function workerMemoryParts(pid) {
   const r = await send({ method: 'GET', url: `http://127.0.0.1:${WORKER_METRICS_PORT}/metrics`, timeoutMs: 3000 });
   const gauge = (name) => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(r.body ?? '')?.[1] ?? NaN) / 2 ** 20;
   const spaces = {};
-  for (const [, kind, space, value] of (r.body ?? '').matchAll(/^nodejs_heap_space_size_(total|used)_bytes\{space="(\w+)"\} (\S+)$/gm)) {
+  for (const [, kind, space, value] of (r.body ?? '').matchAll(
+    /^nodejs_heap_space_size_(total|used)_bytes\{space="(\w+)"\} (\S+)$/gm,
+  )) {
     spaces[space] = { ...spaces[space], [kind]: Math.round(Number(value) / 2 ** 20) };
   }
-  return { ...parts, heapUsed: gauge('nodejs_heap_size_used_bytes'), heapTotal: gauge('nodejs_heap_size_total_bytes'), external: gauge('nodejs_external_memory_bytes'), spaces };
+  return {
+    ...parts,
+    heapUsed: gauge('nodejs_heap_size_used_bytes'),
+    heapTotal: gauge('nodejs_heap_size_total_bytes'),
+    external: gauge('nodejs_external_memory_bytes'),
+    spaces,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -946,14 +1190,28 @@ async function main() {
 
   const watcherPromise = watchUsageTopic({ brokers: need('KAFKA_BROKERS').split(','), groupId: `mas-bench-${TS}` });
   cleanups.push(async () => (await watcherPromise).close());
-  const [{ apps, startupS }, floor] = await Promise.all([startApps(), startFloor(), pools[0].grow(PLAN.pool[0] - 1), pools[200].grow(PLAN.pool[200])]);
+  const [{ apps, startupS }, floor] = await Promise.all([
+    startApps(),
+    startFloor(),
+    pools[0].grow(PLAN.pool[0] - 1),
+    pools[200].grow(PLAN.pool[200]),
+  ]);
   const stackTemporal = temporalPid();
   temporalMetricsUrl = stackTemporal ? await findMetricsUrl(stackTemporal) : undefined;
-  log(temporalMetricsUrl ? `Temporal metrics at ${temporalMetricsUrl}` : 'Temporal metrics: not found (no per-request Temporal counts)');
-  log(`api, worker, projector up (pids ${apps.api.pid}, ${apps.worker.pid}, ${apps.projector.pid}); ${pools[0].size + pools[200].size} projects`);
+  log(
+    temporalMetricsUrl
+      ? `Temporal metrics at ${temporalMetricsUrl}`
+      : 'Temporal metrics: not found (no per-request Temporal counts)',
+  );
+  log(
+    `api, worker, projector up (pids ${apps.api.pid}, ${apps.worker.pid}, ${apps.projector.pid}); ${pools[0].size + pools[200].size} projects`,
+  );
   const watcher = await watcherPromise;
 
-  const temporal = await openTemporal({ address: need('TEMPORAL_ADDRESS'), namespace: env.TEMPORAL_NAMESPACE || 'default' });
+  const temporal = await openTemporal({
+    address: need('TEMPORAL_ADDRESS'),
+    namespace: env.TEMPORAL_NAMESPACE || 'default',
+  });
   cleanups.push(() => temporal.close());
   cleanups.push(async () => {
     const n = await temporal.terminateOpen(TASK_QUEUE);
@@ -968,15 +1226,31 @@ async function main() {
     model: [models[0].pid, models[200].pid],
     floorWorker: [floor.proc.pid],
   });
-  ownPids = new Set([apps.api.pid, apps.worker.pid, apps.relay.pid, apps.projector.pid, models[0].pid, models[200].pid, floor.proc.pid]);
+  ownPids = new Set([
+    apps.api.pid,
+    apps.worker.pid,
+    apps.relay.pid,
+    apps.projector.pid,
+    models[0].pid,
+    models[200].pid,
+    floor.proc.pid,
+  ]);
 
   await warmUp(pools);
   await sleep(PLAN.settleMs);
   const idle = memorySnapshot(apps);
   const idleWorkerParts = await workerMemoryParts(apps.worker.pid);
-  log(`idle worker memory (MB): ${Object.entries(idleWorkerParts).map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : fmt(v)}`).join(', ')}`);
+  log(
+    `idle worker memory (MB): ${Object.entries(idleWorkerParts)
+      .map(([k, v]) => `${k} ${typeof v === 'object' ? JSON.stringify(v) : fmt(v)}`)
+      .join(', ')}`,
+  );
   const idleCpu = await idleCpuRates(components, PLAN.idleMs);
-  log(`idle CPU (ms/s): ${Object.entries(idleCpu).map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}`);
+  log(
+    `idle CPU (ms/s): ${Object.entries(idleCpu)
+      .map(([k, v]) => `${k} ${fmt(v)}`)
+      .join(', ')}`,
+  );
   const machineBefore = machineSnapshot();
   log(`idle RSS: api ${fmt(idle.api)} MB, worker ${fmt(idle.worker)} MB, projector ${fmt(idle.projector)} MB`);
 
@@ -1027,7 +1301,11 @@ async function main() {
     }
   }
   const topLevel = results.throughput.levels.at(-1);
-  results.memory = { idle, workerIdleParts: idleWorkerParts, underLoad: topLevel && { clients: topLevel.clients, peak: topLevel.peakRssMb } };
+  results.memory = {
+    idle,
+    workerIdleParts: idleWorkerParts,
+    underLoad: topLevel && { clients: topLevel.clients, peak: topLevel.peakRssMb },
+  };
   results.startupS = startupS;
 
   // Usage events of the top load level, if the pipeline exists: give the stragglers some time.
@@ -1036,7 +1314,8 @@ async function main() {
     const ids = topLevel.responses.filter((x) => x.id);
     while (now() < deadline && ids.some((x) => !watcher.seen.has(x.id))) await sleep(100);
     const l = ids.filter((x) => watcher.seen.has(x.id)).map((x) => watcher.seen.get(x.id) - x.at);
-    if (l.length) results.usageLag.underLoad = { clients: topLevel.clients, lag: summary(l), missing: ids.length - l.length };
+    if (l.length)
+      results.usageLag.underLoad = { clients: topLevel.clients, lag: summary(l), missing: ids.length - l.length };
   }
   await sleep(PLAN.settleMs);
   results.memory.after = memorySnapshot(apps);

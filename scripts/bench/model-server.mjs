@@ -22,7 +22,8 @@ const { values: args } = parseArgs({
 });
 const latencyMs = Number(args['latency-ms']);
 const maxLifetimeS = Number(args['max-lifetime-s']);
-if (!Number.isFinite(latencyMs) || latencyMs < 0) throw new Error(`--latency-ms must be >= 0, got ${args['latency-ms']}`);
+if (!Number.isFinite(latencyMs) || latencyMs < 0)
+  throw new Error(`--latency-ms must be >= 0, got ${args['latency-ms']}`);
 const requiredKey = process.env.BENCH_MODEL_KEY || undefined;
 
 /** The fixed reply, split into the pieces a stream sends. */
@@ -61,11 +62,19 @@ function answerFor(body) {
   const messages = Array.isArray(body.messages) ? body.messages : [];
   const tools = Array.isArray(body.tools) ? body.tools : [];
   const promptTokens = Math.max(1, Math.ceil(JSON.stringify(messages).length / 4));
-  const usage = { prompt_tokens: promptTokens, completion_tokens: COMPLETION_TOKENS, total_tokens: promptTokens + COMPLETION_TOKENS };
+  const usage = {
+    prompt_tokens: promptTokens,
+    completion_tokens: COMPLETION_TOKENS,
+    total_tokens: promptTokens + COMPLETION_TOKENS,
+  };
   const hasToolMessage = messages.some((m) => m && m.role === 'tool');
   const toolName = tools[0]?.function?.name;
   if (toolName && !hasToolMessage) {
-    const call = { id: `call_bench_${++callCounter}`, type: 'function', function: { name: toolName, arguments: '{"query":"bench"}' } };
+    const call = {
+      id: `call_bench_${++callCounter}`,
+      type: 'function',
+      function: { name: toolName, arguments: '{"query":"bench"}' },
+    };
     return { content: null, toolCalls: [call], usage };
   }
   return { content: REPLY, toolCalls: [], usage };
@@ -89,14 +98,31 @@ function completionBody(model, a) {
 }
 
 function* streamChunks(model, a, includeUsage) {
-  const base = { id: `chatcmpl-bench-${served}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model };
+  const base = {
+    id: `chatcmpl-bench-${served}`,
+    object: 'chat.completion.chunk',
+    created: Math.floor(Date.now() / 1000),
+    model,
+  };
   if (a.toolCalls.length) {
     const calls = a.toolCalls.map((c, index) => ({ index, ...c }));
-    yield { ...base, choices: [{ index: 0, delta: { role: 'assistant', content: null, tool_calls: calls }, finish_reason: null }] };
+    yield {
+      ...base,
+      choices: [{ index: 0, delta: { role: 'assistant', content: null, tool_calls: calls }, finish_reason: null }],
+    };
     yield { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'tool_calls' }] };
   } else {
     for (const [i, piece] of REPLY_PIECES.entries()) {
-      yield { ...base, choices: [{ index: 0, delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece }, finish_reason: null }] };
+      yield {
+        ...base,
+        choices: [
+          {
+            index: 0,
+            delta: i === 0 ? { role: 'assistant', content: piece } : { content: piece },
+            finish_reason: null,
+          },
+        ],
+      };
     }
     yield { ...base, choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] };
   }
@@ -105,13 +131,16 @@ function* streamChunks(model, a, includeUsage) {
 
 async function handle(req, res) {
   const path = (req.url ?? '/').split('?')[0];
-  if (req.method === 'GET' && path === '/healthz') return sendJson(res, 200, { status: 'ok', served, latency_ms: latencyMs });
+  if (req.method === 'GET' && path === '/healthz')
+    return sendJson(res, 200, { status: 'ok', served, latency_ms: latencyMs });
   if (req.method !== 'POST' || (path !== '/v1/chat/completions' && path !== '/chat/completions')) {
     return sendJson(res, 404, { error: { message: `no route for ${req.method} ${path}`, type: 'not_found' } });
   }
   const raw = await readBody(req);
   if (requiredKey !== undefined && req.headers.authorization !== `Bearer ${requiredKey}`) {
-    return sendJson(res, 401, { error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', code: 'invalid_api_key' } });
+    return sendJson(res, 401, {
+      error: { message: 'Incorrect API key provided.', type: 'invalid_request_error', code: 'invalid_api_key' },
+    });
   }
   let body;
   try {
@@ -119,7 +148,8 @@ async function handle(req, res) {
   } catch {
     return sendJson(res, 400, { error: { message: 'the body is not JSON', type: 'invalid_request_error' } });
   }
-  if (typeof body !== 'object' || body === null) return sendJson(res, 400, { error: { message: 'the body must be an object', type: 'invalid_request_error' } });
+  if (typeof body !== 'object' || body === null)
+    return sendJson(res, 400, { error: { message: 'the body must be an object', type: 'invalid_request_error' } });
   served++;
   const model = typeof body.model === 'string' && body.model ? body.model : 'bench';
   const answer = answerFor(body);
@@ -144,7 +174,10 @@ async function handle(req, res) {
 
 const server = createServer((req, res) => {
   handle(req, res).catch((e) => {
-    if (!res.headersSent) sendJson(res, 500, { error: { message: e instanceof Error ? e.message : 'model server failed', type: 'server_error' } });
+    if (!res.headersSent)
+      sendJson(res, 500, {
+        error: { message: e instanceof Error ? e.message : 'model server failed', type: 'server_error' },
+      });
     else res.destroy();
   });
 });

@@ -13,7 +13,9 @@ const name = process.env.BENCH_PROFILE_NAME ?? String(process.pid);
 if (dir) {
   let session;
   const post = (method, params) =>
-    new Promise((resolve, reject) => session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))));
+    new Promise((resolve, reject) =>
+      session.post(method, params, (err, result) => (err ? reject(err) : resolve(result))),
+    );
   const toggle = async () => {
     if (!session) {
       session = new Session();

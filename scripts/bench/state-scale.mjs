@@ -8,13 +8,16 @@ import { performance } from 'node:perf_hooks';
 import pg from 'pg';
 
 const DB = process.env.MAS_BENCH_STATE_DB ?? 'mas_bench_state';
-if (!/bench/.test(DB) || /^mas(_test)?$/.test(DB)) throw new Error(`refusing database ${DB}: the state benchmark drops and refills it`);
+if (!/bench/.test(DB) || /^mas(_test)?$/.test(DB))
+  throw new Error(`refusing database ${DB}: the state benchmark drops and refills it`);
 const argv = process.argv.slice(2);
 const opt = (name, fallback) => {
   const i = argv.indexOf(`--${name}`);
   return i >= 0 ? argv[i + 1] : fallback;
 };
-const sizes = String(opt('sizes', opt('size', '20000,200000'))).split(',').map(Number);
+const sizes = String(opt('sizes', opt('size', '20000,200000')))
+  .split(',')
+  .map(Number);
 const rebuildUpTo = Number(opt('rebuild-up-to', String(Infinity)));
 const RUNS = Number(opt('runs', '7'));
 const DAYS = 120;
@@ -40,7 +43,10 @@ async function recreate() {
   await admin.query(`drop database if exists ${DB} with (force)`);
   await admin.query(`create database ${DB}`);
   await admin.end();
-  execFileSync('node', ['dist/apps/cli/src/main.js', 'migrate'], { env: { ...process.env, DATABASE_URL: url(DB) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  execFileSync('node', ['dist/apps/cli/src/main.js', 'migrate'], {
+    env: { ...process.env, DATABASE_URL: url(DB) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 }
 
 /** Production shape, in SQL: N agent requests over DAYS days (4 events each), a session per 20
@@ -49,7 +55,8 @@ async function recreate() {
 function fillSql(n) {
   const projects = Math.max(20, Math.floor(n / 2000));
   const sessions = Math.floor(n / 20);
-  const project = (i) => `(case when ${i} % 20 = 0 then '${LARGE}'::uuid else md5('project-' || (1 + ${i} % ${projects - 1}))::uuid end)`;
+  const project = (i) =>
+    `(case when ${i} % 20 = 0 then '${LARGE}'::uuid else md5('project-' || (1 + ${i} % ${projects - 1}))::uuid end)`;
   const at = (i, total) => `(now() - make_interval(secs => ${DAYS * 86400}.0 * (${total} - ${i}) / ${total}))`;
   const win = (days) => `now() - interval '${days + BACKLOG_DAYS} days'`;
   return [
@@ -119,8 +126,15 @@ async function fill(n) {
   // What the projector keeps on the session streams' rows where the schema has it (migration
   // 1763700000030): every session's row was written up to its stream's version (and since pruned
   // when older than 30 days), but for the newest five, which the projector has not reached yet.
-  const [{ projected }] = (await c.query(`select count(*)::int as projected from information_schema.columns where table_name = 'streams' and column_name = 'projected_version'`)).rows;
-  if (projected) await c.query(`update streams set projected_version = version where stream_id like 'session-%' and stream_id not in (select 'session-' || md5('s' || k)::uuid from generate_series(${Math.floor(n / 20)} - 4, ${Math.floor(n / 20)}) k)`);
+  const [{ projected }] = (
+    await c.query(
+      `select count(*)::int as projected from information_schema.columns where table_name = 'streams' and column_name = 'projected_version'`,
+    )
+  ).rows;
+  if (projected)
+    await c.query(
+      `update streams set projected_version = version where stream_id like 'session-%' and stream_id not in (select 'session-' || md5('s' || k)::uuid from generate_series(${Math.floor(n / 20)} - 4, ${Math.floor(n / 20)}) k)`,
+    );
   await c.query(`drop table bench_r, bench_s`);
   await c.query(`vacuum analyze`);
   const [counts] = (
@@ -158,7 +172,8 @@ async function instrumented(db, fn) {
     }
   };
   const lsn = async () => (await query(`select pg_current_wal_lsn()::text as l`))[0].l;
-  const walBytes = async (from) => Number((await query(`select pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint as b`, [from]))[0].b);
+  const walBytes = async (from) =>
+    Number((await query(`select pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn)::bigint as b`, [from]))[0].b);
   const from = await lsn();
   const t = performance.now();
   try {
@@ -180,8 +195,16 @@ async function measure(n) {
   const metering = new MeteringService(db, events, requests);
   const sessions = Math.floor(n / 20);
   // The newest request of the large project with a file, its newest session.
-  const request = (await db.query(`select md5('r' || i)::uuid::text as id from generate_series(${n} - 100, ${n}) i where i % 20 = 0 order by i desc limit 1`))[0].id;
-  const session = (await db.query(`select md5('s' || k)::uuid::text as id from generate_series(${sessions} - 100, ${sessions}) k where k % 20 = 0 order by k desc limit 1`))[0].id;
+  const request = (
+    await db.query(
+      `select md5('r' || i)::uuid::text as id from generate_series(${n} - 100, ${n}) i where i % 20 = 0 order by i desc limit 1`,
+    )
+  )[0].id;
+  const session = (
+    await db.query(
+      `select md5('s' || k)::uuid::text as id from generate_series(${sessions} - 100, ${sessions}) k where k % 20 = 0 order by k desc limit 1`,
+    )
+  )[0].id;
   const r = {};
   const list = await repo.list(LARGE, { limit: 20 });
   r.sessionsListed = list.records.length;
@@ -189,7 +212,8 @@ async function measure(n) {
   r.sessionsListStatements = behind.statements;
   r['GET /v1/sessions (large project)'] = await time(() => repo.list(LARGE, { limit: 20 }));
   r['GET /v1/sessions/{id}'] = await time(() => repo.find(LARGE, session));
-  if (!(await readModel.find(request))?.files?.length) throw new Error('the request read model found no files: the fill is not in the shape the benchmark expects');
+  if (!(await readModel.find(request))?.files?.length)
+    throw new Error('the request read model found no files: the fill is not in the shape the benchmark expects');
   r['GET /v1/agent/{id} (and a webhook render)'] = await time(() => readModel.find(request));
   r.openReservations = (await metering.openReservations(new Date(Date.now() - 1000), 1000)).length;
   r['reconciler: open reservations'] = await time(() => metering.openReservations(new Date(Date.now() - 1000), 100));
@@ -204,7 +228,17 @@ async function measure(n) {
   const steady = {};
   for (const rule of RETENTION_RULES) steady[rule.table] = await instrumented(db, () => rule.prune(db, settings));
   r.retention = Object.fromEntries(
-    Object.keys(backlog).map((t) => [t, { deleted: backlog[t].result, backlogMs: backlog[t].ms, longestStatementMs: backlog[t].longestMs, statements: backlog[t].statements, walMB: backlog[t].walMB, steadyMs: steady[t].ms }]),
+    Object.keys(backlog).map((t) => [
+      t,
+      {
+        deleted: backlog[t].result,
+        backlogMs: backlog[t].ms,
+        longestStatementMs: backlog[t].longestMs,
+        statements: backlog[t].statements,
+        walMB: backlog[t].walMB,
+        steadyMs: steady[t].ms,
+      },
+    ]),
   );
   r['retention: backlog pass, longest statement'] = Math.max(...Object.values(backlog).map((b) => b.longestMs));
   r['retention: backlog pass, WAL MB of the largest rule'] = Math.max(...Object.values(backlog).map((b) => b.walMB));
@@ -219,10 +253,22 @@ async function measure(n) {
     const writer = (async () => {
       while (!stop) {
         const id = randomUUID();
-        const event = toCloudEvent({ id: randomUUID(), type: 'agent-request.accepted.v1', subject: `agent-request-${id}`, time: new Date(), data: { requestId: id, requestsUsed: 1, creditsRemaining: 1 }, projectId: LARGE, correlationId: id, causationId: id, streamVersion: 1 });
+        const event = toCloudEvent({
+          id: randomUUID(),
+          type: 'agent-request.accepted.v1',
+          subject: `agent-request-${id}`,
+          time: new Date(),
+          data: { requestId: id, requestsUsed: 1, creditsRemaining: 1 },
+          projectId: LARGE,
+          correlationId: id,
+          causationId: id,
+          streamVersion: 1,
+        });
         const t = performance.now();
         await db.transaction(async (tx) => {
-          await tx.query(`insert into projection_processed (projection, event_id) values ('request-log', $1)`, [event.id]);
+          await tx.query(`insert into projection_processed (projection, event_id) values ('request-log', $1)`, [
+            event.id,
+          ]);
           await requestLogProjection.apply(tx, event);
         });
         longestWrite = Math.max(longestWrite, performance.now() - t);
@@ -237,7 +283,9 @@ async function measure(n) {
     await writer;
     r.rebuild = { ...result, writes };
     r['rebuild: longest wait of a live write (swap lock)'] = longestWrite;
-    r.rowsPastRetentionAfterRebuild = Number((await db.query(`select count(*) as c from request_log where updated_at < now() - interval '30 days'`))[0].c);
+    r.rowsPastRetentionAfterRebuild = Number(
+      (await db.query(`select count(*) as c from request_log where updated_at < now() - interval '30 days'`))[0].c,
+    );
   }
   await db.destroy();
   return r;
@@ -249,25 +297,43 @@ for (const n of sizes) {
   await recreate();
   log(`size ${n}: filling`);
   const filled = await fill(n);
-  log(`size ${n}: filled in ${filled.fillSeconds} s (${filled.events} events, ${filled.request_log} request_log rows, ${filled.sessions} sessions, ${filled.ledger} ledger rows, ${filled.size})`);
+  log(
+    `size ${n}: filled in ${filled.fillSeconds} s (${filled.events} events, ${filled.request_log} request_log rows, ${filled.sessions} sessions, ${filled.ledger} ledger rows, ${filled.size})`,
+  );
   const measured = await measure(n);
   results.push({ size: n, filled, measured });
   log(`size ${n}: measured ${JSON.stringify(measured)}`);
 }
 
-const keys = Object.keys(results[0].measured).filter((k) => typeof results[0].measured[k] === 'number' && (k.includes(' ') || k.includes('/')));
+const keys = Object.keys(results[0].measured).filter(
+  (k) => typeof results[0].measured[k] === 'number' && (k.includes(' ') || k.includes('/')),
+);
 const fmt = (v) => (v === undefined ? '-' : v >= 100 ? v.toFixed(0) : v.toFixed(1));
-const header = ['statement or job (ms unless said)', ...results.map((x) => `${x.size}`), `x (${results.at(-1).size}/${results[0].size})`];
+const header = [
+  'statement or job (ms unless said)',
+  ...results.map((x) => `${x.size}`),
+  `x (${results.at(-1).size}/${results[0].size})`,
+];
 const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
 for (const k of keys) {
   const vs = results.map((x) => x.measured[k]);
-  lines.push(`| ${k} | ${vs.map(fmt).join(' | ')} | ${vs[0] && vs.at(-1) !== undefined ? (vs.at(-1) / vs[0]).toFixed(2) : '-'} |`);
+  lines.push(
+    `| ${k} | ${vs.map(fmt).join(' | ')} | ${vs[0] && vs.at(-1) !== undefined ? (vs.at(-1) / vs[0]).toFixed(2) : '-'} |`,
+  );
 }
 console.log(lines.join('\n'));
 for (const x of results) {
-  console.log(`\nsize ${x.size}: ${JSON.stringify(x.filled)}; sessions listed ${x.measured.sessionsListed} in ${x.measured.sessionsListStatements} statements; open reservations ${x.measured.openReservations}`);
-  for (const [t, v] of Object.entries(x.measured.retention)) console.log(`  retention ${t}: deleted ${v.deleted} in ${fmt(v.backlogMs)} ms (${v.statements} statements, longest ${fmt(v.longestStatementMs)} ms, WAL ${v.walMB.toFixed(1)} MB); steady ${fmt(v.steadyMs)} ms`);
-  if (x.measured.rebuild) console.log(`  rebuild: ${JSON.stringify(x.measured.rebuild)}; rows past retention after it: ${x.measured.rowsPastRetentionAfterRebuild}`);
+  console.log(
+    `\nsize ${x.size}: ${JSON.stringify(x.filled)}; sessions listed ${x.measured.sessionsListed} in ${x.measured.sessionsListStatements} statements; open reservations ${x.measured.openReservations}`,
+  );
+  for (const [t, v] of Object.entries(x.measured.retention))
+    console.log(
+      `  retention ${t}: deleted ${v.deleted} in ${fmt(v.backlogMs)} ms (${v.statements} statements, longest ${fmt(v.longestStatementMs)} ms, WAL ${v.walMB.toFixed(1)} MB); steady ${fmt(v.steadyMs)} ms`,
+    );
+  if (x.measured.rebuild)
+    console.log(
+      `  rebuild: ${JSON.stringify(x.measured.rebuild)}; rows past retention after it: ${x.measured.rowsPastRetentionAfterRebuild}`,
+    );
 }
 mkdirSync('bench/results', { recursive: true });
 const file = `bench/results/state-${new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d+/, '')}.json`;

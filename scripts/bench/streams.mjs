@@ -23,7 +23,10 @@ import { openTemporal } from './lib/temporal-phases.mjs';
 import { appProcess } from '../app-process.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } }, strict: false });
+const { values: args } = parseArgs({
+  options: { quick: { type: 'boolean', default: false }, only: { type: 'string' } },
+  strict: false,
+});
 const LEVELS = [1, 100, 500];
 const PROJECTS = 20;
 /** A backend that goes idle reports its counts up to 10 s later (PostgreSQL 15): the opening of
@@ -42,7 +45,11 @@ const PID_FILE = join(RUN_DIR, 'pids');
 const MODEL_KEY = need('BENCH_MODEL_KEY');
 const [API_PORT, MODEL_PORT] = await freePorts(2);
 const API = `http://127.0.0.1:${API_PORT}`;
-const TOOL = { name: 'lookup', description: 'Looks something up.', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const TOOL = {
+  name: 'lookup',
+  description: 'Looks something up.',
+  parameters: { type: 'object', properties: { q: { type: 'string' } } },
+};
 const log = (s) => process.stderr.write(`[bench streams] ${s}\n`);
 
 const procs = [];
@@ -60,29 +67,41 @@ async function waitFor(what, timeoutMs, check, proc) {
 /** Commits and connections of the database, as PostgreSQL counts them. */
 async function dbCounts(client) {
   await client.query('select pg_stat_clear_snapshot()');
-  const { rows } = await client.query(`select xact_commit::bigint as commits, numbackends as backends from pg_stat_database where datname = current_database()`);
+  const { rows } = await client.query(
+    `select xact_commit::bigint as commits, numbackends as backends from pg_stat_database where datname = current_database()`,
+  );
   return { commits: Number(rows[0].commits), backends: Number(rows[0].backends) };
 }
 
 /** Opens an SSE stream that stays open; resolves once its headers came. */
 function openStream(id, key) {
   return new Promise((resolvePromise, reject) => {
-    const req = httpRequest(`${API}/v1/agent/${id}/events`, { agent: false, headers: { authorization: `Bearer ${key}` } }, (res) => {
-      if (res.statusCode !== 200) {
+    const req = httpRequest(
+      `${API}/v1/agent/${id}/events`,
+      { agent: false, headers: { authorization: `Bearer ${key}` } },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new Error(`events: ${res.statusCode}`));
+          return;
+        }
         res.resume();
-        reject(new Error(`events: ${res.statusCode}`));
-        return;
-      }
-      res.resume();
-      resolvePromise(req);
-    });
+        resolvePromise(req);
+      },
+    );
     req.on('error', (e) => reject(e));
     req.end();
   });
 }
 
 try {
-  const model = startNode({ name: 'model', args: [join(ROOT, 'scripts/bench/model-server.mjs'), '--latency-ms', '0', '--port', String(MODEL_PORT)], env: { ...env, BENCH_MODEL_KEY: MODEL_KEY }, logFile: join(RUN_DIR, 'streams-model.log'), pidFile: PID_FILE });
+  const model = startNode({
+    name: 'model',
+    args: [join(ROOT, 'scripts/bench/model-server.mjs'), '--latency-ms', '0', '--port', String(MODEL_PORT)],
+    env: { ...env, BENCH_MODEL_KEY: MODEL_KEY },
+    logFile: join(RUN_DIR, 'streams-model.log'),
+    pidFile: PID_FILE,
+  });
   procs.push(model);
   const plans = JSON.stringify({ pro: { monthlyQuota: 1_000_000_000, capabilities: CAPABILITIES } });
   const apps = {};
@@ -90,41 +109,97 @@ try {
     apps[app] = startNode({
       name: app,
       args: appProcess(app).args,
-      env: { ...env, ...appProcess(app).env, PORT: String(API_PORT), PUBLIC_BASE_URL: API, TEMPORAL_TASK_QUEUE: `bench-streams-${TS}`, MAS_PLANS: plans },
+      env: {
+        ...env,
+        ...appProcess(app).env,
+        PORT: String(API_PORT),
+        PUBLIC_BASE_URL: API,
+        TEMPORAL_TASK_QUEUE: `bench-streams-${TS}`,
+        MAS_PLANS: plans,
+      },
       logFile: join(RUN_DIR, `streams-${app}.log`),
       pidFile: PID_FILE,
     });
     procs.push(apps[app]);
   }
-  await waitFor('the model server', 10_000, async () => (await send({ method: 'GET', url: `http://127.0.0.1:${MODEL_PORT}/healthz`, timeoutMs: 1000 })).status === 200, model);
-  await waitFor('the api', 120_000, async () => (await send({ method: 'GET', url: `${API}/readyz`, timeoutMs: 3000 })).status === 200, apps.api);
-  await waitFor('the worker', 120_000, async () => existsSync(apps.worker.logFile) && readFileSync(apps.worker.logFile, 'utf8').includes('polling task queue'), apps.worker);
+  await waitFor(
+    'the model server',
+    10_000,
+    async () =>
+      (await send({ method: 'GET', url: `http://127.0.0.1:${MODEL_PORT}/healthz`, timeoutMs: 1000 })).status === 200,
+    model,
+  );
+  await waitFor(
+    'the api',
+    120_000,
+    async () => (await send({ method: 'GET', url: `${API}/readyz`, timeoutMs: 3000 })).status === 200,
+    apps.api,
+  );
+  await waitFor(
+    'the worker',
+    120_000,
+    async () =>
+      existsSync(apps.worker.logFile) && readFileSync(apps.worker.logFile, 'utf8').includes('polling task queue'),
+    apps.worker,
+  );
   log('api and worker up');
   const taskQueue = `bench-streams-${TS}`;
-  const temporal = await openTemporal({ address: need('TEMPORAL_ADDRESS'), namespace: env.TEMPORAL_NAMESPACE || 'default' });
+  const temporal = await openTemporal({
+    address: need('TEMPORAL_ADDRESS'),
+    namespace: env.TEMPORAL_NAMESPACE || 'default',
+  });
   cleanups.push(() => temporal.close());
   // The paused runs would wait 5 minutes for their tool outputs: terminated on the way out.
-  cleanups.push(async () => log(`terminated ${await temporal.terminateOpen(taskQueue)} open workflow(s) of ${taskQueue}`));
+  cleanups.push(async () =>
+    log(`terminated ${await temporal.terminateOpen(taskQueue)} open workflow(s) of ${taskQueue}`),
+  );
 
   const { accounts, close } = await openAccounts();
   cleanups.push(close);
   const runs = [];
   for (let i = 0; i < PROJECTS; i++) {
-    const project = await accounts.createProject({ name: `bench-streams-${TS}-${i}`, plan: 'pro', capabilities: ['chat'] });
+    const project = await accounts.createProject({
+      name: `bench-streams-${TS}-${i}`,
+      plan: 'pro',
+      capabilities: ['chat'],
+    });
     await accounts.addCredits(project.id, 1000);
-    await accounts.setModel(project.id, { provider: 'openai', model: 'bench', baseUrl: `http://127.0.0.1:${MODEL_PORT}/v1`, apiKey: MODEL_KEY });
+    await accounts.setModel(project.id, {
+      provider: 'openai',
+      model: 'bench',
+      baseUrl: `http://127.0.0.1:${MODEL_PORT}/v1`,
+      apiKey: MODEL_KEY,
+    });
     const { key } = await accounts.createApiKey(project.id, 'npm run bench -- --only streams');
-    const started = await send({ url: `${API}/v1/agent`, headers: { authorization: `Bearer ${key}` }, body: { message: 'Look something up.', tools: [TOOL], background: true } });
+    const started = await send({
+      url: `${API}/v1/agent`,
+      headers: { authorization: `Bearer ${key}` },
+      body: { message: 'Look something up.', tools: [TOOL], background: true },
+    });
     if (started.status !== 200) throw new Error(`background request: ${started.status} ${started.body}`);
     runs.push({ id: jsonOf(started).id, key });
   }
   // Each run pauses on the model's tool call: up to 5 minutes of a stream with nothing to say.
   for (const run of runs) {
-    await waitFor(`run ${run.id} to pause`, 60_000, async () => jsonOf(await send({ method: 'GET', url: `${API}/v1/agent/${run.id}`, headers: { authorization: `Bearer ${run.key}` } })).status === 'requires_tool_outputs');
+    await waitFor(
+      `run ${run.id} to pause`,
+      60_000,
+      async () =>
+        jsonOf(
+          await send({
+            method: 'GET',
+            url: `${API}/v1/agent/${run.id}`,
+            headers: { authorization: `Bearer ${run.key}` },
+          }),
+        ).status === 'requires_tool_outputs',
+    );
   }
   log(`${runs.length} runs paused for tool outputs`);
 
-  const pgClient = new pg.Client({ connectionString: env.DATABASE_URL ?? need('DATABASE_URL'), application_name: 'bench-streams' });
+  const pgClient = new pg.Client({
+    connectionString: env.DATABASE_URL ?? need('DATABASE_URL'),
+    application_name: 'bench-streams',
+  });
   await pgClient.connect();
   cleanups.push(() => pgClient.end());
   const rows = [];
@@ -135,23 +210,35 @@ try {
     await sleep(WINDOW_MS);
     const b = await dbCounts(pgClient);
     const seconds = (Date.now() - t0) / 1000;
-    const row = { open, transactionsPerSecond: Number(((b.commits - a.commits) / seconds).toFixed(2)), connections: b.backends };
+    const row = {
+      open,
+      transactionsPerSecond: Number(((b.commits - a.commits) / seconds).toFixed(2)),
+      connections: b.backends,
+    };
     rows.push(row);
     log(`${open} open streams: ${row.transactionsPerSecond} transactions/s, ${row.connections} connections`);
   };
   await measure(0);
   for (const level of LEVELS) {
-    const streams = await Promise.all(Array.from({ length: level }, (_, i) => openStream(runs[i % runs.length].id, runs[i % runs.length].key)));
+    const streams = await Promise.all(
+      Array.from({ length: level }, (_, i) => openStream(runs[i % runs.length].id, runs[i % runs.length].key)),
+    );
     await measure(level);
     for (const stream of streams) stream.destroy();
   }
   const base = rows[0];
   console.log('| open streams | transactions/s in the database | connections to it |');
   console.log('|---:|---:|---:|');
-  for (const row of rows) console.log(`| ${row.open} | ${row.transactionsPerSecond}${row.open ? ` (${row.transactionsPerSecond - base.transactionsPerSecond >= 0 ? '+' : ''}${(row.transactionsPerSecond - base.transactionsPerSecond).toFixed(2)})` : ''} | ${row.connections} |`);
+  for (const row of rows)
+    console.log(
+      `| ${row.open} | ${row.transactionsPerSecond}${row.open ? ` (${row.transactionsPerSecond - base.transactionsPerSecond >= 0 ? '+' : ''}${(row.transactionsPerSecond - base.transactionsPerSecond).toFixed(2)})` : ''} | ${row.connections} |`,
+    );
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const file = join(ROOT, 'bench/results', `streams-${TS}.json`);
-  writeFileSync(file, JSON.stringify({ scenario: 'streams', ts: TS, windowMs: WINDOW_MS, projects: PROJECTS, rows }, null, 2));
+  writeFileSync(
+    file,
+    JSON.stringify({ scenario: 'streams', ts: TS, windowMs: WINDOW_MS, projects: PROJECTS, rows }, null, 2),
+  );
   log(`written ${file}`);
 } finally {
   for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);

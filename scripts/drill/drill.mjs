@@ -40,7 +40,14 @@ import { noisyNeighbour } from './noisy-neighbour-phase.mjs';
 import { printSoak, soak } from './soak.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
-const { values: args } = parseArgs({ options: { quick: { type: 'boolean', default: false }, only: { type: 'string' }, soak: { type: 'string' }, projects: { type: 'string' } } });
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    soak: { type: 'string' },
+    projects: { type: 'string' },
+  },
+});
 const QUICK = args.quick;
 const env = process.env;
 const RUN_DIR = env.DRILL_RUN_DIR ?? '/tmp';
@@ -53,7 +60,10 @@ const PICKUP_MS = 5000;
 const PLAN = QUICK
   ? { clients: 3, beforeMs: 2000, outageMs: 3000, afterMs: 3000, paceMs: 1100 }
   : { clients: 6, beforeMs: 8000, outageMs: 8000, afterMs: 10000, paceMs: 1100 };
-const MAS_PLANS = JSON.stringify({ pro: { monthlyQuota: 1_000_000_000, capabilities: ['chat', 'research', 'documents', 'code', 'data', 'files'] }, starter: { monthlyQuota: 5, capabilities: ['chat'] } });
+const MAS_PLANS = JSON.stringify({
+  pro: { monthlyQuota: 1_000_000_000, capabilities: ['chat', 'research', 'documents', 'code', 'data', 'files'] },
+  starter: { monthlyQuota: 5, capabilities: ['chat'] },
+});
 
 const t0 = performance.now();
 const log = (s) => process.stderr.write(`[drill +${((performance.now() - t0) / 1000).toFixed(1)}s] ${s}\n`);
@@ -62,7 +72,8 @@ const run = promisify(execFile);
 /** scripts/stack.sh on the local stack (run.sh says whether PostgreSQL is the stack's own). */
 const stackEnv = { ...env };
 if (env.DRILL_LOCAL_POSTGRES === '1') delete stackEnv.DATABASE_URL;
-const stack = (command, component) => run('bash', [join(ROOT, 'scripts/stack.sh'), command, component], { timeout: 180_000, env: stackEnv });
+const stack = (command, component) =>
+  run('bash', [join(ROOT, 'scripts/stack.sh'), command, component], { timeout: 180_000, env: stackEnv });
 /** DRILL_CLUSTER=1 (scripts/stack/cluster-drill.sh): the engines are the cluster profile's, over
  * TLS; the faults are its own (a broker, a Temporal service), never the default stack's. */
 const CLUSTER = env.DRILL_CLUSTER === '1';
@@ -100,7 +111,16 @@ class App {
     this.proc = startNode({
       name: this.label,
       args: appProcess(this.name, { root: this.root }).args,
-      env: { ...env, ...appProcess(this.name).env, ...(this.port ? { PORT: String(this.port), PUBLIC_BASE_URL: this.url } : {}), TEMPORAL_TASK_QUEUE: TASK_QUEUE, MAS_PLANS, AGENT_PICKUP_TIMEOUT_MS: String(PICKUP_MS), RECONCILER_INTERVAL_SECONDS: '30', KAFKA_GROUP_PREFIX: `mas-drill-${TS}` },
+      env: {
+        ...env,
+        ...appProcess(this.name).env,
+        ...(this.port ? { PORT: String(this.port), PUBLIC_BASE_URL: this.url } : {}),
+        TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+        MAS_PLANS,
+        AGENT_PICKUP_TIMEOUT_MS: String(PICKUP_MS),
+        RECONCILER_INTERVAL_SECONDS: '30',
+        KAFKA_GROUP_PREFIX: `mas-drill-${TS}`,
+      },
       logFile,
       pidFile: PID_FILE,
     });
@@ -109,10 +129,15 @@ class App {
     const marker = { worker: 'polling task queue', relay: 'relaying', projector: 'running projections' }[this.name];
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      if (this.proc.exited) throw new Error(`${this.label} exited (${this.proc.exitCode}):\n${tail(this.proc.logFile)}`);
+      if (this.proc.exited)
+        throw new Error(`${this.label} exited (${this.proc.exitCode}):\n${tail(this.proc.logFile)}`);
       if (this.name === 'api') {
         if ((await send({ agent, method: 'GET', url: `${this.url}/healthz`, timeoutMs: 2000 })).status === 200) return;
-      } else if (existsSync(this.proc.logFile) && readFileSync(this.proc.logFile, 'utf8').slice(this.logOffset).includes(marker)) return;
+      } else if (
+        existsSync(this.proc.logFile) &&
+        readFileSync(this.proc.logFile, 'utf8').slice(this.logOffset).includes(marker)
+      )
+        return;
       await sleep(200);
     }
     throw new Error(`${this.label} was not ready within ${timeoutMs / 1000} s:\n${tail(this.proc.logFile)}`);
@@ -150,7 +175,13 @@ class Load {
     for (let i = 0; performance.now() < until; i++) {
       const apis = this.liveApis();
       const api = apis[(r.attempts.length + i) % Math.max(apis.length, 1)] ?? this.apis[0];
-      const res = await send({ agent, url: `${api.url}/v1/agent`, headers: { authorization: `Bearer ${r.auth}`, 'idempotency-key': r.key }, body: { message: 'drill', capabilities: ['chat'] }, timeoutMs: 60_000 });
+      const res = await send({
+        agent,
+        url: `${api.url}/v1/agent`,
+        headers: { authorization: `Bearer ${r.auth}`, 'idempotency-key': r.key },
+        body: { message: 'drill', capabilities: ['chat'] },
+        timeoutMs: 60_000,
+      });
       let body;
       try {
         body = JSON.parse(res.body);
@@ -180,7 +211,9 @@ class Load {
     this.running = true;
     // Each client rotates over three projects, so that load and read-backs stay well under the
     // rate limit of 60 requests a minute per project.
-    const clients = Array.from({ length: Math.ceil(this.keys.length / 3) }, (_, i) => this.keys.slice(i * 3, i * 3 + 3));
+    const clients = Array.from({ length: Math.ceil(this.keys.length / 3) }, (_, i) =>
+      this.keys.slice(i * 3, i * 3 + 3),
+    );
     this.loops = clients.map(async (keys) => {
       for (let n = 0; this.running; n++) {
         const began = performance.now();
@@ -206,8 +239,19 @@ async function recoveredWithin(load, auth, since, boundS) {
 // Invariants
 
 async function usageWatcher() {
-  const kafka = new Kafka({ clientId: 'mas-drill', brokers: env.KAFKA_BROKERS.split(','), ...kafkaConnectionOptions(engines.kafka), logLevel: logLevel.NOTHING, connectionTimeout: 3000 });
-  const consumer = kafka.consumer({ groupId: `mas-drill-watch-${TS}`, sessionTimeout: 10_000, heartbeatInterval: 3000, maxWaitTimeInMs: 500 });
+  const kafka = new Kafka({
+    clientId: 'mas-drill',
+    brokers: env.KAFKA_BROKERS.split(','),
+    ...kafkaConnectionOptions(engines.kafka),
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 3000,
+  });
+  const consumer = kafka.consumer({
+    groupId: `mas-drill-watch-${TS}`,
+    sessionTimeout: 10_000,
+    heartbeatInterval: 3000,
+    maxWaitTimeInMs: 500,
+  });
   const byId = new Map(); // CloudEvent id -> { project, request, credits, copies }
   await consumer.connect();
   await consumer.subscribe({ topic: TOPICS.usage, fromBeginning: false });
@@ -218,7 +262,13 @@ async function usageWatcher() {
         const e = JSON.parse(message.value.toString('utf8'));
         const seen = byId.get(e.id);
         if (seen) seen.copies++;
-        else byId.set(e.id, { project: e.data.project_id, request: e.data.request_id, credits: e.data.credits, copies: 1 });
+        else
+          byId.set(e.id, {
+            project: e.data.project_id,
+            request: e.data.request_id,
+            credits: e.data.credits,
+            copies: 1,
+          });
       } catch {
         // not a CloudEvent: not ours to judge here
       }
@@ -243,7 +293,13 @@ async function check(phase, { db, usage, load, projects, recoveryS, added }) {
     const still = [];
     for (const r of unread) {
       const api = load.liveApis()[0];
-      const res = await send({ agent, method: 'GET', url: `${api.url}/v1/agent/${r.final.id}`, headers: { authorization: `Bearer ${r.auth}` }, timeoutMs: 10_000 });
+      const res = await send({
+        agent,
+        method: 'GET',
+        url: `${api.url}/v1/agent/${r.final.id}`,
+        headers: { authorization: `Bearer ${r.auth}` },
+        timeoutMs: 10_000,
+      });
       if (res.status === 429) await sleep(Number(res.headers['retry-after'] ?? 1) * 1000);
       if (res.status !== 200 || JSON.parse(res.body).status !== 'completed') {
         r.lastRead = `${res.status} ${res.error ?? res.body.slice(0, 200)}`;
@@ -254,10 +310,21 @@ async function check(phase, { db, usage, load, projects, recoveryS, added }) {
   }
   if (unread.length > 0) log(`${phase}: not read back, e.g. ${unread[0].final.id}: ${unread[0].lastRead}`);
   const unreadable = unread.length;
-  const bad5xx = load.requests.flatMap((r) => r.attempts).filter((a) => a.status >= 500 && !((a.status === 502 || a.status === 503) && load.faultWindows.some(([from, to]) => a.at >= from && a.at <= to))).length;
+  const bad5xx = load.requests
+    .flatMap((r) => r.attempts)
+    .filter(
+      (a) =>
+        a.status >= 500 &&
+        !((a.status === 502 || a.status === 503) && load.faultWindows.some(([from, to]) => a.at >= from && a.at <= to)),
+    ).length;
   const answered = load.requests.filter((r) => r.final?.status === 200);
   const told = new Map(answered.map((r) => [r.final.id, r.final.credits]));
-  const money = await moneyProblems({ db, usage, projects: projects.ids.map((id, i) => ({ id, told: i === 0 ? told : new Map() })), added });
+  const money = await moneyProblems({
+    db,
+    usage,
+    projects: projects.ids.map((id, i) => ({ id, told: i === 0 ? told : new Map() })),
+    added,
+  });
   const row = {
     phase,
     sent,
@@ -274,10 +341,14 @@ async function check(phase, { db, usage, load, projects, recoveryS, added }) {
     openReservations: money.counts.open,
     recoveryS: recoveryS === undefined ? 'none' : recoveryS.toFixed(1),
   };
-  if (row.lost) problems.push(`${lost} request(s) without a final answer, ${splitKeys} key(s) split across request ids, ${unreadable} answer(s) not read back by GET`);
+  if (row.lost)
+    problems.push(
+      `${lost} request(s) without a final answer, ${splitKeys} key(s) split across request ids, ${unreadable} answer(s) not read back by GET`,
+    );
   problems.push(...money.problems);
   if (row.bad5xx) problems.push(`${row.bad5xx} 5xx answer(s) outside the fault or other than 502/503`);
-  if (recoveryS === undefined || recoveryS > RECOVERY_BOUND_S) problems.push(`no recovery within ${RECOVERY_BOUND_S} s`);
+  if (recoveryS === undefined || recoveryS > RECOVERY_BOUND_S)
+    problems.push(`no recovery within ${RECOVERY_BOUND_S} s`);
   if (row.ok === 0) problems.push('no request succeeded: the drill measured nothing');
   row.verdict = problems.length ? 'FAIL' : 'ok';
   return { row, problems };
@@ -301,7 +372,11 @@ async function projectsFor(accounts, n, phase, plan = 'pro') {
 /** One project of the pro plan with every capability the scripted model serves, `credits` added,
  * and its key (the soak and the noisy-neighbour phase). */
 const projectMaker = (accounts, phase) => async (label, credits) => {
-  const p = await accounts.createProject({ name: `drill-${TS}-${phase}-${label}`, plan: 'pro', capabilities: ['chat', 'documents'] });
+  const p = await accounts.createProject({
+    name: `drill-${TS}-${phase}-${label}`,
+    plan: 'pro',
+    capabilities: ['chat', 'documents'],
+  });
   await accounts.addCredits(p.id, credits);
   await accounts.setModel(p.id, { provider: 'scripted', model: 'scripted-drill' });
   const { key } = await accounts.createApiKey(p.id, 'npm run drill');
@@ -343,7 +418,21 @@ async function deploy(ctx, temporal, apps) {
         return { stop: () => stopAll([worker.proc], 20_000) };
       };
       const namespace = env.TEMPORAL_NAMESPACE || 'default';
-      const d = await deployScenario({ api: ctx.apis[0], send, agent, temporal: { client: temporal, connection: temporal.connection }, namespace, taskQueue: TASK_QUEUE, accounts: ctx.accounts, db: ctx.db, startWorker, runDir: RUN_DIR, root: ROOT, log, quick: QUICK });
+      const d = await deployScenario({
+        api: ctx.apis[0],
+        send,
+        agent,
+        temporal: { client: temporal, connection: temporal.connection },
+        namespace,
+        taskQueue: TASK_QUEUE,
+        accounts: ctx.accounts,
+        db: ctx.db,
+        startWorker,
+        runDir: RUN_DIR,
+        root: ROOT,
+        log,
+        quick: QUICK,
+      });
       found.push(...d.problems);
     },
   });
@@ -356,27 +445,51 @@ async function deploy(ctx, temporal, apps) {
 async function sharedLimits(accounts, apis) {
   const [rate] = (await projectsFor(accounts, 1, 'rate')).keys;
   const statuses = await Promise.all(
-    Array.from({ length: 70 }, (_, i) => send({ agent, method: 'GET', url: `${apis[i % apis.length].url}/v1/agent/${randomUUID()}`, headers: { authorization: `Bearer ${rate}` }, timeoutMs: 20_000 }).then((r) => r.status)),
+    Array.from({ length: 70 }, (_, i) =>
+      send({
+        agent,
+        method: 'GET',
+        url: `${apis[i % apis.length].url}/v1/agent/${randomUUID()}`,
+        headers: { authorization: `Bearer ${rate}` },
+        timeoutMs: 20_000,
+      }).then((r) => r.status),
+    ),
   );
   const limited = statuses.filter((s) => s === 429).length;
   const [quota] = (await projectsFor(accounts, 1, 'quota', 'starter')).keys;
   const answers = [];
   for (let i = 0; i < 8; i++) {
-    const r = await send({ agent, url: `${apis[i % apis.length].url}/v1/agent`, headers: { authorization: `Bearer ${quota}` }, body: { message: 'quota', capabilities: ['chat'] }, timeoutMs: 30_000 });
+    const r = await send({
+      agent,
+      url: `${apis[i % apis.length].url}/v1/agent`,
+      headers: { authorization: `Bearer ${quota}` },
+      body: { message: 'quota', capabilities: ['chat'] },
+      timeoutMs: 30_000,
+    });
     answers.push(r.status === 429 ? JSON.parse(r.body).error.code : r.status);
   }
   const served = answers.filter((a) => a === 200).length;
   const over = answers.filter((a) => a === 'quota_exceeded').length;
   const ok = limited === 10 && served === 5 && over === 3;
-  return { ok, text: `rate limit: ${70 - limited} of 70 served, ${limited} refused (expected 60/10); quota 5: ${served} served, ${over} quota_exceeded (expected 5/3)` };
+  return {
+    ok,
+    text: `rate limit: ${70 - limited} of 70 served, ${limited} refused (expected 60/10); quota 5: ${served} served, ${over} quota_exceeded (expected 5/3)`,
+  };
 }
 
 async function startAll(replicas) {
   const ports = await freePorts(replicas);
   const apps = [];
-  for (let r = 1; r <= replicas; r++) for (const name of ['api', 'worker', 'relay', 'projector']) apps.push(new App(name, r, name === 'api' ? ports[r - 1] : undefined));
+  for (let r = 1; r <= replicas; r++)
+    for (const name of ['api', 'worker', 'relay', 'projector'])
+      apps.push(new App(name, r, name === 'api' ? ports[r - 1] : undefined));
   for (const a of apps) a.start();
-  cleanups.push(() => stopAll(apps.map((a) => a.proc), 20_000));
+  cleanups.push(() =>
+    stopAll(
+      apps.map((a) => a.proc),
+      20_000,
+    ),
+  );
   await Promise.all(apps.map((a) => a.ready()));
   return apps;
 }
@@ -416,7 +529,13 @@ async function main() {
   cleanups.push(close);
   // At the end (after the apps have stopped): the drill's workflows still open and its reconciler
   // schedule go, so the shared Temporal server does not keep firing their timers.
-  const temporal = new Client({ connection: await Connection.connect({ address: env.TEMPORAL_ADDRESS, ...temporalConnectionOptions(engines.temporal) }), namespace: env.TEMPORAL_NAMESPACE || 'default' });
+  const temporal = new Client({
+    connection: await Connection.connect({
+      address: env.TEMPORAL_ADDRESS,
+      ...temporalConnectionOptions(engines.temporal),
+    }),
+    namespace: env.TEMPORAL_NAMESPACE || 'default',
+  });
   cleanups.push(async () => {
     const n = await clearTaskQueue(temporal, TASK_QUEUE, 'npm run drill finished');
     if (n) log(`terminated ${n} open workflow(s) of ${TASK_QUEUE}`);
@@ -440,8 +559,21 @@ async function main() {
   const apis = () => apps.filter((a) => a.name === 'api');
   const ctx = () => ({ accounts, db, usage, apis: apis() });
   if (args.soak) {
-    const result = await soak({ minutes: Number(args.soak), projects: Number(args.projects ?? 12), apps, apis: apis(), db, usage, agent, log, newProject: projectMaker(accounts, 'soak') });
-    await stopAll(apps.map((a) => a.proc), 20_000);
+    const result = await soak({
+      minutes: Number(args.soak),
+      projects: Number(args.projects ?? 12),
+      apps,
+      apis: apis(),
+      db,
+      usage,
+      agent,
+      log,
+      newProject: projectMaker(accounts, 'soak'),
+    });
+    await stopAll(
+      apps.map((a) => a.proc),
+      20_000,
+    );
     printSoak(result);
     writeFileSync(join(RUN_DIR, 'soak.json'), JSON.stringify(result, null, 2));
     if (result.problems.length) {
@@ -465,13 +597,34 @@ async function main() {
     ['cluster: kill -9 temporal history', clusterKill('temporal-history')],
     ['cluster: kill -9 temporal matching', clusterKill('temporal-matching')],
   ];
-  for (const [name, inject] of CLUSTER ? clusterFaults : single) if (want(name)) record(await phase(name, { ...ctx(), inject }));
+  for (const [name, inject] of CLUSTER ? clusterFaults : single)
+    if (want(name)) record(await phase(name, { ...ctx(), inject }));
   if (!CLUSTER && want('deploy')) record(await deploy(ctx(), temporal, apps));
   if (!CLUSTER && want('noisy neighbour')) {
-    const { figures, problems: found } = await noisyNeighbour({ quick: QUICK, apis: apis(), db, usage, agent, log, newProject: projectMaker(accounts, 'noisy') });
-    record({ row: { phase: `noisy neighbour: p99 x${figures.p99Ratio.toFixed(2)} (target < 1.20)`, sent: figures.alone.n + figures.beside.n, ok: figures.alone.n + figures.beside.n, verdict: found.length ? 'FAIL' : 'ok', noisy: figures }, problems: found });
+    const { figures, problems: found } = await noisyNeighbour({
+      quick: QUICK,
+      apis: apis(),
+      db,
+      usage,
+      agent,
+      log,
+      newProject: projectMaker(accounts, 'noisy'),
+    });
+    record({
+      row: {
+        phase: `noisy neighbour: p99 x${figures.p99Ratio.toFixed(2)} (target < 1.20)`,
+        sent: figures.alone.n + figures.beside.n,
+        ok: figures.alone.n + figures.beside.n,
+        verdict: found.length ? 'FAIL' : 'ok',
+        noisy: figures,
+      },
+      problems: found,
+    });
   }
-  await stopAll(apps.map((a) => a.proc), 20_000);
+  await stopAll(
+    apps.map((a) => a.proc),
+    20_000,
+  );
 
   if (!CLUSTER && want('replicas')) {
     log('starting two replicas of each app');
@@ -489,11 +642,17 @@ async function main() {
       }),
     );
     rows.at(-1).limits = limits.ok ? 'exact' : 'OFF';
-    await stopAll(apps.map((a) => a.proc), 20_000);
+    await stopAll(
+      apps.map((a) => a.proc),
+      20_000,
+    );
   }
 
   printTable(rows);
-  writeFileSync(join(RUN_DIR, 'drill.json'), JSON.stringify({ quick: QUICK, recoveryBoundS: RECOVERY_BOUND_S, rows, problems }, null, 2));
+  writeFileSync(
+    join(RUN_DIR, 'drill.json'),
+    JSON.stringify({ quick: QUICK, recoveryBoundS: RECOVERY_BOUND_S, rows, problems }, null, 2),
+  );
   if (problems.length) {
     process.stderr.write(`\nINVARIANTS BROKEN:\n  - ${problems.join('\n  - ')}\n`);
     return 1;
@@ -520,7 +679,11 @@ function printTable(rows) {
     ['recoveryS', 'recovery s'],
     ['verdict', 'verdict'],
   ];
-  const lines = [`| ${cols.map((c) => c[1]).join(' | ')} |`, `|${cols.map(() => '---').join('|')}|`, ...rows.map((r) => `| ${cols.map(([k]) => String(r[k] ?? '')).join(' | ')} |`)];
+  const lines = [
+    `| ${cols.map((c) => c[1]).join(' | ')} |`,
+    `|${cols.map(() => '---').join('|')}|`,
+    ...rows.map((r) => `| ${cols.map(([k]) => String(r[k] ?? '')).join(' | ')} |`),
+  ];
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 

@@ -10,7 +10,11 @@ import { jsonOf, parseSseBlock, send } from '../bench/lib/http.mjs';
 export const SCENARIOS = ['one-shot', 'tool-round', 'session', 'stream', 'cancel', 'background'];
 
 /** The custom tool of tool rounds (the scripted model calls it when the message names it). */
-export const lookup = { name: 'lookup', description: 'Look something up', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } };
+export const lookup = {
+  name: 'lookup',
+  description: 'Look something up',
+  parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+};
 /** The scripted model streams a word every 10 ms: this takes it about 3 s. */
 const LONG_MESSAGE = Array.from({ length: 300 }, (_, i) => `word${i}`).join(' ');
 
@@ -30,15 +34,31 @@ export class ProjectClient {
     const live = this.apis.filter((a) => !a.proc?.exited);
     return (live.length ? live : this.apis)[this.calls % Math.max(live.length, 1)];
   }
-  async call(method, path, { body, idempotent = method === 'POST', sse, timeoutMs = 60_000, deadlineMs = 120_000 } = {}) {
+  async call(
+    method,
+    path,
+    { body, idempotent = method === 'POST', sse, timeoutMs = 60_000, deadlineMs = 120_000 } = {},
+  ) {
     const headers = { authorization: `Bearer ${this.key}`, ...(idempotent ? { 'idempotency-key': randomUUID() } : {}) };
     const until = performance.now() + deadlineMs;
     for (;;) {
       this.calls++;
-      const res = await send({ agent: this.agent, method, url: `${this.api.url}${path}`, headers, body, timeoutMs, sse });
+      const res = await send({
+        agent: this.agent,
+        method,
+        url: `${this.api.url}${path}`,
+        headers,
+        body,
+        timeoutMs,
+        sse,
+      });
       this.statuses.set(res.status, (this.statuses.get(res.status) ?? 0) + 1);
       const json = sse && res.status === 200 ? undefined : jsonOf(res);
-      const retryable = res.status === 0 || res.status === 502 || res.status === 503 || (res.status === 429 && json?.error?.code === 'rate_limited');
+      const retryable =
+        res.status === 0 ||
+        res.status === 502 ||
+        res.status === 503 ||
+        (res.status === 429 && json?.error?.code === 'rate_limited');
       if (!retryable || performance.now() > until) return { ...res, json };
       this.retries++;
       await sleep(res.status === 429 ? Number(res.headers['retry-after'] ?? 1) * 1000 : 300);
@@ -64,18 +84,26 @@ export class ProjectClient {
   async run(kind) {
     switch (kind) {
       case 'one-shot': {
-        const res = await this.call('POST', '/v1/agent', { body: { message: 'soak one-shot', capabilities: ['chat'] } });
+        const res = await this.call('POST', '/v1/agent', {
+          body: { message: 'soak one-shot', capabilities: ['chat'] },
+        });
         if (this.expect(kind, res, 200)) this.tell(res.json.id, res.json.usage.credits_this_request);
         return res;
       }
       case 'tool-round': {
-        const paused = await this.call('POST', '/v1/agent', { body: { message: 'lookup {"q":"soak"}', tools: [lookup] } });
+        const paused = await this.call('POST', '/v1/agent', {
+          body: { message: 'lookup {"q":"soak"}', tools: [lookup] },
+        });
         if (!this.expect(kind, paused, 200)) return paused;
         this.tell(paused.json.id, paused.json.usage.credits_this_request);
         if (paused.json.status !== 'requires_tool_outputs') return paused;
-        const outputs = { tool_outputs: paused.json.tool_calls.map((c) => ({ tool_call_id: c.id, output: 'found' })), _compute_instance: paused.json._compute_instance };
+        const outputs = {
+          tool_outputs: paused.json.tool_calls.map((c) => ({ tool_call_id: c.id, output: 'found' })),
+          _compute_instance: paused.json._compute_instance,
+        };
         const done = await this.call('POST', `/v1/agent/${paused.json.id}/tool-outputs`, { body: outputs });
-        if (this.expect(`${kind} outputs`, done, 200)) this.tell(paused.json.id, done.json.usage.credits_this_request, { continuation: true });
+        if (this.expect(`${kind} outputs`, done, 200))
+          this.tell(paused.json.id, done.json.usage.credits_this_request, { continuation: true });
         return done;
       }
       case 'session': {
@@ -83,7 +111,9 @@ export class ProjectClient {
         if (!this.expect(kind, session, 200)) return session;
         let last = session;
         for (const message of ['first message', 'second message']) {
-          last = await this.call('POST', `/v1/sessions/${session.json.id}/messages`, { body: { message, capabilities: ['chat'] } });
+          last = await this.call('POST', `/v1/sessions/${session.json.id}/messages`, {
+            body: { message, capabilities: ['chat'] },
+          });
           if (this.expect(`${kind} message`, last, 200)) this.tell(last.json.id, last.json.usage.credits_this_request);
         }
         const ended = await this.call('DELETE', `/v1/sessions/${session.json.id}`, { idempotent: false });
@@ -91,25 +121,36 @@ export class ProjectClient {
         return last;
       }
       case 'stream': {
-        const res = await this.call('POST', '/v1/agent', { body: { message: 'soak stream of a few words', capabilities: ['chat'], stream: true }, sse: { isToken: (e) => e.event === 'token' } });
+        const res = await this.call('POST', '/v1/agent', {
+          body: { message: 'soak stream of a few words', capabilities: ['chat'], stream: true },
+          sse: { isToken: (e) => e.event === 'token' },
+        });
         if (!this.expect(kind, res, 200)) return res;
-        const events = res.body.split(/\r?\n\r?\n/).map(parseSseBlock).filter(Boolean);
+        const events = res.body
+          .split(/\r?\n\r?\n/)
+          .map(parseSseBlock)
+          .filter(Boolean);
         const done = events.find((e) => e.event === 'done');
         if (!done) this.problems.push(`${kind}: no done event (last: ${events.at(-1)?.text?.slice(0, 200)})`);
         else this.tell(String(res.headers['x-request-id']), done.json?.usage?.credits_this_request);
         return res;
       }
       case 'cancel': {
-        const started = await this.call('POST', '/v1/agent', { body: { message: LONG_MESSAGE, capabilities: ['chat'], background: true } });
+        const started = await this.call('POST', '/v1/agent', {
+          body: { message: LONG_MESSAGE, capabilities: ['chat'], background: true },
+        });
         if (!this.expect(kind, started, 200)) return started;
         await sleep(500);
         const cancelled = await this.call('POST', `/v1/agent/${started.json.id}/cancel`);
         if (cancelled.status === 409) return this.finalOf(started.json.id, kind);
-        if (this.expect(`${kind} cancel`, cancelled, 200)) this.tell(started.json.id, cancelled.json.usage.credits_this_request);
+        if (this.expect(`${kind} cancel`, cancelled, 200))
+          this.tell(started.json.id, cancelled.json.usage.credits_this_request);
         return cancelled;
       }
       case 'background': {
-        const started = await this.call('POST', '/v1/agent', { body: { message: 'soak background', capabilities: ['chat'], background: true } });
+        const started = await this.call('POST', '/v1/agent', {
+          body: { message: 'soak background', capabilities: ['chat'], background: true },
+        });
         if (!this.expect(kind, started, 200)) return started;
         return this.finalOf(started.json.id, kind);
       }
@@ -145,18 +186,30 @@ export async function moneyProblems({ db, usage, projects, added }) {
   const problems = [];
   let open = Infinity;
   for (let i = 0; i < 240 && open > 0; i++) {
-    [{ n: open }] = await db.query(`select count(*)::int as n from credit_ledger r where r.kind = 'reserve' and r.project_id = any($1) and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')`, [ids]);
+    [{ n: open }] = await db.query(
+      `select count(*)::int as n from credit_ledger r where r.kind = 'reserve' and r.project_id = any($1) and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')`,
+      [ids],
+    );
     if (open > 0) await sleep(500);
   }
   if (open > 0) problems.push(`${open} reservation(s) still open`);
-  const charges = await db.query(`select request_id::text as id, credits from credit_ledger where kind = 'settle' and project_id = any($1)`, [ids]);
+  const charges = await db.query(
+    `select request_id::text as id, credits from credit_ledger where kind = 'settle' and project_id = any($1)`,
+    [ids],
+  );
   const settled = new Map(charges.map((c) => [c.id, c.credits]));
   const told = new Map(projects.flatMap((p) => [...p.told]));
   const mismatched = [...told].filter(([id, credits]) => (settled.get(id) ?? 0) !== credits);
   const untold = charges.filter((c) => c.credits > 0 && !told.has(c.id));
-  if (mismatched.length) problems.push(`${mismatched.length} request(s) charged other than told, e.g. ${mismatched[0][0]}: told ${mismatched[0][1]}, settled ${settled.get(mismatched[0][0])}`);
+  if (mismatched.length)
+    problems.push(
+      `${mismatched.length} request(s) charged other than told, e.g. ${mismatched[0][0]}: told ${mismatched[0][1]}, settled ${settled.get(mismatched[0][0])}`,
+    );
   if (untold.length) problems.push(`${untold.length} charge(s) no client was told of, e.g. ${untold[0].id}`);
-  const balances = await db.query(`select p.id::text, p.credit_balance as balance, coalesce((select sum(credits) from credit_ledger s where s.project_id = p.id and s.kind = 'settle'), 0)::int as settled from projects p where p.id = any($1)`, [ids]);
+  const balances = await db.query(
+    `select p.id::text, p.credit_balance as balance, coalesce((select sum(credits) from credit_ledger s where s.project_id = p.id and s.kind = 'settle'), 0)::int as settled from projects p where p.id = any($1)`,
+    [ids],
+  );
   const balanceOff = balances.filter((b) => b.balance !== added - b.settled).length;
   if (balanceOff) problems.push(`${balanceOff} balance(s) not what was added minus the settled charges`);
   // Usage events: each charge once on the topic (the relay may be down a while: wait, bounded).
@@ -179,7 +232,10 @@ export async function moneyProblems({ db, usage, projects, added }) {
   let projectionOff;
   try {
     for (let i = 0; i < 120; i++) {
-      const [{ credits }] = await db.query(`select coalesce(sum(credits), 0)::int as credits from usage_totals where project_id = any($1)`, [ids]);
+      const [{ credits }] = await db.query(
+        `select coalesce(sum(credits), 0)::int as credits from usage_totals where project_id = any($1)`,
+        [ids],
+      );
       projectionOff = credits - paid.reduce((n, c) => n + c.credits, 0);
       if (projectionOff === 0) break;
       await sleep(500);
@@ -192,6 +248,14 @@ export async function moneyProblems({ db, usage, projects, added }) {
     problems,
     charges: paid.length,
     credits: paid.reduce((n, c) => n + c.credits, 0),
-    counts: { open, chargedOtherThanTold: mismatched.length + untold.length, balanceOff, usageLost: lost, usageDoubled: doubled, usageCopies: copies, projectionOff },
+    counts: {
+      open,
+      chargedOtherThanTold: mismatched.length + untold.length,
+      balanceOff,
+      usageLost: lost,
+      usageDoubled: doubled,
+      usageCopies: copies,
+      projectionOff,
+    },
   };
 }

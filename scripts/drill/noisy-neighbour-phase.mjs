@@ -36,18 +36,36 @@ async function pdfBomb() {
   z.end('ET');
   await ended;
   const stream = Buffer.concat(out);
-  const objects = ['<< /Type /Catalog /Pages 2 0 R >>', '<< /Type /Pages /Kids [3 0 R] /Count 1 >>', '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>', null, '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>'];
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>',
+    null,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
   const parts = [Buffer.from('%PDF-1.4\n', 'latin1')];
   const offsets = [];
   let length = parts[0].length;
   objects.forEach((body, i) => {
     offsets.push(length);
-    const chunk = body === null ? Buffer.concat([Buffer.from(`${i + 1} 0 obj\n<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`, 'latin1'), stream, Buffer.from('\nendstream\nendobj\n', 'latin1')]) : Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`, 'latin1');
+    const chunk =
+      body === null
+        ? Buffer.concat([
+            Buffer.from(`${i + 1} 0 obj\n<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`, 'latin1'),
+            stream,
+            Buffer.from('\nendstream\nendobj\n', 'latin1'),
+          ])
+        : Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`, 'latin1');
     parts.push(chunk);
     length += chunk.length;
   });
   const xref = offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
-  parts.push(Buffer.from(`xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`, 'latin1'));
+  parts.push(
+    Buffer.from(
+      `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`,
+      'latin1',
+    ),
+  );
   return Buffer.concat(parts);
 }
 
@@ -88,18 +106,62 @@ async function noisyThread({ apiUrl, key, projectId }) {
   const megabyte = 'x'.repeat(1_000_000);
   const kinds = [
     // [pause between sends, one send]
-    [3000, async () => {
-      const res = await client.call('POST', '/v1/agent', { ...once, body: { message: longMessage, capabilities: ['chat'], stream: true }, sse: { isToken: () => false }, timeoutMs: 120_000 });
-      count(res);
-      const done = res.status === 200 ? res.body.split(/\r?\n\r?\n/).map(parseSseBlock).find((e) => e?.event === 'done') : undefined;
-      if (done) client.tell(String(res.headers['x-request-id']), done.json.usage.credits_this_request);
-    }],
-    [3000, async () => told(await client.call('POST', '/v1/agent', { ...once, body: { message: 'lookup {"q":"hold"}', tools: [lookup] } }))],
-    [6000, async () => {
-      const files = Array.from({ length: 8 }, (_, i) => ({ name: `big-${i}.txt`, content: megabyte }));
-      told(await client.call('POST', '/v1/agent', { ...once, body: { message: 'big files', capabilities: ['chat'], files } }));
-    }],
-    [6000, async () => told(await client.call('POST', '/v1/agent', { ...once, body: { message: 'read_file {"name":"bomb.pdf"}', capabilities: ['documents'], files: [{ name: 'bomb.pdf', content: bomb.toString('base64') }] } }))],
+    [
+      3000,
+      async () => {
+        const res = await client.call('POST', '/v1/agent', {
+          ...once,
+          body: { message: longMessage, capabilities: ['chat'], stream: true },
+          sse: { isToken: () => false },
+          timeoutMs: 120_000,
+        });
+        count(res);
+        const done =
+          res.status === 200
+            ? res.body
+                .split(/\r?\n\r?\n/)
+                .map(parseSseBlock)
+                .find((e) => e?.event === 'done')
+            : undefined;
+        if (done) client.tell(String(res.headers['x-request-id']), done.json.usage.credits_this_request);
+      },
+    ],
+    [
+      3000,
+      async () =>
+        told(
+          await client.call('POST', '/v1/agent', {
+            ...once,
+            body: { message: 'lookup {"q":"hold"}', tools: [lookup] },
+          }),
+        ),
+    ],
+    [
+      6000,
+      async () => {
+        const files = Array.from({ length: 8 }, (_, i) => ({ name: `big-${i}.txt`, content: megabyte }));
+        told(
+          await client.call('POST', '/v1/agent', {
+            ...once,
+            body: { message: 'big files', capabilities: ['chat'], files },
+          }),
+        );
+      },
+    ],
+    [
+      6000,
+      async () =>
+        told(
+          await client.call('POST', '/v1/agent', {
+            ...once,
+            body: {
+              message: 'read_file {"name":"bomb.pdf"}',
+              capabilities: ['documents'],
+              files: [{ name: 'bomb.pdf', content: bomb.toString('base64') }],
+            },
+          }),
+        ),
+    ],
   ];
   const bigBody = JSON.stringify({ message: 'x', filler: Array.from({ length: 350_000 }, () => ({ a: 1 })) }); // ~7 MB of small objects
   const loops = kinds.map(([pauseMs, fn]) =>
@@ -169,9 +231,17 @@ export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newPr
 
   const problems = quiet.flatMap((c) => c.problems.map((p) => `well-behaved project: ${p}`));
   problems.push(...seen.problems.map((p) => `noisy project: ${p}`));
-  const errors = quiet.reduce((x, c) => x + [...c.statuses].filter(([s]) => s !== 200).reduce((y, [, k]) => y + k, 0), 0);
+  const errors = quiet.reduce(
+    (x, c) => x + [...c.statuses].filter(([s]) => s !== 200).reduce((y, [, k]) => y + k, 0),
+    0,
+  );
   if (errors) problems.push(`the well-behaved projects got ${errors} answer(s) other than 200`);
-  const money = await moneyProblems({ db, usage, projects: [...quiet, loud].map((c) => ({ id: c.projectId, told: c.told })), added: CREDITS });
+  const money = await moneyProblems({
+    db,
+    usage,
+    projects: [...quiet, loud].map((c) => ({ id: c.projectId, told: c.told })),
+    added: CREDITS,
+  });
   problems.push(...money.problems);
   const p = (xs, q) => percentile(xs, q) ?? NaN;
   const figures = {

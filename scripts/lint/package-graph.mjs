@@ -51,15 +51,20 @@ export function findCycle(graph) {
 
 const cycle = findCycle(LIB_DEPENDENCIES);
 if (cycle) throw new Error(`scripts/lint/package-graph.mjs: the libs' graph has a cycle: ${cycle.join(' -> ')}`);
-const libs = readdirSync(path.join(root, 'libs'), { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+const libs = readdirSync(path.join(root, 'libs'), { withFileTypes: true })
+  .filter((d) => d.isDirectory())
+  .map((d) => d.name);
 const unlisted = libs.filter((l) => !(l in LIB_DEPENDENCIES));
 const missing = Object.keys(LIB_DEPENDENCIES).filter((l) => !libs.includes(l));
 if (unlisted.length || missing.length) {
-  throw new Error(`scripts/lint/package-graph.mjs: LIB_DEPENDENCIES must list exactly the folders of libs/ (unlisted: ${unlisted.join(', ') || 'none'}; no such lib: ${missing.join(', ') || 'none'})`);
+  throw new Error(
+    `scripts/lint/package-graph.mjs: LIB_DEPENDENCIES must list exactly the folders of libs/ (unlisted: ${unlisted.join(', ') || 'none'}; no such lib: ${missing.join(', ') || 'none'})`,
+  );
 }
 for (const [lib, deps] of Object.entries(LIB_DEPENDENCIES)) {
   const unknown = deps.filter((d) => !(d in LIB_DEPENDENCIES));
-  if (unknown.length) throw new Error(`scripts/lint/package-graph.mjs: ${lib} lists unknown libs: ${unknown.join(', ')}`);
+  if (unknown.length)
+    throw new Error(`scripts/lint/package-graph.mjs: ${lib} lists unknown libs: ${unknown.join(', ')}`);
 }
 
 /** The package a file belongs to: `apps/api`, `libs/events`, `workflows`, `test`, or undefined. */
@@ -73,7 +78,11 @@ function packageOf(file) {
 const isTestFile = (file) => /\.(spec|int-spec|e2e-spec|workflow-spec)\.ts$/.test(file) || packageOf(file) === 'test';
 
 const packageGraph = {
-  meta: { type: 'problem', docs: { description: 'the package graph: no app imports another app, libs import only the libs listed for them' }, schema: [] },
+  meta: {
+    type: 'problem',
+    docs: { description: 'the package graph: no app imports another app, libs import only the libs listed for them' },
+    schema: [],
+  },
   create(context) {
     const file = context.filename;
     const own = packageOf(file);
@@ -85,7 +94,10 @@ const packageGraph = {
         if (own.startsWith('libs/')) {
           const self = own.slice('libs/'.length);
           if (lib !== self && !LIB_DEPENDENCIES[self]?.includes(lib)) {
-            context.report({ node, message: `libs/${self} may not import #libs/${lib}: its libs are listed in LIB_DEPENDENCIES (scripts/lint/package-graph.mjs), which must stay acyclic.` });
+            context.report({
+              node,
+              message: `libs/${self} may not import #libs/${lib}: its libs are listed in LIB_DEPENDENCIES (scripts/lint/package-graph.mjs), which must stay acyclic.`,
+            });
           }
         }
         return;
@@ -94,11 +106,15 @@ const packageGraph = {
       const target = packageOf(path.resolve(path.dirname(file), spec));
       if (!target || target === own) return;
       if (target === 'test') {
-        if (!isTestFile(file)) context.report({ node, message: `${own} imports test support code (${spec}) outside a test.` });
+        if (!isTestFile(file))
+          context.report({ node, message: `${own} imports test support code (${spec}) outside a test.` });
         return;
       }
       if (isTestFile(file) && own === 'workflows' && target === 'apps/worker') return; // the worker's bundle options, in workflow tests
-      context.report({ node, message: `${own} reaches into ${target} by path (${spec}): an app imports libs as #libs/<lib> and never another app; shared code belongs in a lib.` });
+      context.report({
+        node,
+        message: `${own} reaches into ${target} by path (${spec}): an app imports libs as #libs/<lib> and never another app; shared code belongs in a lib.`,
+      });
     };
     return {
       ImportDeclaration: (node) => check(node.source, node.source.value),

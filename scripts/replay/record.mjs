@@ -26,7 +26,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
-import { agentRequestWorkflowId, ledgerReconcilerScheduleId, SEARCH_ATTRIBUTES, sessionWorkflowId, webhookWorkflowId } from '#libs/contracts';
+import {
+  agentRequestWorkflowId,
+  ledgerReconcilerScheduleId,
+  SEARCH_ATTRIBUTES,
+  sessionWorkflowId,
+  webhookWorkflowId,
+} from '#libs/contracts';
 import { loadConfig, requireTemporalAddress } from '#libs/config';
 import { AesGcmPayloadCodec, clearTaskQueue, historyToJson, payloadDataConverter } from '#libs/temporal';
 import { WebhookStore } from '#libs/webhooks';
@@ -37,7 +43,9 @@ import { appProcess } from '../app-process.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const CORPUS = join(ROOT, 'test/replay/histories');
-const { values: args } = parseArgs({ options: { set: { type: 'string', default: new Date().toISOString().slice(0, 10) } } });
+const { values: args } = parseArgs({
+  options: { set: { type: 'string', default: new Date().toISOString().slice(0, 10) } },
+});
 if (!/^[\w.-]+$/.test(args.set)) throw new Error(`--set must be a plain directory name, not "${args.set}"`);
 
 const env = process.env;
@@ -52,7 +60,12 @@ const SESSION_CONTINUE_AS_NEW_AFTER_EVENTS = 50;
 
 // The corpus's own payload key (test-only, committed), instead of the machine's.
 const corpusKey = JSON.parse(readFileSync(join(ROOT, 'test/replay/payload-key.json'), 'utf8'));
-const machineSecrets = [env.MAS_MASTER_KEY, env.MAS_API_KEY_PEPPER, env.MAS_CODEC_TOKEN, ...(env.MAS_PAYLOAD_KEYS ?? '').split(',').map((pair) => pair.split(':')[1])].filter((s) => s && s.length >= 16);
+const machineSecrets = [
+  env.MAS_MASTER_KEY,
+  env.MAS_API_KEY_PEPPER,
+  env.MAS_CODEC_TOKEN,
+  ...(env.MAS_PAYLOAD_KEYS ?? '').split(',').map((pair) => pair.split(':')[1]),
+].filter((s) => s && s.length >= 16);
 const appEnv = {
   ...env,
   MAS_PAYLOAD_KEYS: `${corpusKey.id}:${corpusKey.key}`,
@@ -92,7 +105,17 @@ async function startApps() {
   const [port] = await freePorts(1);
   const apps = ['worker', 'relay', 'api'].map((name) => {
     const { args: nodeArgs, env: extra } = appProcess(name);
-    return startNode({ name, args: nodeArgs, env: { ...appEnv, ...extra, ...(name === 'api' ? { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` } : {}) }, logFile: join(RUN_DIR, `${name}.log`), pidFile: join(RUN_DIR, 'pids') });
+    return startNode({
+      name,
+      args: nodeArgs,
+      env: {
+        ...appEnv,
+        ...extra,
+        ...(name === 'api' ? { PORT: String(port), PUBLIC_BASE_URL: `http://127.0.0.1:${port}` } : {}),
+      },
+      logFile: join(RUN_DIR, `${name}.log`),
+      pidFile: join(RUN_DIR, 'pids'),
+    });
   });
   cleanups.push(() => stopAll(apps, 20_000));
   const api = `http://127.0.0.1:${port}`;
@@ -102,7 +125,10 @@ async function startApps() {
     for (;;) {
       if (app.exited) throw new Error(`${app.name} exited (${app.exitCode}):\n${tail(app.logFile)}`);
       if (Date.now() > deadline) throw new Error(`${app.name} was not ready within 120 s:\n${tail(app.logFile)}`);
-      const up = app.name === 'api' ? (await send({ agent, method: 'GET', url: `${api}/healthz`, timeoutMs: 2000 })).status === 200 : existsSync(app.logFile) && readFileSync(app.logFile, 'utf8').includes(ready[app.name]);
+      const up =
+        app.name === 'api'
+          ? (await send({ agent, method: 'GET', url: `${api}/healthz`, timeoutMs: 2000 })).status === 200
+          : existsSync(app.logFile) && readFileSync(app.logFile, 'utf8').includes(ready[app.name]);
       if (up) break;
       await sleep(200);
     }
@@ -154,7 +180,11 @@ async function main() {
   const { accounts, db, close } = await openAccounts(appEnv);
   cleanups.push(close);
   const connection = await Connection.connect({ address: requireTemporalAddress(config) });
-  const client = new Client({ connection, namespace: config.temporal.namespace, dataConverter: payloadDataConverter(config) });
+  const client = new Client({
+    connection,
+    namespace: config.temporal.namespace,
+    dataConverter: payloadDataConverter(config),
+  });
   cleanups.push(async () => {
     const n = await clearTaskQueue(client, TASK_QUEUE, 'npm run replay:record finished');
     if (n) log(`terminated ${n} open workflow(s) of ${TASK_QUEUE}`);
@@ -177,7 +207,8 @@ async function main() {
   const call = async (p, method, path, body, timeoutMs = 60_000) => {
     const res = await send({ agent, method, url: `${api}${path}`, headers: p.headers, body, timeoutMs });
     const parsed = json(res);
-    if (res.status !== 200 && res.status !== 201) throw new Error(`${method} ${path}: ${res.status} ${res.error ?? res.body.slice(0, 300)}`);
+    if (res.status !== 200 && res.status !== 201)
+      throw new Error(`${method} ${path}: ${res.status} ${res.error ?? res.body.slice(0, 300)}`);
     return parsed ?? res.body;
   };
   const closed = async (workflowId, runId) => {
@@ -187,7 +218,8 @@ async function main() {
       return status.name !== 'RUNNING' && status.name;
     });
   };
-  const getStatus = (p, id, status) => until(`request ${id} to be ${status}`, async () => (await call(p, 'GET', `/v1/agent/${id}`)).status === status);
+  const getStatus = (p, id, status) =>
+    until(`request ${id} to be ${status}`, async () => (await call(p, 'GET', `/v1/agent/${id}`)).status === status);
 
   /** What is recorded: [workflowType, path, what the run did, workflowId, runId?]. */
   const recorded = [];
@@ -196,13 +228,23 @@ async function main() {
    * under its name. */
   const take = async (workflowType, path, description, workflowId, runId, expected) => {
     const status = await closed(workflowId, runId);
-    const outcome = status === 'COMPLETED' ? (await client.workflow.getHandle(workflowId, runId).result())?.status : undefined;
-    if (expected && outcome !== expected) throw new Error(`${workflowType}/${path}: the run ended ${status} with the result status ${outcome}, not ${expected}`);
+    const outcome =
+      status === 'COMPLETED' ? (await client.workflow.getHandle(workflowId, runId).result())?.status : undefined;
+    if (expected && outcome !== expected)
+      throw new Error(
+        `${workflowType}/${path}: the run ended ${status} with the result status ${outcome}, not ${expected}`,
+      );
     recorded.push({ workflowType, path, description, workflowId, runId, status, ...(outcome ? { outcome } : {}) });
     log(`  ${workflowType}/${path}: ${status}${outcome ? ` (${outcome})` : ''}`);
   };
 
-  const weather = [{ name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }];
+  const weather = [
+    {
+      name: 'get_weather',
+      description: 'Weather for a city',
+      parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    },
+  ];
   const pauseBody = { message: 'What is the weather? get_weather {"city":"Oslo"}', tools: weather };
   const manyWords = `Tell me something in many words: ${Array.from({ length: 400 }, (_, i) => `word${i}`).join(' ')}`;
   const agentProject = await project('agent');
@@ -210,44 +252,115 @@ async function main() {
   log('agent requests');
   {
     const r = await call(agentProject, 'POST', '/v1/agent', { message: 'Hello from the replay corpus.' });
-    await take('agentRequestWorkflow', 'one-shot', 'one model call, completed (the caller waits: the model is a local activity)', agentRequestWorkflowId(r.id), undefined, 'completed');
+    await take(
+      'agentRequestWorkflow',
+      'one-shot',
+      'one model call, completed (the caller waits: the model is a local activity)',
+      agentRequestWorkflowId(r.id),
+      undefined,
+      'completed',
+    );
   }
   {
-    const r = await call(agentProject, 'POST', '/v1/agent', { message: 'run_javascript {"code":"[1,2,3].map(x => x * x)"}', capabilities: ['chat', 'code'] });
-    await take('agentRequestWorkflow', 'builtin-tool', 'a built-in tool (run_javascript) between two model calls, completed', agentRequestWorkflowId(r.id), undefined, 'completed');
+    const r = await call(agentProject, 'POST', '/v1/agent', {
+      message: 'run_javascript {"code":"[1,2,3].map(x => x * x)"}',
+      capabilities: ['chat', 'code'],
+    });
+    await take(
+      'agentRequestWorkflow',
+      'builtin-tool',
+      'a built-in tool (run_javascript) between two model calls, completed',
+      agentRequestWorkflowId(r.id),
+      undefined,
+      'completed',
+    );
   }
   {
     const paused = await call(agentProject, 'POST', '/v1/agent', pauseBody);
-    await call(agentProject, 'POST', `/v1/agent/${paused.id}/tool-outputs`, { tool_outputs: [{ tool_call_id: paused.tool_calls[0].id, output: 'Sunny, 21 C' }], _compute_instance: paused._compute_instance });
-    await take('agentRequestWorkflow', 'tool-pause-continue', 'paused for a custom tool, its output submitted (Update), completed', agentRequestWorkflowId(paused.id), undefined, 'completed');
+    await call(agentProject, 'POST', `/v1/agent/${paused.id}/tool-outputs`, {
+      tool_outputs: [{ tool_call_id: paused.tool_calls[0].id, output: 'Sunny, 21 C' }],
+      _compute_instance: paused._compute_instance,
+    });
+    await take(
+      'agentRequestWorkflow',
+      'tool-pause-continue',
+      'paused for a custom tool, its output submitted (Update), completed',
+      agentRequestWorkflowId(paused.id),
+      undefined,
+      'completed',
+    );
   }
   {
     const paused = await call(agentProject, 'POST', '/v1/agent', pauseBody);
     await getStatus(agentProject, paused.id, 'expired');
-    await take('agentRequestWorkflow', 'tool-pause-expire', `paused for a custom tool, no output within TOOL_OUTPUTS_TIMEOUT_MS (${TOOL_OUTPUTS_TIMEOUT_MS} ms): expired`, agentRequestWorkflowId(paused.id), undefined, 'expired');
+    await take(
+      'agentRequestWorkflow',
+      'tool-pause-expire',
+      `paused for a custom tool, no output within TOOL_OUTPUTS_TIMEOUT_MS (${TOOL_OUTPUTS_TIMEOUT_MS} ms): expired`,
+      agentRequestWorkflowId(paused.id),
+      undefined,
+      'expired',
+    );
   }
   {
     const paused = await call(agentProject, 'POST', '/v1/agent', pauseBody);
     await call(agentProject, 'POST', `/v1/agent/${paused.id}/cancel`);
-    await take('agentRequestWorkflow', 'cancel-paused', 'paused for a custom tool, then cancelled', agentRequestWorkflowId(paused.id), undefined, 'cancelled');
+    await take(
+      'agentRequestWorkflow',
+      'cancel-paused',
+      'paused for a custom tool, then cancelled',
+      agentRequestWorkflowId(paused.id),
+      undefined,
+      'cancelled',
+    );
   }
   {
     const started = await call(agentProject, 'POST', '/v1/agent', { message: manyWords, background: true });
     // The scripted model streams a word every 10 ms: 400 words take 4 s; cancel while it streams.
     await sleep(1000);
     await call(agentProject, 'POST', `/v1/agent/${started.id}/cancel`);
-    await take('agentRequestWorkflow', 'cancel-running', 'background, cancelled while the model streamed (activity cancelled, partial message)', agentRequestWorkflowId(started.id), undefined, 'cancelled');
+    await take(
+      'agentRequestWorkflow',
+      'cancel-running',
+      'background, cancelled while the model streamed (activity cancelled, partial message)',
+      agentRequestWorkflowId(started.id),
+      undefined,
+      'cancelled',
+    );
   }
   {
-    const started = await call(agentProject, 'POST', '/v1/agent', { message: 'Run this in the background.', background: true });
+    const started = await call(agentProject, 'POST', '/v1/agent', {
+      message: 'Run this in the background.',
+      background: true,
+    });
     await getStatus(agentProject, started.id, 'completed');
-    await take('agentRequestWorkflow', 'background', 'background (in_progress at once, the model as a regular activity, stream events), completed', agentRequestWorkflowId(started.id), undefined, 'completed');
+    await take(
+      'agentRequestWorkflow',
+      'background',
+      'background (in_progress at once, the model as a regular activity, stream events), completed',
+      agentRequestWorkflowId(started.id),
+      undefined,
+      'completed',
+    );
   }
   {
-    const res = await send({ agent, url: `${api}/v1/agent`, headers: agentProject.headers, body: { message: 'Stream this answer, please.', stream: true }, timeoutMs: 60_000 });
+    const res = await send({
+      agent,
+      url: `${api}/v1/agent`,
+      headers: agentProject.headers,
+      body: { message: 'Stream this answer, please.', stream: true },
+      timeoutMs: 60_000,
+    });
     const id = res.headers['x-request-id'];
     if (res.status !== 200 || !id) throw new Error(`a streamed request: ${res.status} ${res.body.slice(0, 300)}`);
-    await take('agentRequestWorkflow', 'streamed', 'streamed (SSE): stream events, the model as a regular activity, completed', agentRequestWorkflowId(id), undefined, 'completed');
+    await take(
+      'agentRequestWorkflow',
+      'streamed',
+      'streamed (SSE): stream events, the model as a regular activity, completed',
+      agentRequestWorkflowId(id),
+      undefined,
+      'completed',
+    );
   }
 
   {
@@ -256,7 +369,11 @@ async function main() {
     // past (an api cannot make a worker late on purpose).
     const oneShot = recorded.find((r) => r.path === 'one-shot');
     const history = await client.workflow.getHandle(oneShot.workflowId).fetchHistory();
-    const [input] = (await AesGcmPayloadCodec.fromConfig(config).decode(history.events[0].workflowExecutionStartedEventAttributes.input.payloads)).map((payload) => defaultPayloadConverter.fromPayload(payload));
+    const [input] = (
+      await AesGcmPayloadCodec.fromConfig(config).decode(
+        history.events[0].workflowExecutionStartedEventAttributes.input.payloads,
+      )
+    ).map((payload) => defaultPayloadConverter.fromPayload(payload));
     const requestId = randomUUID();
     const handle = await client.workflow.start('agentRequestWorkflow', {
       workflowId: agentRequestWorkflowId(requestId),
@@ -268,25 +385,65 @@ async function main() {
         { key: SEARCH_ATTRIBUTES.capabilities, value: [...input.capabilities] },
       ],
     });
-    await take('agentRequestWorkflow', 'pickup-missed', 'first taken up after the pickup deadline (acceptBy): failed (compute_unavailable), nothing reserved', handle.workflowId, handle.firstExecutionRunId, 'failed');
+    await take(
+      'agentRequestWorkflow',
+      'pickup-missed',
+      'first taken up after the pickup deadline (acceptBy): failed (compute_unavailable), nothing reserved',
+      handle.workflowId,
+      handle.firstExecutionRunId,
+      'failed',
+    );
   }
   {
     // A project without credits: the api's admission refuses it, 402, and starts no workflow (so
     // there is no history to record since admission moved to the api; sets recorded before keep
     // their 'admission-refused' path, the workflow's admission).
     const p = await project('no-credits', { credits: 0 });
-    const res = await send({ agent, url: `${api}/v1/agent`, headers: p.headers, body: { message: 'Hello without credits.' }, timeoutMs: 60_000 });
+    const res = await send({
+      agent,
+      url: `${api}/v1/agent`,
+      headers: p.headers,
+      body: { message: 'Hello without credits.' },
+      timeoutMs: 60_000,
+    });
     if (res.status !== 402) throw new Error(`a request without credits: ${res.status} ${res.body.slice(0, 300)}`);
-    const started = await client.workflow.getHandle(agentRequestWorkflowId(res.headers['x-request-id'])).describe().then(() => true, () => false);
+    const started = await client.workflow
+      .getHandle(agentRequestWorkflowId(res.headers['x-request-id']))
+      .describe()
+      .then(
+        () => true,
+        () => false,
+      );
     if (started) throw new Error('a request refused at admission started a workflow');
   }
   {
     // A model nobody answers (a closed port on loopback): the model call's retries run out, 502.
     const [closedPort] = await freePorts(1);
-    const p = await project('model-down', { model: { provider: 'openai', model: 'replay-corpus', baseUrl: `http://127.0.0.1:${closedPort}/v1`, apiKey: 'replay-corpus-no-key' } });
-    const res = await send({ agent, url: `${api}/v1/agent`, headers: p.headers, body: { message: 'Hello to a model that is down.' }, timeoutMs: 60_000 });
-    if (res.status !== 502) throw new Error(`a request to a model that is down: ${res.status} ${res.body.slice(0, 300)}`);
-    await take('agentRequestWorkflow', 'model-failed', "the model could not be reached: the model call's retries ran out, failed (compute_unavailable), reservation released", agentRequestWorkflowId(res.headers['x-request-id']), undefined, 'failed');
+    const p = await project('model-down', {
+      model: {
+        provider: 'openai',
+        model: 'replay-corpus',
+        baseUrl: `http://127.0.0.1:${closedPort}/v1`,
+        apiKey: 'replay-corpus-no-key',
+      },
+    });
+    const res = await send({
+      agent,
+      url: `${api}/v1/agent`,
+      headers: p.headers,
+      body: { message: 'Hello to a model that is down.' },
+      timeoutMs: 60_000,
+    });
+    if (res.status !== 502)
+      throw new Error(`a request to a model that is down: ${res.status} ${res.body.slice(0, 300)}`);
+    await take(
+      'agentRequestWorkflow',
+      'model-failed',
+      "the model could not be reached: the model call's retries ran out, failed (compute_unavailable), reservation released",
+      agentRequestWorkflowId(res.headers['x-request-id']),
+      undefined,
+      'failed',
+    );
   }
 
   log('a session: messages, a tool pause, continue-as-new, end');
@@ -298,7 +455,11 @@ async function main() {
     // that run (nothing happened in it yet) by one with the same input that hands over after
     // SESSION_CONTINUE_AS_NEW_AFTER_EVENTS events, the input field the workflow tests use.
     const first = await client.workflow.getHandle(workflowId).fetchHistory();
-    const [input] = (await AesGcmPayloadCodec.fromConfig(config).decode(first.events[0].workflowExecutionStartedEventAttributes.input.payloads)).map((payload) => defaultPayloadConverter.fromPayload(payload));
+    const [input] = (
+      await AesGcmPayloadCodec.fromConfig(config).decode(
+        first.events[0].workflowExecutionStartedEventAttributes.input.payloads,
+      )
+    ).map((payload) => defaultPayloadConverter.fromPayload(payload));
     const handle = await client.workflow.start('sessionWorkflow', {
       workflowId,
       taskQueue: TASK_QUEUE,
@@ -315,7 +476,10 @@ async function main() {
     const m1 = await message({ message: 'Hello, session.' });
     const m2 = await message(pauseBody);
     if (m2.status !== 'requires_tool_outputs') throw new Error(`the session's tool message: ${m2.status}`);
-    await call(p, 'POST', `/v1/agent/${m2.id}/tool-outputs`, { tool_outputs: [{ tool_call_id: m2.tool_calls[0].id, output: 'Sunny, 21 C' }], _compute_instance: m2._compute_instance });
+    await call(p, 'POST', `/v1/agent/${m2.id}/tool-outputs`, {
+      tool_outputs: [{ tool_call_id: m2.tool_calls[0].id, output: 'Sunny, 21 C' }],
+      _compute_instance: m2._compute_instance,
+    });
     let sent = 2;
     for (; sent < 8; sent++) {
       const { status } = await client.workflow.getHandle(workflowId, firstRunId).describe();
@@ -325,38 +489,90 @@ async function main() {
     }
     await closed(workflowId, firstRunId);
     const { status } = await client.workflow.getHandle(workflowId, firstRunId).describe();
-    if (status.name !== 'CONTINUED_AS_NEW') throw new Error(`the session did not continue as new after ${sent} messages (${status.name})`);
-    await take('sessionWorkflow', 'messages-tool-pause-continue-as-new', `${sent} messages (the second paused for a custom tool, then continued), then continue-as-new when idle`, workflowId, firstRunId);
+    if (status.name !== 'CONTINUED_AS_NEW')
+      throw new Error(`the session did not continue as new after ${sent} messages (${status.name})`);
+    await take(
+      'sessionWorkflow',
+      'messages-tool-pause-continue-as-new',
+      `${sent} messages (the second paused for a custom tool, then continued), then continue-as-new when idle`,
+      workflowId,
+      firstRunId,
+    );
     const { runId: secondRunId } = await client.workflow.getHandle(workflowId).describe();
     await message({ message: 'After the hand-over.' });
     await call(p, 'DELETE', `/v1/sessions/${session.id}`);
-    await take('sessionWorkflow', 'carried-message-end', 'the run after continue-as-new (carried state): one message, then ended (DELETE, Update)', workflowId, secondRunId, 'ended');
-    await take('agentRequestWorkflow', 'session-message', "a session's message (child workflow, history slice, tells its session it ended)", agentRequestWorkflowId(m1.id), undefined, 'completed');
-    await take('agentRequestWorkflow', 'session-tool-pause', "a session's message paused for a custom tool (signals its session), continued, completed", agentRequestWorkflowId(m2.id), undefined, 'completed');
+    await take(
+      'sessionWorkflow',
+      'carried-message-end',
+      'the run after continue-as-new (carried state): one message, then ended (DELETE, Update)',
+      workflowId,
+      secondRunId,
+      'ended',
+    );
+    await take(
+      'agentRequestWorkflow',
+      'session-message',
+      "a session's message (child workflow, history slice, tells its session it ended)",
+      agentRequestWorkflowId(m1.id),
+      undefined,
+      'completed',
+    );
+    await take(
+      'agentRequestWorkflow',
+      'session-tool-pause',
+      "a session's message paused for a custom tool (signals its session), continued, completed",
+      agentRequestWorkflowId(m2.id),
+      undefined,
+      'completed',
+    );
   }
 
   log('webhook deliveries');
   {
     const p = await project('webhooks');
     const store = new WebhookStore(db, config);
-    for (const path of ['/flaky', '/always-500']) secrets.push((await store.add(p.id, { url: `${receiver}${path}`, events: ['agent.completed'] })).secret);
+    for (const path of ['/flaky', '/always-500'])
+      secrets.push((await store.add(p.id, { url: `${receiver}${path}`, events: ['agent.completed'] })).secret);
     await call(p, 'POST', '/v1/agent', { message: 'Deliver this as a webhook.' });
     const deliveries = await until('both webhook deliveries to finish', async () => {
       const list = await store.deliveries(p.id);
       return list.length === 2 && list.every((d) => d.status !== 'pending') && list;
     });
     const subscriptions = await store.list(p.id);
-    const to = (path) => deliveries.find((d) => subscriptions.find((s) => s.id === d.subscriptionId).url.endsWith(path));
-    await take('webhookDeliveryWorkflow', 'retried-delivered', 'a receiver that answered 500 twice, then 200 (activity retries)', webhookWorkflowId(to('/flaky').id), undefined, 'delivered');
-    await take('webhookDeliveryWorkflow', 'retries-ran-out', 'a receiver that always answered 500: retries ran out after WEBHOOK_RETRY_FOR_MS, marked failed', webhookWorkflowId(to('/always-500').id), undefined, 'failed');
+    const to = (path) =>
+      deliveries.find((d) => subscriptions.find((s) => s.id === d.subscriptionId).url.endsWith(path));
+    await take(
+      'webhookDeliveryWorkflow',
+      'retried-delivered',
+      'a receiver that answered 500 twice, then 200 (activity retries)',
+      webhookWorkflowId(to('/flaky').id),
+      undefined,
+      'delivered',
+    );
+    await take(
+      'webhookDeliveryWorkflow',
+      'retries-ran-out',
+      'a receiver that always answered 500: retries ran out after WEBHOOK_RETRY_FOR_MS, marked failed',
+      webhookWorkflowId(to('/always-500').id),
+      undefined,
+      'failed',
+    );
   }
 
   log('the ledger reconciler');
   {
     const schedule = client.schedule.getHandle(ledgerReconcilerScheduleId(TASK_QUEUE));
     await schedule.trigger();
-    const action = await until('the reconciler schedule to start a run', async () => (await schedule.describe()).info.recentActions.at(-1));
-    await take('ledgerReconcilerWorkflow', 'scheduled-pass', 'one pass started by its Temporal Schedule', action.action.workflow.workflowId, action.action.workflow.firstExecutionRunId);
+    const action = await until('the reconciler schedule to start a run', async () =>
+      (await schedule.describe()).info.recentActions.at(-1),
+    );
+    await take(
+      'ledgerReconcilerWorkflow',
+      'scheduled-pass',
+      'one pass started by its Temporal Schedule',
+      action.action.workflow.workflowId,
+      action.action.workflow.firstExecutionRunId,
+    );
   }
 
   await write(client, recorded, secrets);
@@ -373,9 +589,14 @@ async function write(client, recorded, secrets) {
     const history = await client.workflow.getHandle(r.workflowId, r.runId).fetchHistory();
     const text = `${JSON.stringify(historyToJson(history), null, 1)}\n`;
     // Nothing secret: neither in the history as stored nor in its decrypted payloads.
-    const decoded = (await codec.decode(payloadsOf(history))).map((p) => Buffer.from(p.data ?? []).toString('utf8')).join('\n');
+    const decoded = (await codec.decode(payloadsOf(history)))
+      .map((p) => Buffer.from(p.data ?? []).toString('utf8'))
+      .join('\n');
     const leaked = secrets.find((s) => text.includes(s) || decoded.includes(s));
-    if (leaked) throw new Error(`${r.workflowType}/${r.path}: the history holds a secret (${leaked.slice(0, 4)}...): nothing written`);
+    if (leaked)
+      throw new Error(
+        `${r.workflowType}/${r.path}: the history holds a secret (${leaked.slice(0, 4)}...): nothing written`,
+      );
     files.push({ ...r, text, events: history.events.length });
   }
   const dir = join(CORPUS, args.set);
@@ -386,7 +607,15 @@ async function write(client, recorded, secrets) {
   }
   const commit = (() => {
     try {
-      return execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() + (execFileSync('git', ['status', '--porcelain', '--', 'workflows', 'libs/contracts'], { cwd: ROOT, encoding: 'utf8' }).trim() ? ' (with uncommitted workflow changes)' : '');
+      return (
+        execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim() +
+        (execFileSync('git', ['status', '--porcelain', '--', 'workflows', 'libs/contracts'], {
+          cwd: ROOT,
+          encoding: 'utf8',
+        }).trim()
+          ? ' (with uncommitted workflow changes)'
+          : '')
+      );
     } catch {
       return 'unknown';
     }
@@ -396,7 +625,16 @@ async function write(client, recorded, secrets) {
     recordedFrom: commit,
     payloadKeyId: config.payloadKeys.current,
     recorder: 'npm run replay:record (scripts/replay/record.mjs)',
-    histories: files.map((f) => ({ file: `${f.workflowType}/${f.path}.json`, workflowType: f.workflowType, path: f.path, description: f.description, workflowId: f.workflowId, closedAs: f.status, ...(f.outcome ? { result: f.outcome } : {}), events: f.events })),
+    histories: files.map((f) => ({
+      file: `${f.workflowType}/${f.path}.json`,
+      workflowType: f.workflowType,
+      path: f.path,
+      description: f.description,
+      workflowId: f.workflowId,
+      closedAs: f.status,
+      ...(f.outcome ? { result: f.outcome } : {}),
+      events: f.events,
+    })),
   };
   writeFileSync(join(dir, 'manifest.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   const bytes = files.reduce((n, f) => n + f.text.length, 0);
@@ -406,7 +644,8 @@ async function write(client, recorded, secrets) {
 /** Every payload of a fetched history. */
 function payloadsOf(value, found = []) {
   if (typeof value !== 'object' || value === null || value instanceof Uint8Array) return found;
-  if (value.data instanceof Uint8Array && typeof value.metadata === 'object' && value.metadata !== null) found.push(value);
+  if (value.data instanceof Uint8Array && typeof value.metadata === 'object' && value.metadata !== null)
+    found.push(value);
   else for (const child of Object.values(value)) payloadsOf(child, found);
   return found;
 }

@@ -24,7 +24,9 @@ for (const t of topics) {
 const kafka = new Kafka({
   clientId: 'mas-stack',
   brokers: process.env.KAFKA_BROKERS.split(','),
-  ...(ca ? { ssl: { ca: [readFileSync(ca)], ...(cert && key ? { cert: readFileSync(cert), key: readFileSync(key) } : {}) } } : {}),
+  ...(ca
+    ? { ssl: { ca: [readFileSync(ca)], ...(cert && key ? { cert: readFileSync(cert), key: readFileSync(key) } : {}) } }
+    : {}),
   logLevel: logLevel.NOTHING,
   retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 2000 },
 });

@@ -5,7 +5,6 @@ import { e2eStack } from '../support/e2e-stack.js';
 import { request } from '../support/http.js';
 import { connectTemporal, historyText } from '../support/temporal.js';
 
-
 const weatherTool = {
   name: 'get_weather',
   description: 'Current weather for a city',
@@ -60,7 +59,10 @@ describe('POST /v1/agent', () => {
 
     const second = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
       headers: auth,
-      body: { tool_outputs: [{ tool_call_id: call.id, output: 'Sunny, 21 C' }], _compute_instance: first.body._compute_instance },
+      body: {
+        tool_outputs: [{ tool_call_id: call.id, output: 'Sunny, 21 C' }],
+        _compute_instance: first.body._compute_instance,
+      },
     });
     expect(second.status).toBe(200);
     expect(second.body).toMatchObject({
@@ -81,13 +83,27 @@ describe('POST /v1/agent', () => {
   });
 
   it('calls an OpenAI-compatible server with the project key, through a tool round trip', async () => {
-    const { auth } = await stack.fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-openai-secret-1' } });
-    stack.models.reply({ toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] }, { content: 'It is sunny in Paris.' });
-    const first = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Weather in Paris?', tools: [weatherTool] } });
-    expect(first.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] });
+    const { auth } = await stack.fixtures.project({
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-openai-secret-1' },
+    });
+    stack.models.reply(
+      { toolCalls: [{ name: 'get_weather', arguments: { city: 'Paris' } }] },
+      { content: 'It is sunny in Paris.' },
+    );
+    const first = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'Weather in Paris?', tools: [weatherTool] },
+    });
+    expect(first.body).toMatchObject({
+      status: 'requires_tool_outputs',
+      tool_calls: [{ name: 'get_weather', arguments: { city: 'Paris' } }],
+    });
     const second = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
       headers: auth,
-      body: { tool_outputs: [{ tool_call_id: first.body.tool_calls[0].id, output: '{"sky":"clear"}' }], _compute_instance: first.body._compute_instance },
+      body: {
+        tool_outputs: [{ tool_call_id: first.body.tool_calls[0].id, output: '{"sky":"clear"}' }],
+        _compute_instance: first.body._compute_instance,
+      },
     });
     expect(second.body).toMatchObject({ status: 'completed', message: 'It is sunny in Paris.' });
     const calls = stack.models.requests.filter((r) => r.path.endsWith('/chat/completions')).slice(-2);
@@ -100,23 +116,42 @@ describe('POST /v1/agent', () => {
   // answers the same (a status still "pending") sent the same body: Temporal answered the second
   // round's submission with the first round's outcome, and the outputs never reached the run.
   it('delivers a second round whose tool call ids and outputs repeat the first round', async () => {
-    const { auth } = await stack.fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-openai-rounds' } });
+    const { auth } = await stack.fixtures.project({
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-openai-rounds' },
+    });
     const poll = { id: 'call_0', name: 'get_weather', arguments: { city: 'Oslo' } };
     stack.models.reply({ toolCalls: [poll] }, { toolCalls: [poll] }, { content: 'Finally sunny.' });
-    const first = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Weather?', tools: [weatherTool] } });
+    const first = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'Weather?', tools: [weatherTool] },
+    });
     expect(first.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ id: 'call_0' }] });
-    const submission = { tool_outputs: [{ tool_call_id: 'call_0', output: 'pending' }], _compute_instance: first.body._compute_instance };
-    const second = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, { headers: auth, body: submission });
+    const submission = {
+      tool_outputs: [{ tool_call_id: 'call_0', output: 'pending' }],
+      _compute_instance: first.body._compute_instance,
+    };
+    const second = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
+      headers: auth,
+      body: submission,
+    });
     expect(second.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ id: 'call_0' }] });
-    const third = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, { headers: auth, body: submission });
+    const third = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
+      headers: auth,
+      body: submission,
+    });
     expect(third.body).toMatchObject({ status: 'completed', message: 'Finally sunny.' });
     // A duplicate of the last submission, sent after the request ended, still gets its answer.
-    const again = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, { headers: auth, body: submission });
+    const again = await request(stack.api.url, 'POST', `/v1/agent/${first.body.id}/tool-outputs`, {
+      headers: auth,
+      body: submission,
+    });
     expect(again.body).toMatchObject({ status: 'completed', message: 'Finally sunny.' });
   });
 
   it('calls an Anthropic server', async () => {
-    const { auth } = await stack.fixtures.project({ model: { provider: 'anthropic', model: 'claude-test', baseUrl: stack.models.origin, apiKey: 'sk-ant-secret-2' } });
+    const { auth } = await stack.fixtures.project({
+      model: { provider: 'anthropic', model: 'claude-test', baseUrl: stack.models.origin, apiKey: 'sk-ant-secret-2' },
+    });
     stack.models.reply({ content: 'Bonjour from Anthropic.' });
     const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Say hello' } });
     expect(res.body).toMatchObject({ status: 'completed', message: 'Bonjour from Anthropic.' });
@@ -124,12 +159,19 @@ describe('POST /v1/agent', () => {
   });
 
   it('reports a rejected model key as compute_error with the provider message and no key, charging nothing', async () => {
-    const { auth, project } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-wrong-key-3' } });
+    const { auth, project } = await stack.fixtures.project({
+      credits: 10,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-wrong-key-3' },
+    });
     stack.models.requireKey('sk-the-right-key');
     try {
       const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } });
       expect(res.status).toBe(502);
-      expect(res.body.error).toMatchObject({ code: 'compute_error', message: expect.stringContaining('401'), docs: `${stack.config.publicBaseUrl}/docs/errors#compute_error` });
+      expect(res.body.error).toMatchObject({
+        code: 'compute_error',
+        message: expect.stringContaining('401'),
+        docs: `${stack.config.publicBaseUrl}/docs/errors#compute_error`,
+      });
       expect(JSON.stringify(res.body)).not.toContain('sk-wrong-key-3');
       expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     } finally {
@@ -138,7 +180,9 @@ describe('POST /v1/agent', () => {
   });
 
   it('keeps the model key and the API key out of the Temporal history', async () => {
-    const { auth, key } = await stack.fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-model-key-never-logged' } });
+    const { auth, key } = await stack.fixtures.project({
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-model-key-never-logged' },
+    });
     stack.models.reply({ content: 'done' });
     const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello' } });
     expect(res.body.status).toBe('completed');
@@ -159,17 +203,30 @@ describe('POST /v1/agent', () => {
   it('returns the first response for a repeated Idempotency-Key with the same body, 409 for another body', async () => {
     const { auth } = await stack.fixtures.project({ credits: 10 });
     const headers = { ...auth, 'idempotency-key': `order-${randomUUID()}` };
-    const first = await request(stack.api.url, 'POST', '/v1/agent', { headers, body: { message: 'charge me once', capabilities: ['chat'] } });
+    const first = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers,
+      body: { message: 'charge me once', capabilities: ['chat'] },
+    });
     expect(first.status).toBe(200);
     // The same parsed body (keys in another order) is the same request.
-    const again = await request(stack.api.url, 'POST', '/v1/agent', { headers, body: { capabilities: ['chat'], message: 'charge me once' } });
+    const again = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers,
+      body: { capabilities: ['chat'], message: 'charge me once' },
+    });
     expect(again.status).toBe(200);
     expect(again.body).toEqual(first.body);
     expect(again.headers.get('x-request-id')).toBe(first.body.id);
     expect((await stack.fixtures.accounts.findProject(first.body.meta.project_id)).creditBalance).toBe(9);
 
-    const conflict = await request(stack.api.url, 'POST', '/v1/agent', { headers, body: { message: 'something else' } });
+    const conflict = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers,
+      body: { message: 'something else' },
+    });
     expect(conflict.status).toBe(409);
-    expect(conflict.body.error).toEqual({ code: 'idempotency_conflict', message: expect.stringContaining('different request body'), docs: `${stack.config.publicBaseUrl}/docs/errors#idempotency_conflict` });
+    expect(conflict.body.error).toEqual({
+      code: 'idempotency_conflict',
+      message: expect.stringContaining('different request body'),
+      docs: `${stack.config.publicBaseUrl}/docs/errors#idempotency_conflict`,
+    });
   });
 });

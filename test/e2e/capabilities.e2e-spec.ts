@@ -22,10 +22,16 @@ describe('capabilities', () => {
 
   it('code: an infinite loop is a tool error the model sees, not a crashed worker', async () => {
     const { auth } = await stack.fixtures.project();
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'run_javascript {"code":"while(true){}"}', capabilities: ['code'] } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'run_javascript {"code":"while(true){}"}', capabilities: ['code'] },
+    });
     expect(res.status).toBe(200);
     expect(res.body.message).toMatch(/time|limit|interrupt/i);
-    const after = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'run_javascript {"code":"1+1"}', capabilities: ['code'] } });
+    const after = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'run_javascript {"code":"1+1"}', capabilities: ['code'] },
+    });
     expect(after.body.message).toContain('2');
   });
 
@@ -52,7 +58,13 @@ describe('capabilities', () => {
     });
     expect(res.status).toBe(200);
     expect(res.body.capabilities_used).toEqual(['chat', 'files']);
-    expect(res.body.files).toEqual([{ name: 'notes.md', content: '# Notes\nhello', url: expect.stringMatching(new RegExp(`^${stack.config.publicBaseUrl}/v1/files/[0-9a-f-]{36}$`)) }]);
+    expect(res.body.files).toEqual([
+      {
+        name: 'notes.md',
+        content: '# Notes\nhello',
+        url: expect.stringMatching(new RegExp(`^${stack.config.publicBaseUrl}/v1/files/[0-9a-f-]{36}$`)),
+      },
+    ]);
     const path = new URL(res.body.files[0].url).pathname;
     const download = await fetch(`${stack.api.url}${path}`, { headers: auth });
     expect(download.status).toBe(200);
@@ -60,12 +72,19 @@ describe('capabilities', () => {
     const other = await stack.fixtures.project();
     const denied = await request(stack.api.url, 'GET', path, { headers: other.auth });
     expect(denied.status).toBe(404);
-    expect(denied.body.error).toEqual({ code: 'file_not_found', message: expect.any(String), docs: `${stack.config.publicBaseUrl}/docs/errors#file_not_found` });
+    expect(denied.body.error).toEqual({
+      code: 'file_not_found',
+      message: expect.any(String),
+      docs: `${stack.config.publicBaseUrl}/docs/errors#file_not_found`,
+    });
   });
 
   it('research: web_search is not offered without a provider, and the message says so', async () => {
     const { auth } = await stack.fixtures.project();
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello', capabilities: ['research'] } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'hello', capabilities: ['research'] },
+    });
     expect(res.status).toBe(200);
     expect(res.body.message).toMatch(/web_search is not available/);
     expect(res.body.capabilities_used).toEqual(['chat']);

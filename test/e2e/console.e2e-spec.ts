@@ -27,7 +27,11 @@ const PHONE_WIDTH = 390;
 jest.setTimeout(90_000);
 
 /** A webhook receiver on loopback that accepts everything and keeps what it got. */
-async function startReceiver(): Promise<{ url: string; received: { headers: IncomingHttpHeaders; body: string }[]; close(): Promise<void> }> {
+async function startReceiver(): Promise<{
+  url: string;
+  received: { headers: IncomingHttpHeaders; body: string }[];
+  close(): Promise<void>;
+}> {
   const received: { headers: IncomingHttpHeaders; body: string }[] = [];
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -38,13 +42,26 @@ async function startReceiver(): Promise<{ url: string; received: { headers: Inco
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, received, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
+    received,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 describe('the customer console', () => {
   // Webhooks to the loopback receiver, retried quickly (WEBHOOK_ALLOW_HOSTS is for every app: the
   // console checks the URL with the same store).
-  const stack = e2eStack({ name: 'console', pipeline: true, env: { WEBHOOK_ALLOW_HOSTS: '127.0.0.1', WEBHOOK_RETRY_INITIAL_INTERVAL_MS: '100', WEBHOOK_RETRY_MAXIMUM_INTERVAL_MS: '300', WEBHOOK_RETRY_FOR_MS: '8000' } });
+  const stack = e2eStack({
+    name: 'console',
+    pipeline: true,
+    env: {
+      WEBHOOK_ALLOW_HOSTS: '127.0.0.1',
+      WEBHOOK_RETRY_INITIAL_INTERVAL_MS: '100',
+      WEBHOOK_RETRY_MAXIMUM_INTERVAL_MS: '300',
+      WEBHOOK_RETRY_FOR_MS: '8000',
+    },
+  });
   const shots = process.env['MAS_CONSOLE_SCREENSHOTS'] ?? mkdtempSync(join(tmpdir(), 'mas-console-'));
   let consoleApp: RunningConsole;
   let browser: Browser;
@@ -64,7 +81,12 @@ describe('the customer console', () => {
   const path = (link: string): string => new URL(link).pathname;
   const cli = async (...argv: string[]): Promise<string> => {
     let out = '';
-    const code = await runCli(argv, stack.config, { out: (s) => (out += s), err: (s) => (out += s), readStdin: async () => '', env: {} });
+    const code = await runCli(argv, stack.config, {
+      out: (s) => (out += s),
+      err: (s) => (out += s),
+      readStdin: async () => '',
+      env: {},
+    });
     expect(code).toBe(0);
     return out;
   };
@@ -86,17 +108,37 @@ describe('the customer console', () => {
   async function seriousViolations(page: Page): Promise<string[]> {
     await page.addScriptTag({ path: createRequire(import.meta.url).resolve('axe-core') });
     const found = await page.evaluate(async () => {
-      const axe = (globalThis as unknown as { axe: { run(): Promise<{ violations: { id: string; impact: string | null; nodes: { target: unknown[] }[] }[] }> } }).axe;
-      return (await axe.run()).violations.map((v) => ({ id: v.id, impact: v.impact, targets: v.nodes.map((n) => String(n.target[0])) }));
+      const axe = (
+        globalThis as unknown as {
+          axe: {
+            run(): Promise<{ violations: { id: string; impact: string | null; nodes: { target: unknown[] }[] }[] }>;
+          };
+        }
+      ).axe;
+      return (await axe.run()).violations.map((v) => ({
+        id: v.id,
+        impact: v.impact,
+        targets: v.nodes.map((n) => String(n.target[0])),
+      }));
     });
-    return found.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.targets.join(', ')}`);
+    return found
+      .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+      .map((v) => `${v.id} (${v.impact}): ${v.targets.join(', ')}`);
   }
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (npm test does, as root: scripts/browser.sh)`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(
+        `${CHROMIUM} is missing: install Debian's chromium package (npm test does, as root: scripts/browser.sh)`,
+      );
     mkdirSync(shots, { recursive: true });
     consoleApp = await startConsole(stack.env);
-    consoleAccounts = new ConsoleAccountsService(stack.fixtures.db, stack.config, stack.fixtures.accounts, new Argon2idHasher());
+    consoleAccounts = new ConsoleAccountsService(
+      stack.fixtures.db,
+      stack.config,
+      stack.fixtures.accounts,
+      new Argon2idHasher(),
+    );
     // Failed sign-ins from loopback are counted per address for 15 minutes: earlier runs on this
     // database must not throttle this one.
     await stack.fixtures.db.query(`delete from console_signin_failures where scope like 'address:%'`);
@@ -107,11 +149,25 @@ describe('the customer console', () => {
     authOfB = b.auth;
     const webhooksOfB = new WebhookStore(stack.fixtures.db, stack.config);
     ofB.webhook = (await webhooksOfB.add(projectB, { url: 'https://b.example.com/hook' })).subscription.id;
-    const [deliveryOfB] = await webhooksOfB.createDeliveries({ id: randomUUID(), type: 'agent.completed', projectId: projectB }, [ofB.webhook], '{"type":"agent.completed"}');
+    const [deliveryOfB] = await webhooksOfB.createDeliveries(
+      { id: randomUUID(), type: 'agent.completed', projectId: projectB },
+      [ofB.webhook],
+      '{"type":"agent.completed"}',
+    );
     await webhooksOfB.markFailed(deliveryOfB!.id);
     ofB.delivery = deliveryOfB!.id;
-    ofB.mcp = (await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).add(projectB, { url: 'https://mcp.b.example.com/mcp', name: 'b-tools' })).id;
-    ofB.file = await new FileStore(stack.fixtures.db).put(projectB, randomUUID(), { name: 'secret-of-b.txt', mediaType: 'text/plain', encoding: 'utf8', content: 'B only' });
+    ofB.mcp = (
+      await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).add(projectB, {
+        url: 'https://mcp.b.example.com/mcp',
+        name: 'b-tools',
+      })
+    ).id;
+    ofB.file = await new FileStore(stack.fixtures.db).put(projectB, randomUUID(), {
+      name: 'secret-of-b.txt',
+      mediaType: 'text/plain',
+      encoding: 'utf8',
+      content: 'B only',
+    });
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     ownerContext = await browser.newContext({ viewport: { width: 1100, height: 800 }, bypassCSP: true });
     ownerPage = await ownerContext.newPage();
@@ -156,7 +212,9 @@ describe('the customer console', () => {
     stack.models.requireKey(modelKey);
     stack.models.reply({ content: 'Hello from the scripted model.' });
     await ownerPage.getByRole('button', { name: 'Send a test request' }).click();
-    await expect(ownerPage.getByTestId('test-answer').textContent()).resolves.toContain('Hello from the scripted model.');
+    await expect(ownerPage.getByTestId('test-answer').textContent()).resolves.toContain(
+      'Hello from the scripted model.',
+    );
     await ownerPage.screenshot({ path: join(shots, 'model.png'), fullPage: true });
     expect(await seriousViolations(ownerPage)).toEqual([]);
 
@@ -168,7 +226,10 @@ describe('the customer console', () => {
 
   it('shows the request in the list and its timeline; a revoked key is refused by the api', async () => {
     stack.models.reply({ content: 'Console says hi.' });
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: { authorization: `Bearer ${apiKey}` }, body: { message: 'Hello' } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: { authorization: `Bearer ${apiKey}` },
+      body: { message: 'Hello' },
+    });
     expect(res.body).toMatchObject({ status: 'completed', message: 'Console says hi.' });
     const id = res.body.id as string;
 
@@ -215,7 +276,18 @@ describe('the customer console', () => {
     await ownerPage.getByRole('button', { name: 'Revoke the key' }).click();
     await ownerPage.getByText('The key is revoked').waitFor();
     // Within the second a cached key is allowed (DESIGN.md section 10).
-    await eventually(async () => expect((await request(stack.api.url, 'POST', '/v1/agent', { headers: { authorization: `Bearer ${apiKey}` }, body: { message: 'Hello again' } })).status).toBe(401), 5000);
+    await eventually(
+      async () =>
+        expect(
+          (
+            await request(stack.api.url, 'POST', '/v1/agent', {
+              headers: { authorization: `Bearer ${apiKey}` },
+              body: { message: 'Hello again' },
+            })
+          ).status,
+        ).toBe(401),
+      5000,
+    );
   });
 
   it('webhooks: adds an endpoint, shows a delivery with its attempts, resends it, and removes the endpoint', async () => {
@@ -225,7 +297,15 @@ describe('the customer console', () => {
       await ownerPage.getByRole('heading', { name: 'Webhooks' }).waitFor();
       await ownerPage.getByLabel('URL', { exact: true }).fill(receiver.url);
       // Only the completion: unchecking the others.
-      for (const event of ['agent.requires_tool_outputs', 'agent.failed', 'agent.expired', 'agent.cancelled', 'session.expired', 'session.ended']) await ownerPage.getByLabel(event).uncheck();
+      for (const event of [
+        'agent.requires_tool_outputs',
+        'agent.failed',
+        'agent.expired',
+        'agent.cancelled',
+        'session.expired',
+        'session.ended',
+      ])
+        await ownerPage.getByLabel(event).uncheck();
       await ownerPage.getByRole('button', { name: 'Add the endpoint' }).click();
       const secret = (await ownerPage.getByTestId('webhook-secret').textContent())!.trim();
       expect(secret).toMatch(/^whsec_/);
@@ -236,9 +316,15 @@ describe('the customer console', () => {
 
       const { key } = await stack.fixtures.accounts.createApiKey(projectA, 'webhooks test');
       stack.models.reply({ content: 'Hooked.' });
-      const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: { authorization: `Bearer ${key}` }, body: { message: 'Hello hook' } });
+      const res = await request(stack.api.url, 'POST', '/v1/agent', {
+        headers: { authorization: `Bearer ${key}` },
+        body: { message: 'Hello hook' },
+      });
       expect(res.body).toMatchObject({ status: 'completed' });
-      const delivered = ownerPage.getByTestId('delivery').filter({ hasText: 'agent.completed' }).filter({ hasText: 'delivered' });
+      const delivered = ownerPage
+        .getByTestId('delivery')
+        .filter({ hasText: 'agent.completed' })
+        .filter({ hasText: 'delivered' });
       await eventually(async () => {
         await ownerPage.reload();
         expect(await delivered.count()).toBe(1);
@@ -251,7 +337,10 @@ describe('the customer console', () => {
       expect(await seriousViolations(ownerPage)).toEqual([]);
 
       // Resend: a new delivery of the same body under its own id, started by the worker's dispatcher.
-      await delivered.first().getByRole('button', { name: /^Resend/ }).click();
+      await delivered
+        .first()
+        .getByRole('button', { name: /^Resend/ })
+        .click();
       await ownerPage.getByText('The delivery is queued to be sent again').waitFor();
       await eventually(async () => {
         await ownerPage.reload();
@@ -291,9 +380,18 @@ describe('the customer console', () => {
     await ownerPage.getByRole('button', { name: 'Add the server' }).click();
     await ownerPage.getByText('MCP server docs added').waitFor();
     expect(await ownerPage.content()).not.toContain(headerValue);
-    const [server] = await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA);
-    expect(server).toMatchObject({ name: 'docs', url: 'https://mcp.example.com/mcp', tools: ['search', 'fetch_page'], headerName: 'Authorization' });
-    expect(await ownerPage.getByRole('textbox', { name: 'Allowed tools of docs' }).inputValue()).toBe('search, fetch_page');
+    const [server] = await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(
+      projectA,
+    );
+    expect(server).toMatchObject({
+      name: 'docs',
+      url: 'https://mcp.example.com/mcp',
+      tools: ['search', 'fetch_page'],
+      headerName: 'Authorization',
+    });
+    expect(await ownerPage.getByRole('textbox', { name: 'Allowed tools of docs' }).inputValue()).toBe(
+      'search, fetch_page',
+    );
     await ownerPage.screenshot({ path: join(shots, 'mcp.png'), fullPage: true });
     expect(await seriousViolations(ownerPage)).toEqual([]);
 
@@ -315,28 +413,47 @@ describe('the customer console', () => {
     await ownerPage.getByRole('textbox', { name: 'Allowed tools of docs' }).fill('search');
     await ownerPage.getByRole('button', { name: 'Save the allowed tools of docs' }).click();
     await ownerPage.getByText('The allowed tools are saved').waitFor();
-    expect((await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA))[0]?.tools).toEqual(['search']);
+    expect(
+      (await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA))[0]?.tools,
+    ).toEqual(['search']);
     await ownerPage.getByRole('textbox', { name: 'Allowed tools of docs' }).fill('');
     await ownerPage.getByRole('button', { name: 'Save the allowed tools of docs' }).click();
     await ownerPage.getByText('The allowed tools are saved').waitFor();
-    expect((await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA))[0]?.tools).toBeNull();
+    expect(
+      (await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA))[0]?.tools,
+    ).toBeNull();
 
     await ownerPage.getByRole('button', { name: 'Remove the MCP server docs' }).click();
     await ownerPage.getByText('The MCP server is removed').waitFor();
-    expect(await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA)).toEqual([]);
+    expect(
+      await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA),
+    ).toEqual([]);
   });
 
   it("downloads a request's generated file from its page", async () => {
     const { key } = await stack.fixtures.accounts.createApiKey(projectA, 'files test');
-    stack.models.reply({ toolCalls: [{ name: 'write_file', arguments: { name: 'résumé notes.md', content: '# Notes\nfrom the console test' } }] }, { content: 'Wrote it.' });
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: { authorization: `Bearer ${key}` }, body: { message: 'Write a file', capabilities: ['files'] } });
+    stack.models.reply(
+      {
+        toolCalls: [
+          { name: 'write_file', arguments: { name: 'résumé notes.md', content: '# Notes\nfrom the console test' } },
+        ],
+      },
+      { content: 'Wrote it.' },
+    );
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: { authorization: `Bearer ${key}` },
+      body: { message: 'Write a file', capabilities: ['files'] },
+    });
     expect(res.body).toMatchObject({ status: 'completed', files: [{ name: 'résumé notes.md' }] });
     await eventually(async () => {
       const seen = await ownerPage.goto(`${consoleApp.url}/projects/${projectA}/requests/${res.body.id}`);
       expect(seen?.status()).toBe(200);
       expect(await ownerPage.getByRole('link', { name: 'résumé notes.md' }).count()).toBe(1);
     });
-    const [download] = await Promise.all([ownerPage.waitForEvent('download'), ownerPage.getByRole('link', { name: 'résumé notes.md' }).click()]);
+    const [download] = await Promise.all([
+      ownerPage.waitForEvent('download'),
+      ownerPage.getByRole('link', { name: 'résumé notes.md' }).click(),
+    ]);
     expect(download.suggestedFilename()).toBe('résumé notes.md');
     expect(readFileSync((await download.path())!, 'utf8')).toBe('# Notes\nfrom the console test');
     expect(await seriousViolations(ownerPage)).toEqual([]);
@@ -349,7 +466,10 @@ describe('the customer console', () => {
     expect(created.status).toBe(200);
     const id = created.body.id as string;
     stack.models.reply({ content: 'Nice to meet you, Ada.' });
-    const answered = await request(stack.api.url, 'POST', `/v1/sessions/${id}/messages`, { headers: auth, body: { message: 'My name is Ada.' } });
+    const answered = await request(stack.api.url, 'POST', `/v1/sessions/${id}/messages`, {
+      headers: auth,
+      body: { message: 'My name is Ada.' },
+    });
     expect(answered.body).toMatchObject({ status: 'completed', message: 'Nice to meet you, Ada.' });
 
     await ownerPage.getByRole('link', { name: 'Sessions' }).click();
@@ -372,18 +492,30 @@ describe('the customer console', () => {
       const read = await request(stack.api.url, 'GET', `/v1/sessions/${id}`, { headers: auth });
       expect(read.body.status).toBe('ended');
     });
-    const refused = await request(stack.api.url, 'POST', `/v1/sessions/${id}/messages`, { headers: auth, body: { message: 'Still there?' } });
+    const refused = await request(stack.api.url, 'POST', `/v1/sessions/${id}/messages`, {
+      headers: auth,
+      body: { message: 'Still there?' },
+    });
     expect(refused.status).toBe(410);
     await eventually(async () => {
       // The worker marks the request done once the Update has returned.
-      expect((await stack.fixtures.db.query(`select count(*)::int as n from session_end_requests where session_id = $1`, [id]))[0].n).toBe(0);
+      expect(
+        (
+          await stack.fixtures.db.query(`select count(*)::int as n from session_end_requests where session_id = $1`, [
+            id,
+          ])
+        )[0].n,
+      ).toBe(0);
       await ownerPage.reload();
       await expect(ownerPage.getByTestId('session-status').textContent()).resolves.toBe('ended');
     });
     expect(await ownerPage.getByRole('button', { name: 'End the session' }).count()).toBe(0);
     // Ending it again is refused with the reason, and asks nothing of the worker.
     const csrf = (await ownerPage.locator('input[name="_csrf"]').first().getAttribute('value'))!;
-    const again = await ownerPage.request.post(`${consoleApp.url}/projects/${projectA}/sessions/${id}/end`, { form: { _csrf: csrf }, maxRedirects: 0 });
+    const again = await ownerPage.request.post(`${consoleApp.url}/projects/${projectA}/sessions/${id}/end`, {
+      form: { _csrf: csrf },
+      maxRedirects: 0,
+    });
     expect(again.status()).toBe(400);
 
     const phone = await ownerContext.newPage();
@@ -411,18 +543,41 @@ describe('the customer console', () => {
       expect(sessionOfB.status).toBe(200);
       ofB.session = sessionOfB.body.id as string;
       // In B's list (the projector has it), so a refusal below is the console's, not a missing row.
-      await eventually(async () => expect((await stack.fixtures.db.query(`select count(*)::int as n from sessions where id = $1`, [ofB.session]))[0].n).toBe(1));
+      await eventually(async () =>
+        expect(
+          (await stack.fixtures.db.query(`select count(*)::int as n from sessions where id = $1`, [ofB.session]))[0].n,
+        ).toBe(1),
+      );
 
-      for (const section of ['overview', 'keys', 'model', 'plan', 'requests', 'members', `keys/${keyOfB}/revoke`, 'webhooks', 'mcp', `files/${ofB.file}`, 'sessions', `sessions/${ofB.session}`]) {
+      for (const section of [
+        'overview',
+        'keys',
+        'model',
+        'plan',
+        'requests',
+        'members',
+        `keys/${keyOfB}/revoke`,
+        'webhooks',
+        'mcp',
+        `files/${ofB.file}`,
+        'sessions',
+        `sessions/${ofB.session}`,
+      ]) {
         const seen = await member.goto(`${consoleApp.url}/projects/${projectB}/${section}`);
         expect([section, seen?.status()]).toEqual([section, 404]);
       }
       // B's file, session and delivery through A's own pages: the stores look in A only.
       expect((await member.goto(`${consoleApp.url}/projects/${projectA}/files/${ofB.file}`))?.status()).toBe(404);
       expect((await member.goto(`${consoleApp.url}/projects/${projectA}/sessions/${ofB.session}`))?.status()).toBe(404);
-      const endViaA = await member.request.post(`${consoleApp.url}/projects/${projectA}/sessions/${ofB.session}/end`, { form: { _csrf: csrf }, maxRedirects: 0 });
+      const endViaA = await member.request.post(`${consoleApp.url}/projects/${projectA}/sessions/${ofB.session}/end`, {
+        form: { _csrf: csrf },
+        maxRedirects: 0,
+      });
       expect(endViaA.status()).toBe(404);
-      const resendViaA = await member.request.post(`${consoleApp.url}/projects/${projectA}/webhooks/deliveries/${ofB.delivery}/resend`, { form: { _csrf: csrf }, maxRedirects: 0 });
+      const resendViaA = await member.request.post(
+        `${consoleApp.url}/projects/${projectA}/webhooks/deliveries/${ofB.delivery}/resend`,
+        { form: { _csrf: csrf }, maxRedirects: 0 },
+      );
       expect(resendViaA.status()).toBe(404);
       const keysBefore = await stack.fixtures.accounts.listApiKeys(projectB);
       const posts: [string, Record<string, string>][] = [
@@ -440,7 +595,10 @@ describe('the customer console', () => {
         [`sessions/${ofB.session}/end`, {}],
       ];
       for (const [action, form] of posts) {
-        const answer = await member.request.post(`${consoleApp.url}/projects/${projectB}/${action}`, { form: { ...form, _csrf: csrf }, maxRedirects: 0 });
+        const answer = await member.request.post(`${consoleApp.url}/projects/${projectB}/${action}`, {
+          form: { ...form, _csrf: csrf },
+          maxRedirects: 0,
+        });
         expect([action, answer.status()]).toEqual([action, 404]);
       }
       const keysAfter = await stack.fixtures.accounts.listApiKeys(projectB);
@@ -449,11 +607,26 @@ describe('the customer console', () => {
       const webhooksOfB = new WebhookStore(stack.fixtures.db, stack.config);
       expect((await webhooksOfB.list(projectB)).map((w) => w.id)).toEqual([ofB.webhook]);
       expect((await webhooksOfB.deliveries(projectB)).map((d) => d.id)).toEqual([ofB.delivery]);
-      expect((await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectB)).map((m) => [m.id, m.tools])).toEqual([[ofB.mcp, null]]);
-      expect((await stack.fixtures.db.query(`select count(*)::int as n from session_end_requests where session_id = $1`, [ofB.session]))[0].n).toBe(0);
-      expect((await request(stack.api.url, 'GET', `/v1/sessions/${ofB.session}`, { headers: authOfB })).body.status).toBe('active');
+      expect(
+        (await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectB)).map(
+          (m) => [m.id, m.tools],
+        ),
+      ).toEqual([[ofB.mcp, null]]);
+      expect(
+        (
+          await stack.fixtures.db.query(`select count(*)::int as n from session_end_requests where session_id = $1`, [
+            ofB.session,
+          ])
+        )[0].n,
+      ).toBe(0);
+      expect(
+        (await request(stack.api.url, 'GET', `/v1/sessions/${ofB.session}`, { headers: authOfB })).body.status,
+      ).toBe('active');
       // A member of A is no owner of A either: inviting is the owner's.
-      const invite = await member.request.post(`${consoleApp.url}/projects/${projectA}/members`, { form: { email: `x-${randomUUID()}@example.com`, _csrf: csrf }, maxRedirects: 0 });
+      const invite = await member.request.post(`${consoleApp.url}/projects/${projectA}/members`, {
+        form: { email: `x-${randomUUID()}@example.com`, _csrf: csrf },
+        maxRedirects: 0,
+      });
       expect(invite.status()).toBe(404);
 
       // The owner removes the member: A is gone for them too.
@@ -479,13 +652,19 @@ describe('the customer console', () => {
     expect(text).not.toContain(projectA);
   });
 
-  it('refuses a POST without the CSRF token, or with another session\'s', async () => {
+  it("refuses a POST without the CSRF token, or with another session's", async () => {
     const before = (await stack.fixtures.accounts.listApiKeys(projectA)).length;
-    const without = await ownerPage.request.post(`${consoleApp.url}/projects/${projectA}/keys`, { form: { label: 'no token' }, maxRedirects: 0 });
+    const without = await ownerPage.request.post(`${consoleApp.url}/projects/${projectA}/keys`, {
+      form: { label: 'no token' },
+      maxRedirects: 0,
+    });
     expect(without.status()).toBe(403);
     const other = await consoleAccounts.signIn(owner, password, 'test', null);
     expect(other.ok).toBe(true);
-    const wrong = await ownerPage.request.post(`${consoleApp.url}/projects/${projectA}/keys`, { form: { label: 'wrong token', _csrf: other.ok ? other.session.csrfToken : '' }, maxRedirects: 0 });
+    const wrong = await ownerPage.request.post(`${consoleApp.url}/projects/${projectA}/keys`, {
+      form: { label: 'wrong token', _csrf: other.ok ? other.session.csrfToken : '' },
+      maxRedirects: 0,
+    });
     expect(wrong.status()).toBe(403);
     expect((await stack.fixtures.accounts.listApiKeys(projectA)).length).toBe(before);
   });
@@ -498,7 +677,10 @@ describe('the customer console', () => {
         await page.goto(`${consoleApp.url}/sign-in`);
         await page.getByLabel('Email').fill(owner);
         await page.getByLabel('Password').fill(pw);
-        const [answer] = await Promise.all([page.waitForResponse((r) => r.url().endsWith('/sign-in') && r.request().method() === 'POST'), page.getByRole('button', { name: 'Sign in' }).click()]);
+        const [answer] = await Promise.all([
+          page.waitForResponse((r) => r.url().endsWith('/sign-in') && r.request().method() === 'POST'),
+          page.getByRole('button', { name: 'Sign in' }).click(),
+        ]);
         return answer.status();
       };
       for (let i = 0; i < 5; i++) expect(await signIn('wrong password, surely')).toBe(401);
@@ -515,7 +697,11 @@ describe('the customer console', () => {
     await ownerPage.goto(`${consoleApp.url}/account`);
     await ownerPage.getByRole('button', { name: 'Sign out everywhere' }).click();
     await ownerPage.getByRole('heading', { name: 'Sign in' }).waitFor();
-    expect(await consoleAccounts.liveSessions((await stack.fixtures.db.query(`select id from console_users where email = $1`, [owner]))[0].id)).toEqual([]);
+    expect(
+      await consoleAccounts.liveSessions(
+        (await stack.fixtures.db.query(`select id from console_users where email = $1`, [owner]))[0].id,
+      ),
+    ).toEqual([]);
     expect((await ownerPage.goto(`${consoleApp.url}/projects/${projectA}/keys`))?.url()).toContain('/sign-in');
   });
 });

@@ -28,7 +28,9 @@ describe('cached API keys and model credentials', () => {
   const apis = () => [stack.api, second];
 
   /** 401 once the key is refused; anything else (404 for an unknown request, 429) means accepted. */
-  const status = async (api: RunningApi, key: string) => (await request(api.url, 'GET', `/v1/agent/${randomUUID()}`, { headers: { authorization: `Bearer ${key}` } })).status;
+  const status = async (api: RunningApi, key: string) =>
+    (await request(api.url, 'GET', `/v1/agent/${randomUUID()}`, { headers: { authorization: `Bearer ${key}` } }))
+      .status;
 
   /** Each api answers `key` from its cache (a request after one that filled it is a hit). */
   async function cachedInEveryApi(key: string): Promise<void> {
@@ -68,7 +70,8 @@ describe('cached API keys and model credentials', () => {
       stack.models.reply({ content: 'ok' });
       const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } });
       expect(res.status).toBe(200);
-      const seen = stack.models.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)?.headers.authorization;
+      const seen = stack.models.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)
+        ?.headers.authorization;
       if (seen === `Bearer ${modelKey}`) return true;
     }
     return false;
@@ -80,16 +83,26 @@ describe('cached API keys and model credentials', () => {
     await eventually(async () => {
       const hits = models()?.stats.hits ?? 0;
       stack.models.reply({ content: 'ok' });
-      expect((await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } })).status).toBe(200);
+      expect(
+        (await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } })).status,
+      ).toBe(200);
       expect(models()?.stats.hits).toBeGreaterThan(hits);
     }, 10_000);
   }
 
   /** Rotates the project's model key through the operator's service. */
-  const rotate = (projectId: string, apiKey: string) => stack.fixtures.accounts.setModel(projectId, { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey });
+  const rotate = (projectId: string, apiKey: string) =>
+    stack.fixtures.accounts.setModel(projectId, {
+      provider: 'openai',
+      model: 'gpt-test',
+      baseUrl: stack.models.url,
+      apiKey,
+    });
 
   it('refuses a revoked key on every api, and calls the model with a rotated key', async () => {
-    const { project, key, auth } = await stack.fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-model-first' } });
+    const { project, key, auth } = await stack.fixtures.project({
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-model-first' },
+    });
     expect(await modelSees(auth, 'sk-model-first')).toBe(true);
     await modelCachedInWorker(auth);
     await rotate(project.id, 'sk-model-second');
@@ -101,20 +114,37 @@ describe('cached API keys and model credentials', () => {
   });
 
   it('drops the caches when the listening connections are cut, and hears revocations and rotations once they are back', async () => {
-    const { project, key, auth } = await stack.fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-model-before-cut' } });
+    const { project, key, auth } = await stack.fixtures.project({
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-model-before-cut' },
+    });
     expect(await modelSees(auth, 'sk-model-before-cut')).toBe(true);
     await modelCachedInWorker(auth);
     await cachedInEveryApi(key);
     const db = stack.fixtures.db;
-    const listeners = async () => ((await db.query(`select pid from pg_stat_activity where datname = current_database() and application_name = 'mas-listener'`)) as { pid: number }[]).map((r) => r.pid);
+    const listeners = async () =>
+      (
+        (await db.query(
+          `select pid from pg_stat_activity where datname = current_database() and application_name = 'mas-listener'`,
+        )) as { pid: number }[]
+      ).map((r) => r.pid);
     const before = await listeners();
     // Two apis and the worker.
     expect(before.length).toBeGreaterThanOrEqual(3);
     await db.query(`select pg_terminate_backend(pid) from unnest($1::int[]) pid`, [before]);
-    for (const api of apis()) await eventually(async () => expect(api.app.get(AccountsService, { strict: false }).caches.keys?.size).toBe(0), 10_000);
-    await eventually(async () => expect(stack.worker.app.get(AccountsService, { strict: false }).caches.models?.size).toBe(0), 10_000);
+    for (const api of apis())
+      await eventually(
+        async () => expect(api.app.get(AccountsService, { strict: false }).caches.keys?.size).toBe(0),
+        10_000,
+      );
+    await eventually(
+      async () => expect(stack.worker.app.get(AccountsService, { strict: false }).caches.models?.size).toBe(0),
+      10_000,
+    );
     // Every process listens again, on connections of their own.
-    await eventually(async () => expect((await listeners()).filter((pid) => !before.includes(pid)).length).toBe(before.length), 15_000);
+    await eventually(
+      async () => expect((await listeners()).filter((pid) => !before.includes(pid)).length).toBe(before.length),
+      15_000,
+    );
 
     await modelCachedInWorker(auth);
     await rotate(project.id, 'sk-model-after-cut');

@@ -35,7 +35,8 @@ describe('contract errors over HTTP', () => {
     ({ auth } = await stack.fixtures.project({ credits: 1000 }));
   });
 
-  const post = (path: string, body: unknown, headers: Record<string, string> = auth) => request(stack.api.url, 'POST', path, { headers, body });
+  const post = (path: string, body: unknown, headers: Record<string, string> = auth) =>
+    request(stack.api.url, 'POST', path, { headers, body });
 
   it('serves the page every docs link points into', async () => {
     const res = await request(stack.api.url, 'GET', '/docs/errors');
@@ -64,7 +65,10 @@ describe('contract errors over HTTP', () => {
       expect((await post('/v1/agent', { message: 'hi' }, headers)).status).toBe(200);
       const [record] = await stack.fixtures.accounts.listApiKeys(project.id);
       await stack.fixtures.accounts.revokeApiKey(record!.id);
-      await eventually(async () => expectError(await post('/v1/agent', { message: 'hi' }, headers), 401, 'invalid_api_key'), 5000);
+      await eventually(
+        async () => expectError(await post('/v1/agent', { message: 'hi' }, headers), 401, 'invalid_api_key'),
+        5000,
+      );
     });
   });
 
@@ -76,9 +80,12 @@ describe('contract errors over HTTP', () => {
       expectError(await post(`/v1/agent/${randomUUID()}/tool-outputs`, 'not json'), 400, 'invalid_body');
     });
 
-    it.each([[{}], [{ message: '' }], [{ message: '   \n' }], [{ message: 42 }]])('missing_message for %j', async (body) => {
-      expectError(await post('/v1/agent', body), 400, 'missing_message');
-    });
+    it.each([[{}], [{ message: '' }], [{ message: '   \n' }], [{ message: 42 }]])(
+      'missing_message for %j',
+      async (body) => {
+        expectError(await post('/v1/agent', body), 400, 'missing_message');
+      },
+    );
 
     it('message_too_long over 100,000 characters', async () => {
       expectError(await post('/v1/agent', { message: 'x'.repeat(100_001) }), 400, 'message_too_long', /100,000/);
@@ -101,7 +108,11 @@ describe('contract errors over HTTP', () => {
       ['a 65-character name', [tool({ name: 'a'.repeat(65) })], /limit is 64/],
       ['a 1025-character description', [tool({ description: 'd'.repeat(1025) })], /limit is 1024/],
       ['parameters that are not an object schema', [tool({ parameters: { type: 'string' } })], /"type" is "object"/],
-      ['parameters that are not a valid JSON Schema', [tool({ parameters: { type: 'object', properties: 5 } })], /not a valid JSON Schema/],
+      [
+        'parameters that are not a valid JSON Schema',
+        [tool({ parameters: { type: 'object', properties: 5 } })],
+        /not a valid JSON Schema/,
+      ],
       ['more than 20 tools', Array.from({ length: 21 }, (_, i) => tool({ name: `t${i}` })), /At most 20/],
       ['not an array', tool(), /array/],
     ])('invalid_tools for %s', async (_, tools, message) => {
@@ -109,7 +120,10 @@ describe('contract errors over HTTP', () => {
     });
 
     it('accepts a 64-character name and a 1024-character description', async () => {
-      const res = await post('/v1/agent', { message: 'hi', tools: [tool({ name: 'a'.repeat(64), description: 'd'.repeat(1024) })] });
+      const res = await post('/v1/agent', {
+        message: 'hi',
+        tools: [tool({ name: 'a'.repeat(64), description: 'd'.repeat(1024) })],
+      });
       expect(res.status).toBe(200);
     });
 
@@ -123,7 +137,11 @@ describe('contract errors over HTTP', () => {
     });
 
     it('stream_not_supported for stream with tools', async () => {
-      expectError(await post('/v1/agent', { message: 'hi', stream: true, tools: [tool()] }), 400, 'stream_not_supported');
+      expectError(
+        await post('/v1/agent', { message: 'hi', stream: true, tools: [tool()] }),
+        400,
+        'stream_not_supported',
+      );
     });
 
     it('payload_too_large over 10 MB', async () => {
@@ -134,12 +152,22 @@ describe('contract errors over HTTP', () => {
   describe('403', () => {
     it('capability_not_enabled names the capabilities', async () => {
       const { auth: a } = await stack.fixtures.project({ capabilities: ['chat', 'documents'] });
-      expectError(await post('/v1/agent', { message: 'hi', capabilities: ['chat', 'code', 'data'] }, a), 403, 'capability_not_enabled', 'Capabilities not enabled on this project: code, data.');
+      expectError(
+        await post('/v1/agent', { message: 'hi', capabilities: ['chat', 'code', 'data'] }, a),
+        403,
+        'capability_not_enabled',
+        'Capabilities not enabled on this project: code, data.',
+      );
     });
 
     it('plan_restricted before capability_not_enabled', async () => {
       const { auth: a } = await stack.fixtures.project({ plan: 'free' });
-      expectError(await post('/v1/agent', { message: 'hi', capabilities: ['research'] }, a), 403, 'plan_restricted', /free plan does not include: research/);
+      expectError(
+        await post('/v1/agent', { message: 'hi', capabilities: ['research'] }, a),
+        403,
+        'plan_restricted',
+        /free plan does not include: research/,
+      );
     });
   });
 
@@ -152,10 +180,15 @@ describe('contract errors over HTTP', () => {
     });
 
     it('quota_exceeded names the quota', async () => {
-      const small = await startApi({ ...stack.env, MAS_PLANS: '{"starter":{"monthlyQuota":1,"capabilities":["chat"]}}' });
+      const small = await startApi({
+        ...stack.env,
+        MAS_PLANS: '{"starter":{"monthlyQuota":1,"capabilities":["chat"]}}',
+      });
       try {
         const { auth: a } = await stack.fixtures.project({ plan: 'starter', capabilities: ['chat'] });
-        expect((await request(small.url, 'POST', '/v1/agent', { headers: a, body: { message: 'one' } })).status).toBe(200);
+        expect((await request(small.url, 'POST', '/v1/agent', { headers: a, body: { message: 'one' } })).status).toBe(
+          200,
+        );
         const res = await request(small.url, 'POST', '/v1/agent', { headers: a, body: { message: 'two' } });
         expectError(res, 429, 'quota_exceeded', /quota of 1 requests/);
         expect(Number(res.headers.get('retry-after'))).toBeGreaterThan(0);
@@ -183,7 +216,8 @@ describe('contract errors over HTTP', () => {
       expect(res.body.status).toBe('requires_tool_outputs');
       paused = { id: res.body.id, instance: res.body._compute_instance, callId: res.body.tool_calls[0].id };
     });
-    const submit = (body: unknown, id = paused.id, headers = auth) => post(`/v1/agent/${id}/tool-outputs`, body, headers);
+    const submit = (body: unknown, id = paused.id, headers = auth) =>
+      post(`/v1/agent/${id}/tool-outputs`, body, headers);
 
     it.each([
       ['a missing list', { _compute_instance: 'x' }],
@@ -194,13 +228,29 @@ describe('contract errors over HTTP', () => {
     });
 
     it('invalid_tool_outputs for ids that are not the pending calls, recording nothing', async () => {
-      expectError(await submit({ tool_outputs: [{ tool_call_id: 'call_other', output: 'b' }], _compute_instance: paused.instance }), 400, 'invalid_tool_outputs', /unknown tool_call_id: call_other/);
+      expectError(
+        await submit({
+          tool_outputs: [{ tool_call_id: 'call_other', output: 'b' }],
+          _compute_instance: paused.instance,
+        }),
+        400,
+        'invalid_tool_outputs',
+        /unknown tool_call_id: call_other/,
+      );
       const state = await request(stack.api.url, 'GET', `/v1/agent/${paused.id}`, { headers: auth });
       expect(state.body.status).toBe('requires_tool_outputs');
     });
 
     it('tool_output_too_large over 100 KB', async () => {
-      expectError(await submit({ tool_outputs: [{ tool_call_id: paused.callId, output: 'x'.repeat(102_401) }], _compute_instance: paused.instance }), 400, 'tool_output_too_large', /102400/);
+      expectError(
+        await submit({
+          tool_outputs: [{ tool_call_id: paused.callId, output: 'x'.repeat(102_401) }],
+          _compute_instance: paused.instance,
+        }),
+        400,
+        'tool_output_too_large',
+        /102400/,
+      );
     });
 
     it('context_expired for an unknown id, another project, or another compute instance', async () => {
@@ -213,11 +263,19 @@ describe('contract errors over HTTP', () => {
     });
   });
 
-  it('request_not_found for an unknown request or another project\'s', async () => {
-    expectError(await request(stack.api.url, 'GET', `/v1/agent/${randomUUID()}`, { headers: auth }), 404, 'request_not_found');
+  it("request_not_found for an unknown request or another project's", async () => {
+    expectError(
+      await request(stack.api.url, 'GET', `/v1/agent/${randomUUID()}`, { headers: auth }),
+      404,
+      'request_not_found',
+    );
     const mine = await post('/v1/agent', { message: 'hi' });
     const other = await stack.fixtures.project();
-    expectError(await request(stack.api.url, 'GET', `/v1/agent/${mine.body.id}`, { headers: other.auth }), 404, 'request_not_found');
+    expectError(
+      await request(stack.api.url, 'GET', `/v1/agent/${mine.body.id}`, { headers: other.auth }),
+      404,
+      'request_not_found',
+    );
   });
 
   it('not_found for an unknown route, in the same envelope', async () => {
@@ -244,7 +302,11 @@ describe('contract errors over HTTP', () => {
     it('service_unavailable 503 when no Temporal address is configured', async () => {
       const bare = await startApi({ ...stack.env, TEMPORAL_ADDRESS: undefined });
       try {
-        expectError(await request(bare.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } }), 503, 'service_unavailable');
+        expectError(
+          await request(bare.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } }),
+          503,
+          'service_unavailable',
+        );
       } finally {
         await bare.close();
       }
@@ -252,14 +314,24 @@ describe('contract errors over HTTP', () => {
 
     it('service_unavailable 503 when the project has no model, charging nothing', async () => {
       const { auth: a, project } = await stack.fixtures.project({ model: null, credits: 10 });
-      expectError(await post('/v1/agent', { message: 'hi' }, a), 503, 'service_unavailable', /No language model is configured/);
+      expectError(
+        await post('/v1/agent', { message: 'hi' }, a),
+        503,
+        'service_unavailable',
+        /No language model is configured/,
+      );
       expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });
 
     it('compute_unavailable 502 when no worker takes the request up in time', async () => {
       const lonely = await startApi({ TEMPORAL_TASK_QUEUE: `nobody-${randomUUID()}`, AGENT_PICKUP_TIMEOUT_MS: '1500' });
       try {
-        expectError(await request(lonely.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } }), 502, 'compute_unavailable', /No agent worker/);
+        expectError(
+          await request(lonely.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } }),
+          502,
+          'compute_unavailable',
+          /No agent worker/,
+        );
       } finally {
         await lonely.close();
       }
@@ -268,14 +340,21 @@ describe('contract errors over HTTP', () => {
     it('compute_unavailable 502 when Temporal cannot be reached', async () => {
       const cut = await startApi({ ...stack.env, TEMPORAL_ADDRESS: '127.0.0.1:2', AGENT_PICKUP_TIMEOUT_MS: '1500' });
       try {
-        expectError(await request(cut.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } }), 502, 'compute_unavailable');
+        expectError(
+          await request(cut.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } }),
+          502,
+          'compute_unavailable',
+        );
       } finally {
         await cut.close();
       }
     });
 
     it('compute_unavailable 502 when the model server cannot be reached, charging nothing', async () => {
-      const { auth: a, project } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-test' } });
+      const { auth: a, project } = await stack.fixtures.project({
+        credits: 10,
+        model: { provider: 'openai', model: 'gpt-test', baseUrl: 'http://127.0.0.1:9/v1', apiKey: 'sk-test' },
+      });
       expectError(await post('/v1/agent', { message: 'hi' }, a), 502, 'compute_unavailable', /could not be reached/);
       expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);
     });

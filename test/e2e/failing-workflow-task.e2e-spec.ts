@@ -16,9 +16,14 @@ import { startWorker } from '../support/worker.js';
 // interceptor that adds a step), on a queue with a short pickup timeout.
 const config = testConfig();
 const queue = { TEMPORAL_TASK_QUEUE: `e2e-failing-task-${randomUUID()}`, AGENT_PICKUP_TIMEOUT_MS: '2000' };
-const weather = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+const weather = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
 const deployedStep = fileURLToPath(new URL('../fixtures/deployed-step.interceptors.ts', import.meta.url));
-const FAILING = /cannot make progress: its workflow task has failed \d+ times? in a row on the agent workers \(the workers' workflow code does not replay the run's history \(non-determinism/;
+const FAILING =
+  /cannot make progress: its workflow task has failed \d+ times? in a row on the agent workers \(the workers' workflow code does not replay the run's history \(non-determinism/;
 
 let api: RunningApi;
 let fixtures: Fixtures;
@@ -33,7 +38,12 @@ afterAll(async () => {
 });
 
 /** A call that a test gives up on rather than hang with it: a hang shows as an abort, not a pass. */
-async function call(method: 'GET' | 'POST', path: string, headers: Record<string, string>, body?: unknown): Promise<JsonResponse> {
+async function call(
+  method: 'GET' | 'POST',
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+): Promise<JsonResponse> {
   const res = await fetch(`${api.url}${path}`, {
     method,
     headers: { ...headers, 'content-type': 'application/json' },
@@ -54,21 +64,33 @@ it('tool outputs to a run whose workflow task keeps failing: 502 naming the caus
     await worker.close();
   }
   const id = String(paused.body.id);
-  const submission = { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'Sunny' }], _compute_instance: paused.body._compute_instance };
+  const submission = {
+    tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'Sunny' }],
+    _compute_instance: paused.body._compute_instance,
+  };
 
   worker = await startWorker(queue, { workflowInterceptorModules: [deployedStep] });
   try {
     const refused = await call('POST', `/v1/agent/${id}/tool-outputs`, auth, submission);
-    expect({ status: refused.status, code: refused.body?.error?.code }).toEqual({ status: 502, code: 'compute_unavailable' });
+    expect({ status: refused.status, code: refused.body?.error?.code }).toEqual({
+      status: 502,
+      code: 'compute_unavailable',
+    });
     expect(refused.body.error.message).toMatch(FAILING);
     expect(refused.headers.get('x-request-id')).toBe(id);
 
     const read = await call('GET', `/v1/agent/${id}`, auth);
-    expect({ status: read.status, state: read.body.status, code: read.body.error?.code }).toEqual({ status: 200, state: 'requires_tool_outputs', code: 'compute_unavailable' });
+    expect({ status: read.status, state: read.body.status, code: read.body.error?.code }).toEqual({
+      status: 200,
+      state: 'requires_tool_outputs',
+      code: 'compute_unavailable',
+    });
     expect(read.body.error.message).toMatch(FAILING);
 
     const metrics = await metricsRegistry.getSingleMetricAsString('mas_workflow_task_failing_total');
-    expect(metrics).toMatch(/mas_workflow_task_failing_total\{workflow_type="agentRequestWorkflow",cause="non_deterministic_error"\} [1-9]/);
+    expect(metrics).toMatch(
+      /mas_workflow_task_failing_total\{workflow_type="agentRequestWorkflow",cause="non_deterministic_error"\} [1-9]/,
+    );
   } finally {
     await worker.close();
   }

@@ -24,15 +24,21 @@ describe('encrypted failure messages', () => {
     await connection?.close();
   });
 
-  it('keeps a failed request\'s error message out of its raw history, and the api still answers it', async () => {
-    const { project, auth } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
+  it("keeps a failed request's error message out of its raw history, and the api still answers it", async () => {
+    const { project, auth } = await stack.fixtures.project({
+      credits: 10,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' },
+    });
     const echoed = `kingfisher-${randomUUID()}`;
     // The provider refuses the request and echoes the customer's text in its error message.
     stack.models.reply({ status: 400, errorMessage: `the prompt "${echoed}" is not allowed` });
     const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: echoed } });
     expect(res.status).toBe(502);
     // The failure still reaches the api decrypted: its message names the provider's answer.
-    expect(res.body.error).toMatchObject({ code: 'compute_error', message: expect.stringContaining('rejected the request (400)') });
+    expect(res.body.error).toMatchObject({
+      code: 'compute_error',
+      message: expect.stringContaining('rejected the request (400)'),
+    });
 
     const found = await eventually(async () => {
       const ids: string[] = [];
@@ -43,7 +49,9 @@ describe('encrypted failure messages', () => {
     const history = await raw.workflow.getHandle(found).fetchHistory();
     // The model call is a local activity: its failure is in its marker (a regular activity's would
     // be in ActivityTaskFailed; both are checked).
-    const failures = (history.events ?? []).flatMap((e) => [e.activityTaskFailedEventAttributes?.failure, e.markerRecordedEventAttributes?.failure]).filter((f) => f != null);
+    const failures = (history.events ?? [])
+      .flatMap((e) => [e.activityTaskFailedEventAttributes?.failure, e.markerRecordedEventAttributes?.failure])
+      .filter((f) => f != null);
     expect(failures.length).toBeGreaterThan(0);
     for (const failure of failures) {
       expect(failure.message).toBe('Encoded failure');

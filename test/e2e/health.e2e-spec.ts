@@ -30,8 +30,16 @@ describe('health', () => {
       expect(body.status).toBe('unavailable');
       expect(body.components.postgres.status).toBe('up');
       // A fixed reason for unauthenticated callers; the driver's own message (addresses, hosts) is logged only.
-      expect(body.components.kafka).toEqual({ status: 'down', latency_ms: expect.any(Number), error: expect.stringMatching(/^(unreachable|no answer within \d+ ms)$/) });
-      expect(body.components.temporal).toEqual({ status: 'down', latency_ms: expect.any(Number), error: expect.stringMatching(/^(unreachable|no answer within \d+ ms)$/) });
+      expect(body.components.kafka).toEqual({
+        status: 'down',
+        latency_ms: expect.any(Number),
+        error: expect.stringMatching(/^(unreachable|no answer within \d+ ms)$/),
+      });
+      expect(body.components.temporal).toEqual({
+        status: 'down',
+        latency_ms: expect.any(Number),
+        error: expect.stringMatching(/^(unreachable|no answer within \d+ ms)$/),
+      });
       expect(JSON.stringify(body)).not.toContain('127.0.0.1');
     } finally {
       await broken.close();
@@ -43,11 +51,17 @@ describe('health', () => {
     try {
       // A valid CloudEvent, in case a relay of another test publishes it meanwhile.
       const payload = { specversion: '1.0', id: eventId, type: 'mas.readyz-test.v1', source: 'test', data: {} };
-      await stack.fixtures.db.query(`insert into outbox (event_id, topic, key, payload, created_at) values ($1, 'mas.events.v1', 'readyz-test', $2, now() - interval '10 minutes')`, [eventId, JSON.stringify(payload)]);
+      await stack.fixtures.db.query(
+        `insert into outbox (event_id, topic, key, payload, created_at) values ($1, 'mas.events.v1', 'readyz-test', $2, now() - interval '10 minutes')`,
+        [eventId, JSON.stringify(payload)],
+      );
       const { status, body } = await request(stack.api.url, 'GET', '/readyz');
       expect(status).toBe(200);
       expect(body.status).toBe('ready');
-      expect(body.components.outbox).toMatchObject({ status: 'down', error: expect.stringMatching(/^the oldest unsent outbox row is \d+ s old/) });
+      expect(body.components.outbox).toMatchObject({
+        status: 'down',
+        error: expect.stringMatching(/^the oldest unsent outbox row is \d+ s old/),
+      });
     } finally {
       await stack.fixtures.db.query(`delete from outbox where event_id = $1`, [eventId]);
     }

@@ -29,9 +29,18 @@ const tool = (overrides: Record<string, unknown> = {}) => ({
 
 /** Sends the headers and the first bytes of a body announced as `announced` bytes, never the rest;
  * resolves with the status if the api answers before the body is complete. */
-function answerBeforeBody(url: string, headers: Record<string, string>, announced: number, timeoutMs: number, path = '/v1/agent'): Promise<number | 'no answer'> {
+function answerBeforeBody(
+  url: string,
+  headers: Record<string, string>,
+  announced: number,
+  timeoutMs: number,
+  path = '/v1/agent',
+): Promise<number | 'no answer'> {
   return new Promise((resolve, reject) => {
-    const req = httpRequest(`${url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'content-length': String(announced) } });
+    const req = httpRequest(`${url}${path}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(announced) },
+    });
     const timer = setTimeout(() => {
       req.destroy();
       resolve('no answer');
@@ -53,11 +62,18 @@ function answerBeforeBody(url: string, headers: Record<string, string>, announce
 describe('hostile input', () => {
   const stack = e2eStack({ name: 'hostile', env });
 
-  const post = (path: string, body: unknown, headers: Record<string, string>) => request(stack.api.url, 'POST', path, { headers, body });
+  const post = (path: string, body: unknown, headers: Record<string, string>) =>
+    request(stack.api.url, 'POST', path, { headers, body });
   const ledgerRows = async (projectId: string): Promise<number> =>
-    Number((await stack.fixtures.db.query(`select count(*)::int as n from credit_ledger where project_id = $1`, [projectId]))[0].n);
+    Number(
+      (
+        await stack.fixtures.db.query(`select count(*)::int as n from credit_ledger where project_id = $1`, [projectId])
+      )[0].n,
+    );
   const blobRows = async (projectId: string): Promise<number> =>
-    Number((await stack.fixtures.db.query(`select count(*)::int as n from blobs where project_id = $1`, [projectId]))[0].n);
+    Number(
+      (await stack.fixtures.db.query(`select count(*)::int as n from blobs where project_id = $1`, [projectId]))[0].n,
+    );
 
   describe('authentication and the rate limit come before the body', () => {
     it.each([
@@ -65,19 +81,37 @@ describe('hostile input', () => {
       ['a JSON array', '["message"]'],
       ['an empty body', ''],
     ])('401 without a key for %s, on every /v1 POST', async (_, body) => {
-      for (const path of ['/v1/agent', `/v1/agent/${randomUUID()}/tool-outputs`, '/v1/sessions', `/v1/sessions/${randomUUID()}/messages`]) {
+      for (const path of [
+        '/v1/agent',
+        `/v1/agent/${randomUUID()}/tool-outputs`,
+        '/v1/sessions',
+        `/v1/sessions/${randomUUID()}/messages`,
+      ]) {
         expectError(await post(path, body, {}), 401, 'invalid_api_key');
-        expectError(await post(path, body, { authorization: `Bearer sk-mas_${'A'.repeat(43)}` }), 401, 'invalid_api_key');
+        expectError(
+          await post(path, body, { authorization: `Bearer sk-mas_${'A'.repeat(43)}` }),
+          401,
+          'invalid_api_key',
+        );
       }
     });
 
     it('401, not 413, for a body over 10 MB from an unknown key', async () => {
-      const res = await post('/v1/agent', { message: 'x'.repeat(10 * 1024 * 1024 + 10) }, { authorization: `Bearer sk-mas_${'B'.repeat(43)}` });
+      const res = await post(
+        '/v1/agent',
+        { message: 'x'.repeat(10 * 1024 * 1024 + 10) },
+        { authorization: `Bearer sk-mas_${'B'.repeat(43)}` },
+      );
       expectError(res, 401, 'invalid_api_key');
     });
 
     it('answers an unknown key with 401 before the body has arrived', async () => {
-      const status = await answerBeforeBody(stack.api.url, { authorization: `Bearer sk-mas_${'C'.repeat(43)}` }, 10 * 1024 * 1024, 5000);
+      const status = await answerBeforeBody(
+        stack.api.url,
+        { authorization: `Bearer sk-mas_${'C'.repeat(43)}` },
+        10 * 1024 * 1024,
+        5000,
+      );
       expect(status).toBe(401);
     });
 
@@ -108,15 +142,21 @@ describe('hostile input', () => {
     });
   });
 
-  describe('NUL and lone surrogates are refused with the field\'s code, recording nothing', () => {
+  describe("NUL and lone surrogates are refused with the field's code, recording nothing", () => {
     it.each([
-      ['a NUL in a file\'s content', [{ name: 'a.txt', content: `a${NUL}b` }]],
-      ['a NUL in a file\'s name', [{ name: `a${NUL}.txt`, content: 'x' }]],
-      ['a lone high surrogate in a file\'s content', [{ name: 'a.txt', content: `a${LONE_HIGH}b` }]],
-      ['a lone low surrogate in a file\'s name', [{ name: `a${LONE_LOW}.txt`, content: 'x' }]],
+      ["a NUL in a file's content", [{ name: 'a.txt', content: `a${NUL}b` }]],
+      ["a NUL in a file's name", [{ name: `a${NUL}.txt`, content: 'x' }]],
+      ["a lone high surrogate in a file's content", [{ name: 'a.txt', content: `a${LONE_HIGH}b` }]],
+      ["a lone low surrogate in a file's name", [{ name: `a${LONE_LOW}.txt`, content: 'x' }]],
     ])('invalid_files for %s', async (_, files) => {
       const { auth, project } = await stack.fixtures.project();
-      for (const path of ['/v1/agent']) expectError(await post(path, { message: 'read_file {"name":"a.txt"}', files }, auth), 400, 'invalid_files', /NUL|surrogate/);
+      for (const path of ['/v1/agent'])
+        expectError(
+          await post(path, { message: 'read_file {"name":"a.txt"}', files }, auth),
+          400,
+          'invalid_files',
+          /NUL|surrogate/,
+        );
       expect(await ledgerRows(project.id)).toBe(0);
       expect(await blobRows(project.id)).toBe(0);
     });
@@ -136,8 +176,14 @@ describe('hostile input', () => {
     it.each([
       ['a NUL in the description', tool({ description: `Look ${NUL} up` })],
       ['a lone surrogate in the description', tool({ description: `Look ${LONE_HIGH} up` })],
-      ['a NUL in a schema string', tool({ parameters: { type: 'object', properties: { q: { type: 'string', description: `q${NUL}` } } } })],
-      ['a NUL in a schema key', tool({ parameters: { type: 'object', properties: { [`q${NUL}`]: { type: 'string' } } } })],
+      [
+        'a NUL in a schema string',
+        tool({ parameters: { type: 'object', properties: { q: { type: 'string', description: `q${NUL}` } } } }),
+      ],
+      [
+        'a NUL in a schema key',
+        tool({ parameters: { type: 'object', properties: { [`q${NUL}`]: { type: 'string' } } } }),
+      ],
     ])('invalid_tools for %s', async (_, t) => {
       const { auth, project } = await stack.fixtures.project();
       expectError(await post('/v1/agent', { message: 'hi', tools: [t] }, auth), 400, 'invalid_tools', /NUL|surrogate/);
@@ -146,7 +192,11 @@ describe('hostile input', () => {
 
     it('keeps a well-formed astral character (a surrogate pair) as it is', async () => {
       const { auth } = await stack.fixtures.project();
-      const res = await post('/v1/agent', { message: 'rocket \u{1F680} 报告', files: [{ name: '报告\u{1F680}.txt', content: 'ok \u{1F680}' }] }, auth);
+      const res = await post(
+        '/v1/agent',
+        { message: 'rocket \u{1F680} 报告', files: [{ name: '报告\u{1F680}.txt', content: 'ok \u{1F680}' }] },
+        auth,
+      );
       expect(res.status).toBe(200);
       expect(res.body.message).toContain('rocket \u{1F680} 报告');
     });
@@ -157,9 +207,15 @@ describe('hostile input', () => {
       expect(session.status).toBe(200);
       const path = `/v1/sessions/${session.body.id}/messages`;
       expectError(await post(path, { message: `hi${NUL}` }, auth), 400, 'invalid_body', /message/);
-      expectError(await post(path, { message: 'hi', files: [{ name: 'a.txt', content: NUL }] }, auth), 400, 'invalid_files');
+      expectError(
+        await post(path, { message: 'hi', files: [{ name: 'a.txt', content: NUL }] }, auth),
+        400,
+        'invalid_files',
+      );
       expect(await ledgerRows(project.id)).toBe(0);
-      expect((await request(stack.api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(0);
+      expect(
+        (await request(stack.api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count,
+      ).toBe(0);
     });
   });
 
@@ -189,12 +245,23 @@ describe('hostile input', () => {
 
     it.each([
       ['an ignored field', (depth: number) => ({ message: 'hi', extra: nested(depth) })],
-      ['a tool schema', (depth: number) => ({ message: 'hi', tools: [tool({ parameters: { type: 'object', default: nested(depth) } })] })],
+      [
+        'a tool schema',
+        (depth: number) => ({
+          message: 'hi',
+          tools: [tool({ parameters: { type: 'object', default: nested(depth) } })],
+        }),
+      ],
     ])('invalid_body for %s nested 100,000 levels deep, with or without an Idempotency-Key', async (_, body) => {
       const { auth, project } = await stack.fixtures.project();
       const text = JSON.stringify(body(1)).replace('[]', `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
       expectError(await post('/v1/agent', text, auth), 400, 'invalid_body', /levels deep/);
-      expectError(await post('/v1/agent', text, { ...auth, 'idempotency-key': randomUUID() }), 400, 'invalid_body', /levels deep/);
+      expectError(
+        await post('/v1/agent', text, { ...auth, 'idempotency-key': randomUUID() }),
+        400,
+        'invalid_body',
+        /levels deep/,
+      );
       expect(await ledgerRows(project.id)).toBe(0);
     });
 
@@ -202,7 +269,9 @@ describe('hostile input', () => {
       const { auth } = await stack.fixtures.project();
       let schema: Record<string, unknown> = { type: 'string' };
       for (let i = 0; i < 15; i++) schema = { type: 'object', properties: { next: schema } };
-      expect((await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: schema })] }, auth)).status).toBe(200);
+      expect((await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: schema })] }, auth)).status).toBe(
+        200,
+      );
     });
   });
 
@@ -218,18 +287,27 @@ describe('hostile input', () => {
       expect(res.body.status).toBe('requires_tool_outputs');
       paused = { id: res.body.id, instance: res.body._compute_instance, callId: res.body.tool_calls[0].id };
     });
-    const submit = (outputs: unknown[]) => post(`/v1/agent/${paused.id}/tool-outputs`, { tool_outputs: outputs, _compute_instance: paused.instance }, auth);
+    const submit = (outputs: unknown[]) =>
+      post(`/v1/agent/${paused.id}/tool-outputs`, { tool_outputs: outputs, _compute_instance: paused.instance }, auth);
 
     it.each([
-      ['a NUL in an output over 64 KB (blob store)', () => [{ tool_call_id: paused.callId, output: `${'x'.repeat(70 * 1024)}${NUL}` }]],
+      [
+        'a NUL in an output over 64 KB (blob store)',
+        () => [{ tool_call_id: paused.callId, output: `${'x'.repeat(70 * 1024)}${NUL}` }],
+      ],
       ['a NUL in a short output', () => [{ tool_call_id: paused.callId, output: `a${NUL}b` }]],
-      ['a lone surrogate in an output over 64 KB', () => [{ tool_call_id: paused.callId, output: `${'x'.repeat(70 * 1024)}${LONE_LOW}` }]],
+      [
+        'a lone surrogate in an output over 64 KB',
+        () => [{ tool_call_id: paused.callId, output: `${'x'.repeat(70 * 1024)}${LONE_LOW}` }],
+      ],
       ['a NUL in the tool_call_id', () => [{ tool_call_id: `${paused.callId}${NUL}`, output: 'b' }]],
     ])('invalid_tool_outputs for %s, and the request still waits', async (_, outputs) => {
       const before = await blobRows(projectId);
       expectError(await submit(outputs()), 400, 'invalid_tool_outputs', /NUL|surrogate/);
       expect(await blobRows(projectId)).toBe(before);
-      expect((await request(stack.api.url, 'GET', `/v1/agent/${paused.id}`, { headers: auth })).body.status).toBe('requires_tool_outputs');
+      expect((await request(stack.api.url, 'GET', `/v1/agent/${paused.id}`, { headers: auth })).body.status).toBe(
+        'requires_tool_outputs',
+      );
     });
 
     it('a well-formed output over 64 KB still completes the request', async () => {
@@ -247,21 +325,35 @@ describe('hostile input', () => {
       ['Latin-1 accents', 'résumé.txt', 'r_sum_.txt'],
     ])('%s is served with an RFC 6266 Content-Disposition', async (_, name, fallback) => {
       const { auth } = await stack.fixtures.project();
-      const res = await post('/v1/agent', { message: `write_file ${JSON.stringify({ name, content: 'hello' })}`, capabilities: ['files'] }, auth);
+      const res = await post(
+        '/v1/agent',
+        { message: `write_file ${JSON.stringify({ name, content: 'hello' })}`, capabilities: ['files'] },
+        auth,
+      );
       expect(res.status).toBe(200);
       expect(res.body.files).toEqual([expect.objectContaining({ name, content: 'hello' })]);
       const download = await fetch(`${stack.api.url}${new URL(res.body.files[0].url).pathname}`, { headers: auth });
       expect(download.status).toBe(200);
       expect(await download.text()).toBe('hello');
       const disposition = download.headers.get('content-disposition') ?? '';
-      const encoded = [...Buffer.from(name, 'utf8')].map((b) => (/[A-Za-z0-9!#$&+.^_`|~-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+      const encoded = [...Buffer.from(name, 'utf8')]
+        .map((b) =>
+          /[A-Za-z0-9!#$&+.^_`|~-]/.test(String.fromCharCode(b))
+            ? String.fromCharCode(b)
+            : `%${b.toString(16).toUpperCase().padStart(2, '0')}`,
+        )
+        .join('');
       expect(disposition).toBe(`attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`);
       expect(decodeURIComponent(disposition.split("filename*=UTF-8''")[1]!)).toBe(name);
     });
 
     it('a text file whose content holds a NUL is stored and served byte for byte', async () => {
       const { auth } = await stack.fixtures.project();
-      const res = await post('/v1/agent', { message: 'write_file {"name":"nul.txt","content":"a\\u0000b"}', capabilities: ['files'] }, auth);
+      const res = await post(
+        '/v1/agent',
+        { message: 'write_file {"name":"nul.txt","content":"a\\u0000b"}', capabilities: ['files'] },
+        auth,
+      );
       expect(res.status).toBe(200);
       expect(res.body.capabilities_used).toEqual(['chat', 'files']);
       expect(res.body.files).toHaveLength(1);
@@ -272,7 +364,8 @@ describe('hostile input', () => {
   });
 
   describe('customer tool schemas are compiled per request', () => {
-    const withId = (id: string, property: string) => tool({ parameters: { $id: id, type: 'object', properties: { [property]: { type: 'string' } } } });
+    const withId = (id: string, property: string) =>
+      tool({ parameters: { $id: id, type: 'object', properties: { [property]: { type: 'string' } } } });
 
     it('the same $id in two requests of one project, and in another project, is accepted each time', async () => {
       const a = await stack.fixtures.project();
@@ -286,7 +379,11 @@ describe('hostile input', () => {
     it('two tools of one request may share an $id', async () => {
       const { auth } = await stack.fixtures.project();
       const id = `urn:test:${randomUUID()}`;
-      const res = await post('/v1/agent', { message: 'hi', tools: [withId(id, 'q'), { ...withId(id, 'r'), name: 'second' }] }, auth);
+      const res = await post(
+        '/v1/agent',
+        { message: 'hi', tools: [withId(id, 'q'), { ...withId(id, 'r'), name: 'second' }] },
+        auth,
+      );
       expect(res.status).toBe(200);
     });
 
@@ -294,8 +391,14 @@ describe('hostile input', () => {
     // 1.5 s of the api's CPU, and was answered "Maximum call stack size exceeded".
     it('a schema over the size limit is invalid_tools naming the limit, before it is compiled, nothing recorded', async () => {
       const { auth, project } = await stack.fixtures.project();
-      const properties = Object.fromEntries(Array.from({ length: 25_000 }, (_, i) => [`field_${i}`, { type: 'string', description: 'a field' }]));
-      const res = await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: { type: 'object', properties } })] }, auth);
+      const properties = Object.fromEntries(
+        Array.from({ length: 25_000 }, (_, i) => [`field_${i}`, { type: 'string', description: 'a field' }]),
+      );
+      const res = await post(
+        '/v1/agent',
+        { message: 'hi', tools: [tool({ parameters: { type: 'object', properties } })] },
+        auth,
+      );
       expectError(res, 400, 'invalid_tools', /^tools\[0\]\.parameters is \d+ bytes of JSON; the limit is 16 KB/);
       expect(await ledgerRows(project.id)).toBe(0);
     });
@@ -303,13 +406,24 @@ describe('hostile input', () => {
     it('a schema of 1,200 empty properties (12 KB) is invalid_tools by its count of schemas, before it is compiled', async () => {
       const { auth } = await stack.fixtures.project();
       const properties = Object.fromEntries(Array.from({ length: 1200 }, (_, i) => [`p${i}`, {}]));
-      const res = await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: { type: 'object', properties } })] }, auth);
+      const res = await post(
+        '/v1/agent',
+        { message: 'hi', tools: [tool({ parameters: { type: 'object', properties } })] },
+        auth,
+      );
       expectError(res, 400, 'invalid_tools', /more than 256 schemas/);
     });
 
     it('a schema whose $ref cannot be resolved is still invalid_tools', async () => {
       const { auth } = await stack.fixtures.project();
-      const res = await post('/v1/agent', { message: 'hi', tools: [tool({ parameters: { type: 'object', properties: { q: { $ref: '#/definitions/missing' } } } })] }, auth);
+      const res = await post(
+        '/v1/agent',
+        {
+          message: 'hi',
+          tools: [tool({ parameters: { type: 'object', properties: { q: { $ref: '#/definitions/missing' } } } })],
+        },
+        auth,
+      );
       expectError(res, 400, 'invalid_tools', /not a valid JSON Schema/);
     });
   });

@@ -14,10 +14,17 @@ import { startWorker } from '../support/worker.js';
 // queue, the real PostgreSQL and Temporal, the scripted model.
 const config = testConfig();
 
-const lookup = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const lookup = {
+  name: 'lookup',
+  description: 'Look up',
+  parameters: { type: 'object', properties: { q: { type: 'string' } } },
+};
 
 /** The answer without what is measured per delivery (the time it took). */
-const withoutDuration = (body: { meta?: Record<string, unknown> }) => ({ ...body, meta: { ...body.meta, duration_ms: 0 } });
+const withoutDuration = (body: { meta?: Record<string, unknown> }) => ({
+  ...body,
+  meta: { ...body.meta, duration_ms: 0 },
+});
 
 describe('Idempotency-Key', () => {
   const stack = e2eStack({ name: 'idempotency' });
@@ -31,15 +38,34 @@ describe('Idempotency-Key', () => {
     await connection?.close();
   });
 
-  const post = (path: string, auth: Record<string, string>, key: string | undefined, body?: unknown, base = stack.api) =>
-    request(base.url, 'POST', path, { headers: { ...auth, ...(key === undefined ? {} : { 'idempotency-key': key }) }, body });
+  const post = (
+    path: string,
+    auth: Record<string, string>,
+    key: string | undefined,
+    body?: unknown,
+    base = stack.api,
+  ) =>
+    request(base.url, 'POST', path, {
+      headers: { ...auth, ...(key === undefined ? {} : { 'idempotency-key': key }) },
+      body,
+    });
   const newKey = () => `key-${randomUUID()}`;
   /** The run id of the request's workflow: a second run under the same id would change it. */
-  const runIdOf = async (requestId: string) => (await temporal.workflow.getHandle(agentRequestWorkflowId(requestId)).describe()).runId;
+  const runIdOf = async (requestId: string) =>
+    (await temporal.workflow.getHandle(agentRequestWorkflowId(requestId)).describe()).runId;
   const reserves = async (projectId: string): Promise<number> =>
-    ((await stack.fixtures.db.query(`select count(*)::int as n from credit_ledger where project_id = $1 and kind = 'reserve'`, [projectId])) as { n: number }[])[0]!.n;
+    (
+      (await stack.fixtures.db.query(
+        `select count(*)::int as n from credit_ledger where project_id = $1 and kind = 'reserve'`,
+        [projectId],
+      )) as { n: number }[]
+    )[0]!.n;
   const recordedKeys = async (projectId: string): Promise<number> =>
-    ((await stack.fixtures.db.query(`select count(*)::int as n from idempotency_keys where project_id = $1`, [projectId])) as { n: number }[])[0]!.n;
+    (
+      (await stack.fixtures.db.query(`select count(*)::int as n from idempotency_keys where project_id = $1`, [
+        projectId,
+      ])) as { n: number }[]
+    )[0]!.n;
   const expectSameAnswer = (again: JsonResponse, first: JsonResponse) => {
     expect({ status: again.status, body: again.body }).toEqual({ status: first.status, body: first.body });
     expect(again.headers.get('x-request-id')).toBe(first.headers.get('x-request-id'));
@@ -60,7 +86,11 @@ describe('Idempotency-Key', () => {
 
       const otherBody = await post('/v1/agent', auth, key, { message: 'something else' });
       expect(otherBody.status).toBe(409);
-      expect(otherBody.body.error).toEqual({ code: 'idempotency_conflict', message: expect.any(String), docs: `${config.publicBaseUrl}/docs/errors#idempotency_conflict` });
+      expect(otherBody.body.error).toEqual({
+        code: 'idempotency_conflict',
+        message: expect.any(String),
+        docs: `${config.publicBaseUrl}/docs/errors#idempotency_conflict`,
+      });
       const otherEndpoint = await post('/v1/sessions', auth, key);
       expect(otherEndpoint.status).toBe(409);
       expect(otherEndpoint.body.error.code).toBe('idempotency_conflict');
@@ -77,7 +107,10 @@ describe('Idempotency-Key', () => {
       const requestId = first.headers.get('x-request-id')!;
       expect(requestId).toMatch(/^[0-9a-f-]{36}$/);
       // Refused at the api's admission: no workflow was started (DESIGN.md section 10).
-      const noWorkflow = () => expect(temporal.workflow.getHandle(agentRequestWorkflowId(requestId)).describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
+      const noWorkflow = () =>
+        expect(temporal.workflow.getHandle(agentRequestWorkflowId(requestId)).describe()).rejects.toBeInstanceOf(
+          WorkflowNotFoundError,
+        );
       await noWorkflow();
 
       await stack.fixtures.accounts.addCredits(project.id, 10);
@@ -92,7 +125,10 @@ describe('Idempotency-Key', () => {
       const key = newKey();
       const body = { message: 'no model yet', capabilities: ['chat'] };
       const first = await post('/v1/agent', auth, key, body);
-      expect({ status: first.status, code: first.body.error.code }).toEqual({ status: 503, code: 'service_unavailable' });
+      expect({ status: first.status, code: first.body.error.code }).toEqual({
+        status: 503,
+        code: 'service_unavailable',
+      });
       const requestId = first.headers.get('x-request-id')!;
       const runId = await runIdOf(requestId);
       await stack.fixtures.accounts.setModel(project.id, { provider: 'scripted', model: 'scripted-test' });
@@ -109,7 +145,10 @@ describe('Idempotency-Key', () => {
       expect(first.status).toBe(200);
       const runId = await runIdOf(first.body.id);
       // As if the api had died between the run's completion and the saving of its answer.
-      await stack.fixtures.db.query(`update idempotency_keys set response = null where project_id = $1 and key = $2`, [project.id, key]);
+      await stack.fixtures.db.query(`update idempotency_keys set response = null where project_id = $1 and key = $2`, [
+        project.id,
+        key,
+      ]);
 
       const again = await post('/v1/agent', auth, key, body);
       expect(again.status).toBe(200);
@@ -135,7 +174,10 @@ describe('Idempotency-Key', () => {
       for (let i = 0; i < 100 && !runs.includes(runId); i++) {
         if (i > 0) await new Promise((r) => setTimeout(r, 100));
         runs = [];
-        for await (const run of temporal.workflow.list({ query: `WorkflowId = '${agentRequestWorkflowId(answers[0]!.body.id)}'` })) runs.push(run.runId);
+        for await (const run of temporal.workflow.list({
+          query: `WorkflowId = '${agentRequestWorkflowId(answers[0]!.body.id)}'`,
+        }))
+          runs.push(run.runId);
       }
       expect(runs).toEqual([runId]);
     });
@@ -144,7 +186,8 @@ describe('Idempotency-Key', () => {
       const { auth, project } = await stack.fixtures.project({ credits: 10 });
       const key = newKey();
       const body = { message: 'stream this one, please, in several words', stream: true, capabilities: ['chat'] };
-      const stream = () => readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: { ...auth, 'idempotency-key': key }, body });
+      const stream = () =>
+        readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: { ...auth, 'idempotency-key': key }, body });
       // Two at once (the second joins the first run), then one after it finished.
       const [a, b] = await Promise.all([stream(), stream()]);
       const c = await stream();
@@ -167,11 +210,27 @@ describe('Idempotency-Key', () => {
       for (const key of ['', 'x'.repeat(256), 'tab\there']) {
         for (const body of [{ message: 'hi' }, { message: 'hi', stream: true }]) {
           const res = await post('/v1/agent', auth, key, body);
-          expect({ key, status: res.status, code: res.body?.error?.code }).toEqual({ key, status: 400, code: 'invalid_body' });
+          expect({ key, status: res.status, code: res.body?.error?.code }).toEqual({
+            key,
+            status: 400,
+            code: 'invalid_body',
+          });
         }
         for (const path of ['/v1/sessions', `/v1/agent/${randomUUID()}/tool-outputs`]) {
-          const res = await post(path, auth, key, path.endsWith('tool-outputs') ? { tool_outputs: [{ tool_call_id: 'call_1', output: 'x' }], _compute_instance: 'x' } : undefined);
-          expect({ key, path, status: res.status, code: res.body?.error?.code }).toEqual({ key, path, status: 400, code: 'invalid_body' });
+          const res = await post(
+            path,
+            auth,
+            key,
+            path.endsWith('tool-outputs')
+              ? { tool_outputs: [{ tool_call_id: 'call_1', output: 'x' }], _compute_instance: 'x' }
+              : undefined,
+          );
+          expect({ key, path, status: res.status, code: res.body?.error?.code }).toEqual({
+            key,
+            path,
+            status: 400,
+            code: 'invalid_body',
+          });
         }
       }
       // 255 characters is the longest key taken.
@@ -201,10 +260,16 @@ describe('Idempotency-Key', () => {
       expectSameAnswer(await post('/v1/agent', auth, key, body), paused);
 
       const path = `/v1/agent/${paused.body.id}/tool-outputs`;
-      const outputs = { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found it' }], _compute_instance: paused.body._compute_instance };
+      const outputs = {
+        tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found it' }],
+        _compute_instance: paused.body._compute_instance,
+      };
       const outputsKey = newKey();
       // Two at once: the second attaches to the first submission.
-      const [resumed, twin] = await Promise.all([post(path, auth, outputsKey, outputs), post(path, auth, outputsKey, outputs)]);
+      const [resumed, twin] = await Promise.all([
+        post(path, auth, outputsKey, outputs),
+        post(path, auth, outputsKey, outputs),
+      ]);
       expect(resumed.status).toBe(200);
       expect(resumed.body.status).toBe('completed');
       expectSameAnswer(twin, resumed);
@@ -214,8 +279,18 @@ describe('Idempotency-Key', () => {
       expect(keyless.status).toBe(200);
       expect(withoutDuration(keyless.body)).toEqual(withoutDuration(resumed.body));
       // Another submission with that key is a conflict; another submission without one is too late.
-      expect((await post(path, auth, outputsKey, { ...outputs, tool_outputs: [{ ...outputs.tool_outputs[0], output: 'other' }] })).status).toBe(409);
-      const other = await post(path, auth, undefined, { ...outputs, tool_outputs: [{ ...outputs.tool_outputs[0], output: 'other' }] });
+      expect(
+        (
+          await post(path, auth, outputsKey, {
+            ...outputs,
+            tool_outputs: [{ ...outputs.tool_outputs[0], output: 'other' }],
+          })
+        ).status,
+      ).toBe(409);
+      const other = await post(path, auth, undefined, {
+        ...outputs,
+        tool_outputs: [{ ...outputs.tool_outputs[0], output: 'other' }],
+      });
       expect(other.status).toBe(404);
       expect(other.body.error.code).toBe('context_expired');
       expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(9);
@@ -225,11 +300,16 @@ describe('Idempotency-Key', () => {
       const { auth } = await stack.fixtures.project({ credits: 10 });
       const paused = await post('/v1/agent', auth, undefined, { message: 'lookup {"q":"x"}', tools: [lookup] });
       const path = `/v1/agent/${paused.body.id}/tool-outputs`;
-      const first = { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }], _compute_instance: paused.body._compute_instance };
+      const first = {
+        tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }],
+        _compute_instance: paused.body._compute_instance,
+      };
       const [a, b] = await Promise.all([post(path, auth, undefined, first), post(path, auth, undefined, first)]);
       expect(a.status).toBe(200);
       expect(withoutDuration(b.body)).toEqual(withoutDuration(a.body));
-      expect(await post(path, auth, undefined, first).then((r) => withoutDuration(r.body))).toEqual(withoutDuration(a.body));
+      expect(await post(path, auth, undefined, first).then((r) => withoutDuration(r.body))).toEqual(
+        withoutDuration(a.body),
+      );
     });
   });
 
@@ -243,7 +323,9 @@ describe('Idempotency-Key', () => {
       expectSameAnswer(await post('/v1/sessions', auth, key), answers[0]!);
       const listed = await request(stack.api.url, 'GET', '/v1/sessions', { headers: auth });
       expect(listed.body.data.map((s: { id: string }) => s.id)).toEqual([answers[0]!.body.id]);
-      const slots: unknown[] = await stack.fixtures.db.query(`select 1 from session_slots where project_id = $1`, [project.id]);
+      const slots: unknown[] = await stack.fixtures.db.query(`select 1 from session_slots where project_id = $1`, [
+        project.id,
+      ]);
       expect(slots).toHaveLength(1);
       // A body on session creation is part of the request.
       expect((await post('/v1/sessions', auth, key, { purpose: 'other' })).status).toBe(409);
@@ -255,8 +337,13 @@ describe('Idempotency-Key', () => {
       for (let i = 0; i < 10; i++) sessions.push((await post('/v1/sessions', auth, undefined)).body.id as string);
       const key = newKey();
       const refused = await post('/v1/sessions', auth, key);
-      expect({ status: refused.status, code: refused.body.error?.code }).toEqual({ status: 429, code: 'session_limit_reached' });
-      expect((await request(stack.api.url, 'DELETE', `/v1/sessions/${sessions[0]}`, { headers: auth })).status).toBe(200);
+      expect({ status: refused.status, code: refused.body.error?.code }).toEqual({
+        status: 429,
+        code: 'session_limit_reached',
+      });
+      expect((await request(stack.api.url, 'DELETE', `/v1/sessions/${sessions[0]}`, { headers: auth })).status).toBe(
+        200,
+      );
       const created = await post('/v1/sessions', auth, key);
       expect(created.status).toBe(200);
       expectSameAnswer(await post('/v1/sessions', auth, key), created);
@@ -268,13 +355,19 @@ describe('Idempotency-Key', () => {
       const key = newKey();
       const path = `/v1/sessions/${session.body.id}/messages`;
       const body = { message: 'remember this once', capabilities: ['chat'] };
-      const [a, b, c] = await Promise.all([post(path, auth, key, body), post(path, auth, key, body), post(path, auth, key, body)]);
+      const [a, b, c] = await Promise.all([
+        post(path, auth, key, body),
+        post(path, auth, key, body),
+        post(path, auth, key, body),
+      ]);
       expect(a.status).toBe(200);
       expect(a.body).toMatchObject({ object: 'session.message', session_id: session.body.id, status: 'completed' });
       expectSameAnswer(b, a);
       expectSameAnswer(c, a);
       expectSameAnswer(await post(path, auth, key, body), a);
-      expect((await request(stack.api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(2);
+      expect(
+        (await request(stack.api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count,
+      ).toBe(2);
       expect(await reserves(project.id)).toBe(1);
       expect((await post(path, auth, key, { ...body, message: 'another' })).status).toBe(409);
     });
@@ -284,7 +377,11 @@ describe('Idempotency-Key', () => {
       const session = await post('/v1/sessions', auth, undefined);
       const key = newKey();
       const stream = () =>
-        readSse(`${stack.api.url}/v1/sessions/${session.body.id}/messages`, { method: 'POST', headers: { ...auth, 'idempotency-key': key }, body: { message: 'a streamed message in a session', stream: true } });
+        readSse(`${stack.api.url}/v1/sessions/${session.body.id}/messages`, {
+          method: 'POST',
+          headers: { ...auth, 'idempotency-key': key },
+          body: { message: 'a streamed message in a session', stream: true },
+        });
       const a = await stream();
       const b = await stream();
       expect(a.events.at(-1)!.event).toBe('done');
@@ -292,8 +389,12 @@ describe('Idempotency-Key', () => {
       expect(b.events).toEqual(a.events);
       // The session answers its messages in order and updates its count before a JSON answer: one
       // more message makes 4 if the streamed one entered the conversation once.
-      expect((await post(`/v1/sessions/${session.body.id}/messages`, auth, undefined, { message: 'and one more' })).status).toBe(200);
-      expect((await request(stack.api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count).toBe(4);
+      expect(
+        (await post(`/v1/sessions/${session.body.id}/messages`, auth, undefined, { message: 'and one more' })).status,
+      ).toBe(200);
+      expect(
+        (await request(stack.api.url, 'GET', `/v1/sessions/${session.body.id}`, { headers: auth })).body.message_count,
+      ).toBe(4);
     });
   });
 
@@ -302,9 +403,18 @@ describe('Idempotency-Key', () => {
     const doc = (await request(stack.api.url, 'GET', '/v1/openapi.json', { headers: auth })).body;
     for (const path of ['/v1/agent', '/v1/agent/{id}/tool-outputs', '/v1/sessions', '/v1/sessions/{id}/messages']) {
       const post = doc.paths[path].post;
-      expect({ path, header: post.parameters.find((p: { in: string; name: string }) => p.in === 'header' && p.name === 'Idempotency-Key') }).toEqual({
+      expect({
         path,
-        header: expect.objectContaining({ required: false, schema: { type: 'string', minLength: 1, maxLength: 255, pattern: expect.any(String) }, description: expect.stringContaining('idempotency_conflict') }),
+        header: post.parameters.find(
+          (p: { in: string; name: string }) => p.in === 'header' && p.name === 'Idempotency-Key',
+        ),
+      }).toEqual({
+        path,
+        header: expect.objectContaining({
+          required: false,
+          schema: { type: 'string', minLength: 1, maxLength: 255, pattern: expect.any(String) },
+          description: expect.stringContaining('idempotency_conflict'),
+        }),
       });
       expect(post.responses['409'].description).toContain('`idempotency_conflict`');
     }
@@ -339,12 +449,17 @@ describe('Idempotency-Key', () => {
 
       // A worker comes after the deadline (the pickup time and one workflow task timeout after the
       // start): the run starts too late and fails at once, before admitting anything.
-      await new Promise((resolve) => setTimeout(resolve, Math.max(0, startedAt + 1500 + WORKFLOW_TASK_TIMEOUT_MS + 500 - Date.now())));
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.max(0, startedAt + 1500 + WORKFLOW_TASK_TIMEOUT_MS + 500 - Date.now())),
+      );
       const late = await startWorker(idle);
       try {
         await handle.result();
         const outcome = await post('/v1/agent', auth, key, body, lonely);
-        expect({ status: outcome.status, code: outcome.body.error?.code }).toEqual({ status: 502, code: 'compute_unavailable' });
+        expect({ status: outcome.status, code: outcome.body.error?.code }).toEqual({
+          status: 502,
+          code: 'compute_unavailable',
+        });
         expect(outcome.headers.get('x-request-id')).toBe(requestId);
         expectSameAnswer(await post('/v1/agent', auth, key, body, lonely), outcome);
         expect((await handle.describe()).status.name).toBe('COMPLETED');
@@ -352,7 +467,10 @@ describe('Idempotency-Key', () => {
         await late.close();
       }
       // The api reserved before starting it (DESIGN.md section 10); the late run gave it all back.
-      const ledger: { kind: string; credits: number; reason: string }[] = await stack.fixtures.db.query(`select kind, credits, reason from credit_ledger where project_id = $1 order by kind`, [project.id]);
+      const ledger: { kind: string; credits: number; reason: string }[] = await stack.fixtures.db.query(
+        `select kind, credits, reason from credit_ledger where project_id = $1 order by kind`,
+        [project.id],
+      );
       expect(ledger).toEqual([
         { kind: 'reserve', credits: 1, reason: 'admission' },
         { kind: 'settle', credits: 0, reason: 'release' },

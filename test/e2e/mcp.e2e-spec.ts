@@ -22,31 +22,64 @@ describe('MCP servers', () => {
     await mcp?.close();
   });
 
-  const projectWith = async (servers: { name: string; url: string; tools?: string[]; header?: { name: string; value: string } }[]) => {
-    const project = await stack.fixtures.project({ credits: 50, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-mcp' } });
+  const projectWith = async (
+    servers: { name: string; url: string; tools?: string[]; header?: { name: string; value: string } }[],
+  ) => {
+    const project = await stack.fixtures.project({
+      credits: 50,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-mcp' },
+    });
     const registry = new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts);
-    for (const server of servers) await registry.add(project.project.id, { url: server.url, name: server.name, tools: server.tools ?? null, header: server.header ?? null });
+    for (const server of servers)
+      await registry.add(project.project.id, {
+        url: server.url,
+        name: server.name,
+        tools: server.tools ?? null,
+        header: server.header ?? null,
+      });
     return project;
   };
   const modelCalls = () => stack.models.requests.filter((r) => r.path.endsWith('/chat/completions'));
   type Message = { role: string; content: string; tool_call_id?: string };
 
   it('the model calls an allowed MCP tool and answers from its result; charged and reported as research', async () => {
-    const { auth } = await projectWith([{ name: 'weather', url: mcp.url, tools: ['lookup', 'broken'], header: { name: 'Authorization', value: 'Bearer mcp-e2e-token' } }]);
+    const { auth } = await projectWith([
+      {
+        name: 'weather',
+        url: mcp.url,
+        tools: ['lookup', 'broken'],
+        header: { name: 'Authorization', value: 'Bearer mcp-e2e-token' },
+      },
+    ]);
     stack.models.clearReplies();
-    stack.models.reply({ toolCalls: [{ name: 'mcp_weather_lookup', arguments: { city: 'Lyon' } }] }, { content: 'Lyon will be sunny at 23 degrees.' });
+    stack.models.reply(
+      { toolCalls: [{ name: 'mcp_weather_lookup', arguments: { city: 'Lyon' } }] },
+      { content: 'Lyon will be sunny at 23 degrees.' },
+    );
     const before = modelCalls().length;
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Weather in Lyon?', capabilities: ['research'] } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'Weather in Lyon?', capabilities: ['research'] },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'completed', message: expect.stringContaining('Lyon will be sunny at 23 degrees.'), capabilities_used: ['chat', 'research'] });
+    expect(res.body).toMatchObject({
+      status: 'completed',
+      message: expect.stringContaining('Lyon will be sunny at 23 degrees.'),
+      capabilities_used: ['chat', 'research'],
+    });
     // 1 + the research surcharge of 2.
     expect(res.body.usage).toMatchObject({ credits_this_request: 3, credits_remaining: 47 });
 
     const [first, second] = modelCalls().slice(before);
     const offered = (first!.body.tools as { function: { name: string; parameters: unknown } }[]).map((t) => t.function);
-    expect(offered.map((t) => t.name)).toEqual(expect.arrayContaining(['fetch_url', 'mcp_weather_lookup', 'mcp_weather_broken']));
+    expect(offered.map((t) => t.name)).toEqual(
+      expect.arrayContaining(['fetch_url', 'mcp_weather_lookup', 'mcp_weather_broken']),
+    );
     expect(offered.map((t) => t.name)).not.toContain('mcp_weather_secret');
-    expect(offered.find((t) => t.name === 'mcp_weather_lookup')!.parameters).toMatchObject({ type: 'object', properties: { city: { type: 'string' } } });
+    expect(offered.find((t) => t.name === 'mcp_weather_lookup')!.parameters).toMatchObject({
+      type: 'object',
+      properties: { city: { type: 'string' } },
+    });
     const toolMessage = (second!.body.messages as Message[]).find((m) => m.role === 'tool');
     expect(toolMessage?.content).toBe('Forecast for Lyon: sunny, 23 degrees (station MCP-7).');
     expect(mcp.calls.at(-1)).toEqual({ tool: 'lookup', args: { city: 'Lyon' } });
@@ -68,45 +101,83 @@ describe('MCP servers', () => {
   it('streams tool_start and tool_end naming the MCP tool; a tool error reaches the model as an error result', async () => {
     const { auth } = await projectWith([{ name: 'weather', url: mcp.url, tools: ['lookup', 'broken'] }]);
     stack.models.clearReplies();
-    stack.models.reply({ toolCalls: [{ name: 'mcp_weather_broken', arguments: {} }] }, { content: 'The weather service failed.' });
+    stack.models.reply(
+      { toolCalls: [{ name: 'mcp_weather_broken', arguments: {} }] },
+      { content: 'The weather service failed.' },
+    );
     const before = modelCalls().length;
-    const res = await readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: 'Try it.', stream: true, capabilities: ['research'] } });
+    const res = await readSse(`${stack.api.url}/v1/agent`, {
+      method: 'POST',
+      headers: auth,
+      body: { message: 'Try it.', stream: true, capabilities: ['research'] },
+    });
     const start = res.events.find((e) => e.event === 'tool_start');
     const end = res.events.find((e) => e.event === 'tool_end');
     expect(start?.data).toEqual({ type: 'tool_start', tool: 'mcp_weather_broken', call_id: expect.any(String) });
-    expect(end?.data).toEqual({ type: 'tool_end', tool: 'mcp_weather_broken', call_id: start?.data.call_id, status: 'error', duration_ms: expect.any(Number) });
+    expect(end?.data).toEqual({
+      type: 'tool_end',
+      tool: 'mcp_weather_broken',
+      call_id: start?.data.call_id,
+      status: 'error',
+      duration_ms: expect.any(Number),
+    });
     expect(res.events.at(-1)?.event).toBe('done');
     const second = modelCalls().slice(before)[1]!;
-    expect((second.body.messages as Message[]).find((m) => m.role === 'tool')?.content).toBe('Error: The MCP tool broken (server "weather") reported an error: the backend is down');
+    expect((second.body.messages as Message[]).find((m) => m.role === 'tool')?.content).toBe(
+      'Error: The MCP tool broken (server "weather") reported an error: the backend is down',
+    );
   });
 
   it('a server that fails after listing gives the model an error result, and the run completes', async () => {
     const { auth } = await projectWith([{ name: 'weather', url: mcp.url, tools: ['lookup'] }]);
     stack.models.clearReplies();
-    stack.models.reply({ toolCalls: [{ name: 'mcp_weather_lookup', arguments: { city: 'Oslo' } }] }, { content: 'The forecast is unavailable.' });
+    stack.models.reply(
+      { toolCalls: [{ name: 'mcp_weather_lookup', arguments: { city: 'Oslo' } }] },
+      { content: 'The forecast is unavailable.' },
+    );
     const before = modelCalls().length;
     mcp.failCalls = true;
     try {
-      const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Weather in Oslo?', capabilities: ['research'] } });
+      const res = await request(stack.api.url, 'POST', '/v1/agent', {
+        headers: auth,
+        body: { message: 'Weather in Oslo?', capabilities: ['research'] },
+      });
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ status: 'completed', message: expect.stringContaining('The forecast is unavailable.'), capabilities_used: ['chat', 'research'] });
+      expect(res.body).toMatchObject({
+        status: 'completed',
+        message: expect.stringContaining('The forecast is unavailable.'),
+        capabilities_used: ['chat', 'research'],
+      });
     } finally {
       mcp.failCalls = false;
     }
     const second = modelCalls().slice(before)[1]!;
-    expect((second.body.messages as Message[]).find((m) => m.role === 'tool')?.content).toMatch(/^Error: The MCP server "weather" could not be used: /);
+    expect((second.body.messages as Message[]).find((m) => m.role === 'tool')?.content).toMatch(
+      /^Error: The MCP server "weather" could not be used: /,
+    );
   });
 
   it('a server that cannot be listed offers no tools, and the run completes', async () => {
     const down = await startMcpServer();
     await down.close();
-    const { auth } = await projectWith([{ name: 'gone', url: down.url }, { name: 'weather', url: mcp.url, tools: ['lookup'] }]);
+    const { auth } = await projectWith([
+      { name: 'gone', url: down.url },
+      { name: 'weather', url: mcp.url, tools: ['lookup'] },
+    ]);
     stack.models.clearReplies();
     stack.models.reply({ content: 'Answered without the missing server.' });
     const before = modelCalls().length;
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Hello', capabilities: ['research'] } });
-    expect(res.body).toMatchObject({ status: 'completed', message: expect.stringContaining('Answered without the missing server.') });
-    const names = (modelCalls().slice(before)[0]!.body.tools as { function: { name: string } }[]).map((t) => t.function.name);
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'Hello', capabilities: ['research'] },
+    });
+    expect(res.body).toMatchObject({
+      status: 'completed',
+      message: expect.stringContaining('Answered without the missing server.'),
+    });
+    const names = (modelCalls().slice(before)[0]!.body.tools as { function: { name: string } }[]).map(
+      (t) => t.function.name,
+    );
     expect(names).toContain('mcp_weather_lookup');
     expect(names.filter((n) => n.startsWith('mcp_gone_'))).toEqual([]);
   });
@@ -117,9 +188,14 @@ describe('MCP servers', () => {
     stack.models.reply({ content: 'No tools here.' });
     const before = modelCalls().length;
     const listings = mcp.requests.length;
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Hi', capabilities: ['code'] } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'Hi', capabilities: ['code'] },
+    });
     expect(res.body).toMatchObject({ status: 'completed', capabilities_used: ['chat'] });
-    const names = (modelCalls().slice(before)[0]!.body.tools as { function: { name: string } }[]).map((t) => t.function.name);
+    const names = (modelCalls().slice(before)[0]!.body.tools as { function: { name: string } }[]).map(
+      (t) => t.function.name,
+    );
     expect(names).toEqual(['run_javascript']);
     expect(mcp.requests.length).toBe(listings);
   });
@@ -127,9 +203,15 @@ describe('MCP servers', () => {
   it('a result over 64 KB reaches the model by reference: the workflow history stays small', async () => {
     const { auth } = await projectWith([{ name: 'weather', url: mcp.url, tools: ['big'] }]);
     stack.models.clearReplies();
-    stack.models.reply({ toolCalls: [{ name: 'mcp_weather_big', arguments: { chars: 90_000 } }] }, { content: 'Read it all.' });
+    stack.models.reply(
+      { toolCalls: [{ name: 'mcp_weather_big', arguments: { chars: 90_000 } }] },
+      { content: 'Read it all.' },
+    );
     const before = modelCalls().length;
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Big one', capabilities: ['research'] } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'Big one', capabilities: ['research'] },
+    });
     expect(res.body).toMatchObject({ status: 'completed', message: expect.stringContaining('Read it all.') });
     const tool = (modelCalls().slice(before)[1]!.body.messages as Message[]).find((m) => m.role === 'tool')!;
     expect(tool.content).toHaveLength(90_000);

@@ -10,7 +10,11 @@ import { e2eStack } from '../support/e2e-stack.js';
 const RUNS = Number(process.env.MONEY_RUNS ?? 3);
 const SEED = Number(process.env.MONEY_SEED ?? 20261123);
 
-const lookup = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const lookup = {
+  name: 'lookup',
+  description: 'Look up',
+  parameters: { type: 'object', properties: { q: { type: 'string' } } },
+};
 
 /** One step a customer (or the network) takes. */
 type Step =
@@ -64,45 +68,72 @@ describe('the money invariant', () => {
     const record = (body: { id?: string; usage?: { credits_this_request: number } }, continuation = false): void => {
       if (!body.id || !body.usage) return;
       seen.answers.push({ id: body.id, credits: body.usage.credits_this_request, continuation });
-      if (!continuation && !seen.firstCharge.has(body.id)) seen.firstCharge.set(body.id, body.usage.credits_this_request);
+      if (!continuation && !seen.firstCharge.has(body.id))
+        seen.firstCharge.set(body.id, body.usage.credits_this_request);
     };
-    const codeTurn: ScriptedReply[] = [{ toolCalls: [{ name: 'run_javascript', arguments: { code: '6 * 7' } }] }, { content: 'it is 42' }];
-    const headers = (key: boolean): Record<string, string> => (key ? { ...auth, 'idempotency-key': randomUUID() } : auth);
+    const codeTurn: ScriptedReply[] = [
+      { toolCalls: [{ name: 'run_javascript', arguments: { code: '6 * 7' } }] },
+      { content: 'it is 42' },
+    ];
+    const headers = (key: boolean): Record<string, string> =>
+      key ? { ...auth, 'idempotency-key': randomUUID() } : auth;
     switch (s.kind) {
       case 'run': {
         if (s.code) stack.models.reply(...codeTurn);
         else stack.models.reply({ content: 'hello' });
-        record((await request(stack.api.url, 'POST', '/v1/agent', { headers: headers(s.key), body: { message: 'go', capabilities: ['chat', 'code'] } })).body);
+        record(
+          (
+            await request(stack.api.url, 'POST', '/v1/agent', {
+              headers: headers(s.key),
+              body: { message: 'go', capabilities: ['chat', 'code'] },
+            })
+          ).body,
+        );
         return;
       }
       case 'fail': {
         stack.models.reply({ status: 401, errorMessage: 'bad key' });
-        const r = await request(stack.api.url, 'POST', '/v1/agent', { headers: headers(s.key), body: { message: 'go', capabilities: ['chat', 'code'] } });
+        const r = await request(stack.api.url, 'POST', '/v1/agent', {
+          headers: headers(s.key),
+          body: { message: 'go', capabilities: ['chat', 'code'] },
+        });
         expect(r.status).not.toBe(200);
         return;
       }
       case 'pause': {
         stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
-        const paused = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
+        const paused = await request(stack.api.url, 'POST', '/v1/agent', {
+          headers: auth,
+          body: { message: 'go', tools: [lookup] },
+        });
         record(paused.body);
         if (!s.answer || paused.body.status !== 'requires_tool_outputs') return;
         stack.models.reply({ content: 'thanks' });
         const resumed = await request(stack.api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
           headers: auth,
-          body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }], _compute_instance: paused.body._compute_instance },
+          body: {
+            tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }],
+            _compute_instance: paused.body._compute_instance,
+          },
         });
         record(resumed.body, true);
         return;
       }
       case 'expire': {
         stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
-        const paused = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
+        const paused = await request(stack.api.url, 'POST', '/v1/agent', {
+          headers: auth,
+          body: { message: 'go', tools: [lookup] },
+        });
         record(paused.body);
         if (paused.body.status !== 'requires_tool_outputs') return;
         await new Promise((r) => setTimeout(r, 2500));
         const late = await request(stack.api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
           headers: auth,
-          body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'late' }], _compute_instance: paused.body._compute_instance },
+          body: {
+            tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'late' }],
+            _compute_instance: paused.body._compute_instance,
+          },
         });
         expect(late.body.error?.code).toBe('context_expired');
         return;
@@ -111,11 +142,20 @@ describe('the money invariant', () => {
         const h = headers(true);
         if (s.code) stack.models.reply(...codeTurn);
         else stack.models.reply({ content: 'hello' });
-        const first = await request(stack.api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat', 'code'] } });
+        const first = await request(stack.api.url, 'POST', '/v1/agent', {
+          headers: h,
+          body: { message: 'go', capabilities: ['chat', 'code'] },
+        });
         // The client did not hear the answer and sends the same request again.
-        const again = await request(stack.api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat', 'code'] } });
+        const again = await request(stack.api.url, 'POST', '/v1/agent', {
+          headers: h,
+          body: { message: 'go', capabilities: ['chat', 'code'] },
+        });
         expect(again.status).toBe(first.status);
-        expect(again.body).toEqual({ ...first.body, ...(first.body.meta ? { meta: { ...first.body.meta, duration_ms: again.body.meta.duration_ms } } : {}) });
+        expect(again.body).toEqual({
+          ...first.body,
+          ...(first.body.meta ? { meta: { ...first.body.meta, duration_ms: again.body.meta.duration_ms } } : {}),
+        });
         record(first.body);
         record(again.body);
         return;
@@ -123,16 +163,23 @@ describe('the money invariant', () => {
       case 'cancel': {
         if (s.paused) {
           stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
-          const paused = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
+          const paused = await request(stack.api.url, 'POST', '/v1/agent', {
+            headers: auth,
+            body: { message: 'go', tools: [lookup] },
+          });
           record(paused.body);
           if (paused.body.status !== 'requires_tool_outputs') return;
-          const cancelled = await request(stack.api.url, 'POST', `/v1/agent/${paused.body.id}/cancel`, { headers: auth });
+          const cancelled = await request(stack.api.url, 'POST', `/v1/agent/${paused.body.id}/cancel`, {
+            headers: auth,
+          });
           if (cancelled.status === 409) {
             // The pause outlived TOOL_OUTPUTS_TIMEOUT_MS (2 s here) before the cancellation came
             // (a slow first workflow task on a busy machine): the request expired instead, which
             // charges no more than the cancellation would have.
             expect(cancelled.body.error.code).toBe('request_not_cancellable');
-            expect((await request(stack.api.url, 'GET', `/v1/agent/${paused.body.id}`, { headers: auth })).body.status).toBe('expired');
+            expect(
+              (await request(stack.api.url, 'GET', `/v1/agent/${paused.body.id}`, { headers: auth })).body.status,
+            ).toBe('expired');
             return;
           }
           expect(cancelled.body.status).toBe('cancelled');
@@ -144,7 +191,10 @@ describe('the money invariant', () => {
         if (s.answered) stack.models.reply(codeTurn[0]!, { content: 'slow', delayMs: 15_000 });
         else stack.models.reply({ content: 'slow', delayMs: 15_000 });
         let answered = false;
-        const original = request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', capabilities: ['chat', 'code'] } }).finally(() => (answered = true));
+        const original = request(stack.api.url, 'POST', '/v1/agent', {
+          headers: auth,
+          body: { message: 'go', capabilities: ['chat', 'code'] },
+        }).finally(() => (answered = true));
         let id: string | undefined;
         // The request runs once its reservation is open and the model has been called (a request
         // refused for credits never gets there: it answers first).
@@ -167,7 +217,14 @@ describe('the money invariant', () => {
       case 'duplicates': {
         const h = headers(true);
         stack.models.reply({ content: 'once' });
-        const answers = await Promise.all(Array.from({ length: s.copies }, () => request(stack.api.url, 'POST', '/v1/agent', { headers: h, body: { message: 'go', capabilities: ['chat'] } })));
+        const answers = await Promise.all(
+          Array.from({ length: s.copies }, () =>
+            request(stack.api.url, 'POST', '/v1/agent', {
+              headers: h,
+              body: { message: 'go', capabilities: ['chat'] },
+            }),
+          ),
+        );
         expect(new Set(answers.map((a) => a.status)).size).toBe(1);
         expect(new Set(answers.map((a) => a.body.id ?? a.body.error?.code)).size).toBe(1);
         for (const a of answers) record(a.body);
@@ -178,44 +235,57 @@ describe('the money invariant', () => {
 
   it('holds after any sequence of requests, failures, pauses, retries, duplicates and cancellations', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), fc.integer({ min: 3, max: 25 }), async (steps, credits) => {
-        const { project, auth } = await stack.fixtures.project({ credits, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
-        const seen: Seen = { firstCharge: new Map(), answers: [] };
-        for (const s of steps) await run(s, auth, project.id, seen);
+      fc.asyncProperty(
+        fc.array(step, { minLength: 1, maxLength: 8 }),
+        fc.integer({ min: 3, max: 25 }),
+        async (steps, credits) => {
+          const { project, auth } = await stack.fixtures.project({
+            credits,
+            model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' },
+          });
+          const seen: Seen = { firstCharge: new Map(), answers: [] };
+          for (const s of steps) await run(s, auth, project.id, seen);
 
-        // Nothing runs now (paused requests settled at their pause, expired ones charge nothing
-        // more): no reservation is open.
-        const ledger: { request_id: string; kind: string; credits: number }[] = await stack.fixtures.db.query(`select request_id, kind, credits from credit_ledger where project_id = $1`, [project.id]);
-        const settled = new Map(ledger.filter((r) => r.kind === 'settle').map((r) => [r.request_id, r.credits]));
-        expect(ledger.filter((r) => r.kind === 'reserve').every((r) => settled.has(r.request_id))).toBe(true);
+          // Nothing runs now (paused requests settled at their pause, expired ones charge nothing
+          // more): no reservation is open.
+          const ledger: { request_id: string; kind: string; credits: number }[] = await stack.fixtures.db.query(
+            `select request_id, kind, credits from credit_ledger where project_id = $1`,
+            [project.id],
+          );
+          const settled = new Map(ledger.filter((r) => r.kind === 'settle').map((r) => [r.request_id, r.credits]));
+          expect(ledger.filter((r) => r.kind === 'reserve').every((r) => settled.has(r.request_id))).toBe(true);
 
-        // balance = credits added - settled charges
-        const charged = [...settled.values()].reduce((a, b) => a + b, 0);
-        expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(credits - charged);
+          // balance = credits added - settled charges
+          const charged = [...settled.values()].reduce((a, b) => a + b, 0);
+          expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(credits - charged);
 
-        // What clients were told: each request's first answer is its settled charge; replays repeat
-        // it; continuations are free.
-        for (const a of seen.answers) {
-          if (a.continuation) expect(a.credits).toBe(0);
-          else expect(a.credits).toBe(seen.firstCharge.get(a.id));
-        }
-        const told = [...seen.firstCharge.values()].reduce((a, b) => a + b, 0);
-        expect(told).toBe(charged);
-        for (const [id, c] of seen.firstCharge) expect(settled.get(id) ?? 0).toBe(c);
+          // What clients were told: each request's first answer is its settled charge; replays repeat
+          // it; continuations are free.
+          for (const a of seen.answers) {
+            if (a.continuation) expect(a.credits).toBe(0);
+            else expect(a.credits).toBe(seen.firstCharge.get(a.id));
+          }
+          const told = [...seen.firstCharge.values()].reduce((a, b) => a + b, 0);
+          expect(told).toBe(charged);
+          for (const [id, c] of seen.firstCharge) expect(settled.get(id) ?? 0).toBe(c);
 
-        // Kafka: every settled charge has its usage event with the same amount, exactly once.
-        const mine = (): { id: string; data: { request_id: string; credits: number } }[] => {
-          const byId = new Map<string, { id: string; data: { request_id: string; credits: number } }>();
-          for (const m of usage.messages) if (m.projectid === project.id) byId.set(m.id as string, m as unknown as { id: string; data: { request_id: string; credits: number } });
-          return [...byId.values()];
-        };
-        const sum = (): number => mine().reduce((a, m) => a + m.data.credits, 0);
-        await usage.waitFor(() => sum() >= charged, 30_000).catch(() => undefined);
-        expect(sum()).toBe(charged);
-        const perRequest = new Map<string, number>();
-        for (const m of mine()) perRequest.set(m.data.request_id, (perRequest.get(m.data.request_id) ?? 0) + m.data.credits);
-        for (const [id, c] of settled) expect(perRequest.get(id) ?? 0).toBe(c);
-      }),
+          // Kafka: every settled charge has its usage event with the same amount, exactly once.
+          const mine = (): { id: string; data: { request_id: string; credits: number } }[] => {
+            const byId = new Map<string, { id: string; data: { request_id: string; credits: number } }>();
+            for (const m of usage.messages)
+              if (m.projectid === project.id)
+                byId.set(m.id as string, m as unknown as { id: string; data: { request_id: string; credits: number } });
+            return [...byId.values()];
+          };
+          const sum = (): number => mine().reduce((a, m) => a + m.data.credits, 0);
+          await usage.waitFor(() => sum() >= charged, 30_000).catch(() => undefined);
+          expect(sum()).toBe(charged);
+          const perRequest = new Map<string, number>();
+          for (const m of mine())
+            perRequest.set(m.data.request_id, (perRequest.get(m.data.request_id) ?? 0) + m.data.credits);
+          for (const [id, c] of settled) expect(perRequest.get(id) ?? 0).toBe(c);
+        },
+      ),
       { numRuns: RUNS, seed: SEED, endOnFailure: true },
     );
   }, 300_000);

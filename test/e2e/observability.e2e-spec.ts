@@ -37,7 +37,13 @@ describe('metrics and logs of the running apps', () => {
   beforeAll(async () => {
     fixtures = await Fixtures.open(config);
     models = await startModelServer();
-    const ports = { PORT: await freePort(), WORKER_METRICS_PORT: await freePort(), RELAY_METRICS_PORT: await freePort(), PROJECTOR_METRICS_PORT: await freePort(), TEMPORAL_SDK_METRICS_PORT: await freePort() };
+    const ports = {
+      PORT: await freePort(),
+      WORKER_METRICS_PORT: await freePort(),
+      RELAY_METRICS_PORT: await freePort(),
+      PROJECTOR_METRICS_PORT: await freePort(),
+      TEMPORAL_SDK_METRICS_PORT: await freePort(),
+    };
     apiUrl = `http://127.0.0.1:${ports.PORT}`;
     metricsUrl.set('api', `${apiUrl}/metrics`);
     metricsUrl.set('worker', `http://127.0.0.1:${ports.WORKER_METRICS_PORT}/metrics`);
@@ -54,7 +60,12 @@ describe('metrics and logs of the running apps', () => {
     };
     for (const app of APPS) running.set(app, startAppProcess(app, env));
     const started = (app: App, pattern: RegExp) => running.get(app)!.started(pattern);
-    await Promise.all([started('api', /listening on/), started('worker', /polling task queue/), started('relay', /relaying the outbox/), started('projector', /running projections/)]);
+    await Promise.all([
+      started('api', /listening on/),
+      started('worker', /polling task queue/),
+      started('relay', /relaying the outbox/),
+      started('projector', /running projections/),
+    ]);
   }, 120_000);
 
   afterAll(async () => {
@@ -64,26 +75,48 @@ describe('metrics and logs of the running apps', () => {
   });
 
   const scrapeAll = async (): Promise<Record<App, Sample[]>> => {
-    const entries = await Promise.all(APPS.map(async (app) => [app, (await scrapeMetrics(metricsUrl.get(app)!)).samples] as const));
+    const entries = await Promise.all(
+      APPS.map(async (app) => [app, (await scrapeMetrics(metricsUrl.get(app)!)).samples] as const),
+    );
     return Object.fromEntries(entries) as Record<App, Sample[]>;
   };
 
   it('moves each app’s series after requests, and no app logs the model key or the API key', async () => {
-    const { auth, key, project } = await fixtures.project({ credits: 100, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: modelKey } });
+    const { auth, key, project } = await fixtures.project({
+      credits: 100,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: modelKey },
+    });
     const before = await scrapeAll();
 
     // A run that calls a built-in tool and completes, then one the provider refuses, echoing the key.
-    models.reply({ toolCalls: [{ name: 'run_javascript', arguments: { code: '6 * 7' } }], usage: { input: 11, output: 5 } }, { content: 'It is 42.', usage: { input: 20, output: 4 } });
-    const ok = await request(apiUrl, 'POST', '/v1/agent', { headers: auth, body: { message: 'six times seven?', capabilities: ['code'] } });
-    expect({ status: ok.status, state: ok.body.status, message: ok.body.message }).toEqual({ status: 200, state: 'completed', message: 'It is 42.' });
-    models.reply({ status: 401, errorMessage: `Incorrect API key provided: ${modelKey}. You can find your API key at https://example.com.` });
-    const refused = await request(apiUrl, 'POST', '/v1/agent', { headers: auth, body: { message: 'again', capabilities: ['chat'] } });
+    models.reply(
+      { toolCalls: [{ name: 'run_javascript', arguments: { code: '6 * 7' } }], usage: { input: 11, output: 5 } },
+      { content: 'It is 42.', usage: { input: 20, output: 4 } },
+    );
+    const ok = await request(apiUrl, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'six times seven?', capabilities: ['code'] },
+    });
+    expect({ status: ok.status, state: ok.body.status, message: ok.body.message }).toEqual({
+      status: 200,
+      state: 'completed',
+      message: 'It is 42.',
+    });
+    models.reply({
+      status: 401,
+      errorMessage: `Incorrect API key provided: ${modelKey}. You can find your API key at https://example.com.`,
+    });
+    const refused = await request(apiUrl, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'again', capabilities: ['chat'] },
+    });
     // A failed first run is answered with the contract's error (502 compute_error), naming the request.
     expect(refused.status).toBe(502);
     expect(JSON.stringify(refused.body)).not.toContain(modelKey);
     expect(models.requests.every((r) => r.headers.authorization === `Bearer ${modelKey}`)).toBe(true);
 
-    const rose = (samples: Record<App, Sample[]>, app: App, name: string, labels: Record<string, string> = {}) => sampleSum(samples[app], name, labels) - sampleSum(before[app], name, labels);
+    const rose = (samples: Record<App, Sample[]>, app: App, name: string, labels: Record<string, string> = {}) =>
+      sampleSum(samples[app], name, labels) - sampleSum(before[app], name, labels);
     const after = await eventually(async () => {
       const now = await scrapeAll();
       // The relay publishes the runs' events and the projector applies them on their own time.
@@ -93,27 +126,53 @@ describe('metrics and logs of the running apps', () => {
     }, 60_000);
 
     // api: requests by route and status, with the latency histogram.
-    expect(rose(after, 'api', 'mas_http_request_duration_seconds_count', { method: 'POST', route: '/v1/agent', status_code: '200' })).toBe(1);
-    expect(rose(after, 'api', 'mas_http_request_duration_seconds_count', { method: 'POST', route: '/v1/agent', status_code: '502' })).toBe(1);
-    expect(rose(after, 'api', 'mas_http_request_duration_seconds_bucket', { method: 'POST', route: '/v1/agent', le: '+Inf' })).toBe(2);
+    expect(
+      rose(after, 'api', 'mas_http_request_duration_seconds_count', {
+        method: 'POST',
+        route: '/v1/agent',
+        status_code: '200',
+      }),
+    ).toBe(1);
+    expect(
+      rose(after, 'api', 'mas_http_request_duration_seconds_count', {
+        method: 'POST',
+        route: '/v1/agent',
+        status_code: '502',
+      }),
+    ).toBe(1);
+    expect(
+      rose(after, 'api', 'mas_http_request_duration_seconds_bucket', {
+        method: 'POST',
+        route: '/v1/agent',
+        le: '+Inf',
+      }),
+    ).toBe(2);
     // worker: runs by outcome and capability, model calls, tokens, errors, tool runs, credits.
     expect(rose(after, 'worker', 'mas_agent_requests_total', { outcome: 'completed' })).toBe(1);
     expect(rose(after, 'worker', 'mas_agent_requests_total', { outcome: 'failed' })).toBe(1);
-    expect(rose(after, 'worker', 'mas_agent_capability_uses_total', { outcome: 'completed', capability: 'code' })).toBe(1);
-    expect(rose(after, 'worker', 'mas_model_call_duration_seconds_count', { provider: 'openai', outcome: 'ok' })).toBe(2);
+    expect(rose(after, 'worker', 'mas_agent_capability_uses_total', { outcome: 'completed', capability: 'code' })).toBe(
+      1,
+    );
+    expect(rose(after, 'worker', 'mas_model_call_duration_seconds_count', { provider: 'openai', outcome: 'ok' })).toBe(
+      2,
+    );
     expect(rose(after, 'worker', 'mas_model_tokens_total', { provider: 'openai', type: 'input' })).toBe(31);
     expect(rose(after, 'worker', 'mas_model_tokens_total', { provider: 'openai', type: 'output' })).toBe(9);
     expect(rose(after, 'worker', 'mas_model_call_errors_total', { provider: 'openai' })).toBeGreaterThanOrEqual(1);
     expect(rose(after, 'worker', 'mas_tool_runs_total', { tool: 'run_javascript', outcome: 'ok' })).toBe(1);
-    expect(rose(after, 'worker', 'mas_credits_charged_total', { plan: 'pro' })).toBe(ok.body.usage.credits_this_request);
+    expect(rose(after, 'worker', 'mas_credits_charged_total', { plan: 'pro' })).toBe(
+      ok.body.usage.credits_this_request,
+    );
     // The Temporal SDK's own metrics, merged into the worker's /metrics.
     expect(after.worker.filter((s) => s.name.startsWith('temporal_')).length).toBeGreaterThan(0);
     expect(rose(after, 'worker', 'temporal_workflow_completed_total')).toBeGreaterThanOrEqual(2);
     // relay and projector: the outbox gauges and the consumer groups' lag are there.
-    expect(after.relay.map((s) => s.name)).toEqual(expect.arrayContaining(['mas_outbox_pending_rows', 'mas_outbox_oldest_pending_age_seconds']));
-    expect(after.projector.filter((s) => s.name === 'mas_projector_consumer_lag_messages').map((s) => s.labels.group)).toEqual(
-      expect.arrayContaining([expect.stringMatching(/-projector-/)]),
+    expect(after.relay.map((s) => s.name)).toEqual(
+      expect.arrayContaining(['mas_outbox_pending_rows', 'mas_outbox_oldest_pending_age_seconds']),
     );
+    expect(
+      after.projector.filter((s) => s.name === 'mas_projector_consumer_lag_messages').map((s) => s.labels.group),
+    ).toEqual(expect.arrayContaining([expect.stringMatching(/-projector-/)]));
     for (const app of APPS) expect(after[app].map((s) => s.name)).toContain('process_cpu_seconds_total');
 
     // Logs: one JSON object a line, the request's ids on its lines, no secret anywhere.
@@ -126,9 +185,18 @@ describe('metrics and logs of the running apps', () => {
       }
     });
     expect(notJson).toEqual([]);
-    const parsed: Record<string, unknown>[] = all.map(({ app, line }) => ({ ...(JSON.parse(line) as Record<string, unknown>), app }));
-    expect(parsed.filter((l) => l.app === 'api' && l.request_id === ok.body.id && l.project_id === project.id && l.route === '/v1/agent')).toHaveLength(1);
-    expect(parsed.filter((l) => l.app === 'worker' && l.workflow_id === `agent-request-${ok.body.id}`).length).toBeGreaterThan(0);
+    const parsed: Record<string, unknown>[] = all.map(({ app, line }) => ({
+      ...(JSON.parse(line) as Record<string, unknown>),
+      app,
+    }));
+    expect(
+      parsed.filter(
+        (l) => l.app === 'api' && l.request_id === ok.body.id && l.project_id === project.id && l.route === '/v1/agent',
+      ),
+    ).toHaveLength(1);
+    expect(
+      parsed.filter((l) => l.app === 'worker' && l.workflow_id === `agent-request-${ok.body.id}`).length,
+    ).toBeGreaterThan(0);
     for (const secret of [modelKey, key, key.slice('sk-mas_'.length)]) {
       expect(all.filter(({ line }) => line.includes(secret))).toEqual([]);
     }

@@ -69,7 +69,9 @@ describe('Temporal restarted', () => {
 
   it('answers 502 compute_unavailable with X-Request-Id while it is down, and 200 from the first request once it serves again', async () => {
     const { auth } = await apps.fixtures.project({ credits: 1000 });
-    expect((await request(apps.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'before' } })).status).toBe(200);
+    expect(
+      (await request(apps.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'before' } })).status,
+    ).toBe(200);
     // A client that keeps trying through the outage and the restart, as real clients do (each try
     // also makes the api's gRPC channel back off further): every answer is a 502 that names the
     // request, never a hang or a 500.
@@ -80,7 +82,12 @@ describe('Temporal restarted', () => {
     const client = (async () => {
       try {
         while (!restarted || during.length < 7) {
-          during.push(await request(apps.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: `during ${during.length}` } }));
+          during.push(
+            await request(apps.api.url, 'POST', '/v1/agent', {
+              headers: auth,
+              body: { message: `during ${during.length}` },
+            }),
+          );
         }
       } finally {
         clientEnded = true;
@@ -105,7 +112,11 @@ describe('Temporal restarted', () => {
 
 describe('no worker', () => {
   const queue = { TEMPORAL_TASK_QUEUE: `e2e-outages-noworker-${randomUUID()}`, AGENT_PICKUP_TIMEOUT_MS: '2000' };
-  const weather = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+  const weather = {
+    name: 'get_weather',
+    description: 'Weather for a city',
+    parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+  };
   let api: RunningApi;
   let fixtures: Fixtures;
 
@@ -120,7 +131,12 @@ describe('no worker', () => {
 
   /** A POST that a test gives up on rather than hang with it: a hang shows as an abort, not a pass. */
   async function postOrGiveUp(path: string, headers: Record<string, string>, body: unknown): Promise<JsonResponse> {
-    const res = await fetch(`${api.url}${path}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(60_000) });
+    const res = await fetch(`${api.url}${path}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(60_000),
+    });
     return { status: res.status, headers: res.headers, body: await res.json() };
   }
 
@@ -134,9 +150,15 @@ describe('no worker', () => {
     } finally {
       await worker.close();
     }
-    const submission = { tool_outputs: [{ tool_call_id: first.body.tool_calls[0].id, output: 'Sunny' }], _compute_instance: first.body._compute_instance };
+    const submission = {
+      tool_outputs: [{ tool_call_id: first.body.tool_calls[0].id, output: 'Sunny' }],
+      _compute_instance: first.body._compute_instance,
+    };
     const refused = await postOrGiveUp(`/v1/agent/${String(first.body.id)}/tool-outputs`, auth, submission);
-    expect({ status: refused.status, code: refused.body?.error?.code }).toEqual({ status: 502, code: 'compute_unavailable' });
+    expect({ status: refused.status, code: refused.body?.error?.code }).toEqual({
+      status: 502,
+      code: 'compute_unavailable',
+    });
     expect(refused.headers.get('x-request-id')).toBe(first.body.id);
 
     worker = await startWorker(queue);

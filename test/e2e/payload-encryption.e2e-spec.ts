@@ -17,9 +17,21 @@ const config = testConfig();
 const taskQueue = `e2e-payload-encryption-${randomUUID()}`;
 const keyA = randomBytes(32);
 const keyB = randomBytes(32);
-const underA = { TEMPORAL_TASK_QUEUE: taskQueue, MAS_PAYLOAD_KEYS: `test-a:${keyA.toString('base64')}`, MAS_PAYLOAD_KEY_CURRENT: 'test-a' };
-const underB = { TEMPORAL_TASK_QUEUE: taskQueue, MAS_PAYLOAD_KEYS: `test-a:${keyA.toString('base64')},test-b:${keyB.toString('base64')}`, MAS_PAYLOAD_KEY_CURRENT: 'test-b' };
-const lookup = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const underA = {
+  TEMPORAL_TASK_QUEUE: taskQueue,
+  MAS_PAYLOAD_KEYS: `test-a:${keyA.toString('base64')}`,
+  MAS_PAYLOAD_KEY_CURRENT: 'test-a',
+};
+const underB = {
+  TEMPORAL_TASK_QUEUE: taskQueue,
+  MAS_PAYLOAD_KEYS: `test-a:${keyA.toString('base64')},test-b:${keyB.toString('base64')}`,
+  MAS_PAYLOAD_KEY_CURRENT: 'test-b',
+};
+const lookup = {
+  name: 'lookup',
+  description: 'Look up',
+  parameters: { type: 'object', properties: { q: { type: 'string' } } },
+};
 
 describe('encrypted Temporal payloads', () => {
   let fixtures: Fixtures;
@@ -56,7 +68,10 @@ describe('encrypted Temporal payloads', () => {
     const { project, auth } = await fixtures.project({ credits: 10 });
     const secret = `bluebird-${randomUUID()}`;
     const first = await start(underA);
-    const paused = await request(first.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: `lookup {"q":"${secret}"}`, tools: [lookup] } });
+    const paused = await request(first.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: `lookup {"q":"${secret}"}`, tools: [lookup] },
+    });
     expect(paused.status).toBe(200);
     expect(paused.body.status).toBe('requires_tool_outputs');
     await stop(first.api, first.worker);
@@ -65,7 +80,10 @@ describe('encrypted Temporal payloads', () => {
     const second = await start(underB);
     const answered = await request(second.api.url, 'POST', `/v1/agent/${paused.body.id}/tool-outputs`, {
       headers: auth,
-      body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: `output-${secret}` }], _compute_instance: paused.body._compute_instance },
+      body: {
+        tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: `output-${secret}` }],
+        _compute_instance: paused.body._compute_instance,
+      },
     });
     expect(answered.status).toBe(200);
     expect(answered.body.status).toBe('completed');
@@ -73,13 +91,27 @@ describe('encrypted Temporal payloads', () => {
     const handle = raw.workflow.getHandle(agentRequestWorkflowId(paused.body.id));
     const history = await handle.fetchHistory();
     const payloads = payloadsOf(history);
-    const keyIds = new Set(payloads.map((p) => p.metadata?.['encryption-key-id']).filter(Boolean).map((id) => Buffer.from(id!).toString('utf8')));
+    const keyIds = new Set(
+      payloads
+        .map((p) => p.metadata?.['encryption-key-id'])
+        .filter(Boolean)
+        .map((id) => Buffer.from(id!).toString('utf8')),
+    );
     expect(keyIds).toEqual(new Set(['test-a', 'test-b']));
     const stored = JSON.stringify(history) + (await historyText(history));
     expect(stored).not.toContain(secret);
     expect(stored).not.toContain('bluebird');
     // The codec with both keys reads everything back.
-    const decrypted = await historyText(history, new AesGcmPayloadCodec(new Map([['test-a', keyA], ['test-b', keyB]]), 'test-b'));
+    const decrypted = await historyText(
+      history,
+      new AesGcmPayloadCodec(
+        new Map([
+          ['test-a', keyA],
+          ['test-b', keyB],
+        ]),
+        'test-b',
+      ),
+    );
     expect(decrypted).toContain(secret);
     expect(decrypted).toContain(`output-${secret}`);
     // Search attributes stay plain: operators still find a project's requests.

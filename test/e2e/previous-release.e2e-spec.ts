@@ -23,7 +23,11 @@ const commit = readFileSync(join(root, 'test/previous-release'), 'utf8')
   .split('\n')
   .map((l) => l.trim())
   .find((l) => l && !l.startsWith('#'))!;
-const weather = { name: 'get_weather', description: 'Weather for a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } };
+const weather = {
+  name: 'get_weather',
+  description: 'Weather for a city',
+  parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
 
 /** Whether this clone has the commit (a shallow clone may not: CI's must). */
 async function hasCommit(): Promise<boolean> {
@@ -78,7 +82,14 @@ if (!available) {
     fixtures = await Fixtures.open(config);
     const port = await freePort();
     apiUrl = `http://127.0.0.1:${port}`;
-    const env = { PORT: String(port), PUBLIC_BASE_URL: apiUrl, TEMPORAL_TASK_QUEUE: `e2e-previous-release-${randomUUID()}`, RECONCILER_INTERVAL_SECONDS: '0', WORKER_METRICS_PORT: '0', TEMPORAL_SDK_METRICS_PORT: '0' };
+    const env = {
+      PORT: String(port),
+      PUBLIC_BASE_URL: apiUrl,
+      TEMPORAL_TASK_QUEUE: `e2e-previous-release-${randomUUID()}`,
+      RECONCILER_INTERVAL_SECONDS: '0',
+      WORKER_METRICS_PORT: '0',
+      TEMPORAL_SDK_METRICS_PORT: '0',
+    };
     apps.push(startAppProcess('worker', env, previous), startAppProcess('api', env, previous));
     await Promise.all([apps[0]!.started(/polling task queue/), apps[1]!.started(/listening on/)]);
   }, 240_000);
@@ -90,17 +101,38 @@ if (!available) {
 
   it('answers a one-shot request and a tool round, and charges them', async () => {
     const { auth } = await fixtures.project({ credits: 100 });
-    const once = await request(apiUrl, 'POST', '/v1/agent', { headers: { ...auth, 'idempotency-key': randomUUID() }, body: { message: 'hello' } });
-    expect({ status: once.status, state: once.body.status, credits: once.body.usage?.credits_this_request }).toEqual({ status: 200, state: 'completed', credits: 1 });
+    const once = await request(apiUrl, 'POST', '/v1/agent', {
+      headers: { ...auth, 'idempotency-key': randomUUID() },
+      body: { message: 'hello' },
+    });
+    expect({ status: once.status, state: once.body.status, credits: once.body.usage?.credits_this_request }).toEqual({
+      status: 200,
+      state: 'completed',
+      credits: 1,
+    });
     expect(once.body.message).toEqual(expect.any(String));
 
-    const paused = await request(apiUrl, 'POST', '/v1/agent', { headers: auth, body: { message: 'use get_weather {"city":"Oslo"}', tools: [weather] } });
-    expect({ status: paused.status, state: paused.body.status, tool: paused.body.tool_calls?.[0]?.name }).toEqual({ status: 200, state: 'requires_tool_outputs', tool: 'get_weather' });
+    const paused = await request(apiUrl, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'use get_weather {"city":"Oslo"}', tools: [weather] },
+    });
+    expect({ status: paused.status, state: paused.body.status, tool: paused.body.tool_calls?.[0]?.name }).toEqual({
+      status: 200,
+      state: 'requires_tool_outputs',
+      tool: 'get_weather',
+    });
     const resumed = await request(apiUrl, 'POST', `/v1/agent/${String(paused.body.id)}/tool-outputs`, {
       headers: auth,
-      body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'Sunny' }], _compute_instance: paused.body._compute_instance },
+      body: {
+        tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'Sunny' }],
+        _compute_instance: paused.body._compute_instance,
+      },
     });
-    expect({ status: resumed.status, state: resumed.body.status, credits: resumed.body.usage?.credits_this_request }).toEqual({ status: 200, state: 'completed', credits: 0 });
+    expect({
+      status: resumed.status,
+      state: resumed.body.status,
+      credits: resumed.body.usage?.credits_this_request,
+    }).toEqual({ status: 200, state: 'completed', credits: 0 });
     expect(resumed.body.usage.credits_remaining).toBe(98);
 
     const read = await request(apiUrl, 'GET', `/v1/agent/${String(once.body.id)}`, { headers: auth });

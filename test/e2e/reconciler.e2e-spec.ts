@@ -1,13 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Client, Connection } from '@temporalio/client';
-import { agentRequestWorkflowId, EVENT_TYPES, ledgerReconcilerScheduleId, sessionWorkflowId, type ReconcilerReport } from '#libs/contracts';
+import {
+  agentRequestWorkflowId,
+  EVENT_TYPES,
+  ledgerReconcilerScheduleId,
+  sessionWorkflowId,
+  type ReconcilerReport,
+} from '#libs/contracts';
 import { EventStore } from '#libs/events';
 import { billingAnchor, currentPeriod, MeteringService } from '#libs/metering';
 import { eventually } from '../support/eventually.js';
 import { request } from '../support/http.js';
 import { e2eStack } from '../support/e2e-stack.js';
 import { connectTemporal } from '../support/temporal.js';
-
 
 /** Money and session slots held by a workflow that closed without giving them back (terminated by
  * an operator, timed out) are released by the reconciler, over the real stack. */
@@ -22,25 +27,45 @@ describe('the ledger reconciler', () => {
     ({ connection, client: temporal } = await connectTemporal(stack.config));
   });
   afterAll(async () => {
-    await temporal.schedule.getHandle(ledgerReconcilerScheduleId(taskQueue)).delete().catch(() => undefined);
+    await temporal.schedule
+      .getHandle(ledgerReconcilerScheduleId(taskQueue))
+      .delete()
+      .catch(() => undefined);
     await connection.close();
   });
 
   const reconcile = (): Promise<ReconcilerReport> =>
-    temporal.workflow.execute('ledgerReconcilerWorkflow', { taskQueue, workflowId: `ledger-reconciler-test-${randomUUID()}`, args: [{ graceSeconds: 0 }] });
+    temporal.workflow.execute('ledgerReconcilerWorkflow', {
+      taskQueue,
+      workflowId: `ledger-reconciler-test-${randomUUID()}`,
+      args: [{ graceSeconds: 0 }],
+    });
 
   it('runs as a Temporal Schedule that operators can see', async () => {
     const description = await temporal.schedule.getHandle(ledgerReconcilerScheduleId(taskQueue)).describe();
-    expect(description.action).toMatchObject({ type: 'startWorkflow', workflowType: 'ledgerReconcilerWorkflow', taskQueue });
+    expect(description.action).toMatchObject({
+      type: 'startWorkflow',
+      workflowType: 'ledgerReconcilerWorkflow',
+      taskQueue,
+    });
   });
 
   it('releases the reservation of a request whose workflow was terminated mid-run, once', async () => {
-    const { project, auth } = await stack.fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
+    const { project, auth } = await stack.fixtures.project({
+      credits: 20,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' },
+    });
     stack.models.reply({ content: 'too late', delayMs: 5_000 });
-    const answer = request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello', capabilities: ['chat', 'code'] } });
+    const answer = request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'hello', capabilities: ['chat', 'code'] },
+    });
     const requestId = await eventually(async () => {
       // Taken up by its workflow (the api admits it before the workflow starts).
-      const rows: { request_id: string }[] = await stack.fixtures.db.query(`select request_id from credit_ledger where project_id = $1 and kind = 'reserve' and picked_up_at is not null`, [project.id]);
+      const rows: { request_id: string }[] = await stack.fixtures.db.query(
+        `select request_id from credit_ledger where project_id = $1 and kind = 'reserve' and picked_up_at is not null`,
+        [project.id],
+      );
       if (!rows[0]) throw new Error('not taken up yet');
       return rows[0].request_id;
     });
@@ -53,15 +78,25 @@ describe('the ledger reconciler', () => {
     const report = await reconcile();
     expect(report.reservationsReleased).toBeGreaterThanOrEqual(1);
     expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(20);
-    const settle: { credits: number; reason: string }[] = await stack.fixtures.db.query(`select credits, reason from credit_ledger where request_id = $1 and kind = 'settle'`, [requestId]);
+    const settle: { credits: number; reason: string }[] = await stack.fixtures.db.query(
+      `select credits, reason from credit_ledger where request_id = $1 and kind = 'settle'`,
+      [requestId],
+    );
     expect(settle).toEqual([{ credits: 0, reason: 'reconciled' }]);
-    const events: { type: string }[] = await stack.fixtures.db.query(`select type from events where stream_id = $1 and type = $2`, [`project-${project.id}`, EVENT_TYPES.ledgerReconciled]);
+    const events: { type: string }[] = await stack.fixtures.db.query(
+      `select type from events where stream_id = $1 and type = $2`,
+      [`project-${project.id}`, EVENT_TYPES.ledgerReconciled],
+    );
     expect(events).toHaveLength(1);
 
     // A second pass finds nothing more to release for it.
     await reconcile();
     expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(20);
-    expect(await stack.fixtures.db.query(`select 1 from credit_ledger where request_id = $1 and kind = 'settle'`, [requestId])).toHaveLength(1);
+    expect(
+      await stack.fixtures.db.query(`select 1 from credit_ledger where request_id = $1 and kind = 'settle'`, [
+        requestId,
+      ]),
+    ).toHaveLength(1);
   });
 
   it('releases a reservation the api made whose workflow never started, once its pickup deadline passed, and leaves one not yet due alone', async () => {
@@ -86,7 +121,10 @@ describe('the ledger reconciler', () => {
 
     await reconcile();
     expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(17);
-    const settled: { request_id: string; reason: string }[] = await stack.fixtures.db.query(`select request_id, reason from credit_ledger where project_id = $1 and kind = 'settle'`, [project.id]);
+    const settled: { request_id: string; reason: string }[] = await stack.fixtures.db.query(
+      `select request_id, reason from credit_ledger where project_id = $1 and kind = 'settle'`,
+      [project.id],
+    );
     expect(settled).toEqual([{ request_id: missed.requestId, reason: 'reconciled' }]);
     // A workflow that starts after the release runs nothing and reserves nothing again.
     expect(await metering.pickUp(missed)).toMatchObject({ ok: false, error: { code: 'compute_unavailable' } });
@@ -94,11 +132,20 @@ describe('the ledger reconciler', () => {
   });
 
   it('leaves the reservation of a running request alone', async () => {
-    const { project, auth } = await stack.fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
+    const { project, auth } = await stack.fixtures.project({
+      credits: 20,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' },
+    });
     stack.models.reply({ content: 'slow answer', delayMs: 3_000 });
-    const answer = request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hello', capabilities: ['chat'] } });
+    const answer = request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'hello', capabilities: ['chat'] },
+    });
     await eventually(async () => {
-      const rows: unknown[] = await stack.fixtures.db.query(`select 1 from credit_ledger where project_id = $1 and kind = 'reserve'`, [project.id]);
+      const rows: unknown[] = await stack.fixtures.db.query(
+        `select 1 from credit_ledger where project_id = $1 and kind = 'reserve'`,
+        [project.id],
+      );
       if (!rows.length) throw new Error('not admitted yet');
     });
     await reconcile();
@@ -113,9 +160,13 @@ describe('the ledger reconciler', () => {
     const created = await request(stack.api.url, 'POST', '/v1/sessions', { headers: auth });
     expect(created.status).toBe(200);
     await temporal.workflow.getHandle(sessionWorkflowId(created.body.id)).terminate('operator drill');
-    expect((await request(stack.api.url, 'GET', `/v1/sessions/${created.body.id}`, { headers: auth })).body.status).toBe('active');
+    expect(
+      (await request(stack.api.url, 'GET', `/v1/sessions/${created.body.id}`, { headers: auth })).body.status,
+    ).toBe('active');
     const report = await reconcile();
     expect(report.sessionsFreed).toBeGreaterThanOrEqual(1);
-    expect((await request(stack.api.url, 'GET', `/v1/sessions/${created.body.id}`, { headers: auth })).body.status).toBe('ended');
+    expect(
+      (await request(stack.api.url, 'GET', `/v1/sessions/${created.body.id}`, { headers: auth })).body.status,
+    ).toBe('ended');
   });
 });

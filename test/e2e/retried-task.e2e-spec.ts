@@ -13,14 +13,25 @@ import { collect } from '../support/kafka.js';
 import { readSse } from '../support/sse.js';
 import { startWorker, type RunningWorker } from '../support/worker.js';
 
-const lookup = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const lookup = {
+  name: 'lookup',
+  description: 'Look up',
+  parameters: { type: 'object', properties: { q: { type: 'string' } } },
+};
 
 /** JSON with sorted keys (the store's jsonb orders keys its own way). */
 const canonical = (value: unknown): string =>
-  JSON.stringify(value, (_key, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v));
+  JSON.stringify(value, (_key, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+      : v,
+  );
 
 /** A request's stop events (not its admission or its tool outputs), in order. */
-async function stopEvents(fixtures: Fixtures, requestId: string): Promise<{ type: string; stop: number; credits: number }[]> {
+async function stopEvents(
+  fixtures: Fixtures,
+  requestId: string,
+): Promise<{ type: string; stop: number; credits: number }[]> {
   const rows: { type: string; data: { stop: number; creditsCharged: number } }[] = await fixtures.db.query(
     `select type, data from events where stream_id = $1 and type not in ($2, $3) order by version`,
     [`agent-request-${requestId}`, EVENT_TYPES.agentRequestAccepted, EVENT_TYPES.agentRequestToolOutputsSubmitted],
@@ -30,10 +41,10 @@ async function stopEvents(fixtures: Fixtures, requestId: string): Promise<{ type
 
 /** The credits of the usage events queued for mas.usage.v1 for a request. */
 async function usageCredits(fixtures: Fixtures, requestId: string): Promise<number[]> {
-  const rows: { credits: number }[] = await fixtures.db.query(`select (payload->'data'->>'credits')::int as credits from outbox where topic = $1 and payload->'data'->>'request_id' = $2`, [
-    TOPICS.usage,
-    requestId,
-  ]);
+  const rows: { credits: number }[] = await fixtures.db.query(
+    `select (payload->'data'->>'credits')::int as credits from outbox where topic = $1 and payload->'data'->>'request_id' = $2`,
+    [TOPICS.usage, requestId],
+  );
   return rows.map((r) => r.credits);
 }
 
@@ -47,7 +58,12 @@ describe('a retried workflow task changes nothing', () => {
     const config = testConfig();
     // Shorter than the workflow task timeout (10 s): the task is retried past the pickup deadline.
     // Both workers unversioned (test/support/worker.ts's default): this file is not about deploys.
-    const env = { TEMPORAL_TASK_QUEUE: `e2e-retried-task-${randomUUID()}`, AGENT_PICKUP_TIMEOUT_MS: '4000', RECONCILER_INTERVAL_SECONDS: '0', TEMPORAL_WORKER_VERSIONING: 'false' };
+    const env = {
+      TEMPORAL_TASK_QUEUE: `e2e-retried-task-${randomUUID()}`,
+      AGENT_PICKUP_TIMEOUT_MS: '4000',
+      RECONCILER_INTERVAL_SECONDS: '0',
+      TEMPORAL_WORKER_VERSIONING: 'false',
+    };
     let fixtures: Fixtures;
     let models: ModelServer;
     let api: RunningApi;
@@ -70,25 +86,47 @@ describe('a retried workflow task changes nothing', () => {
     it('is taken over by another worker: the answer, its replay, GET, the ledger, the events and the usage event agree, and the model was called once', async () => {
       dying = startAppProcess('worker', { ...env, MAS_TEST_EXIT_AFTER_RECORD_STOP: '1' });
       await dying.started(/polling task queue/);
-      const { project, auth } = await fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
+      const { project, auth } = await fixtures.project({
+        credits: 20,
+        model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' },
+      });
       models.reply({ content: 'the one answer' });
       const headers = { ...auth, 'idempotency-key': randomUUID() };
-      const answer = request(api.url, 'POST', '/v1/agent', { headers, body: { message: 'go', capabilities: ['chat'] } });
+      const answer = request(api.url, 'POST', '/v1/agent', {
+        headers,
+        body: { message: 'go', capabilities: ['chat'] },
+      });
       // The first worker records the stop and dies before its workflow task completes.
       await eventually(async () => expect(dying!.process.exitCode ?? dying!.process.signalCode).toBeTruthy(), 30_000);
       takeover = await startWorker(env);
 
       const res = await answer;
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ status: 'completed', message: 'the one answer', usage: { credits_this_request: 1, credits_remaining: 19 } });
+      expect(res.body).toMatchObject({
+        status: 'completed',
+        message: 'the one answer',
+        usage: { credits_this_request: 1, credits_remaining: 19 },
+      });
       const id = res.body.id as string;
-      const replay = await request(api.url, 'POST', '/v1/agent', { headers, body: { message: 'go', capabilities: ['chat'] } });
+      const replay = await request(api.url, 'POST', '/v1/agent', {
+        headers,
+        body: { message: 'go', capabilities: ['chat'] },
+      });
       expect(replay.status).toBe(200);
       expect(replay.body).toEqual(res.body);
-      expect((await request(api.url, 'GET', `/v1/agent/${id}`, { headers: auth })).body).toMatchObject({ status: 'completed', message: 'the one answer', usage: { credits_this_request: 1 } });
-      expect(await stopEvents(fixtures, id)).toEqual([{ type: EVENT_TYPES.agentRequestCompleted, stop: 1, credits: 1 }]);
+      expect((await request(api.url, 'GET', `/v1/agent/${id}`, { headers: auth })).body).toMatchObject({
+        status: 'completed',
+        message: 'the one answer',
+        usage: { credits_this_request: 1 },
+      });
+      expect(await stopEvents(fixtures, id)).toEqual([
+        { type: EVENT_TYPES.agentRequestCompleted, stop: 1, credits: 1 },
+      ]);
       expect(await usageCredits(fixtures, id)).toEqual([1]);
-      const ledger: { kind: string; credits: number }[] = await fixtures.db.query(`select kind, credits from credit_ledger where request_id = $1 order by kind`, [id]);
+      const ledger: { kind: string; credits: number }[] = await fixtures.db.query(
+        `select kind, credits from credit_ledger where request_id = $1 order by kind`,
+        [id],
+      );
       expect(ledger).toEqual([
         { kind: 'reserve', credits: 1 },
         { kind: 'settle', credits: 1 },
@@ -101,21 +139,34 @@ describe('a retried workflow task changes nothing', () => {
 
   describe('cancellations racing a step', () => {
     const stack = e2eStack({ name: 'retried-task' });
-    const project = () => stack.fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
+    const project = () =>
+      stack.fixtures.project({
+        credits: 20,
+        model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' },
+      });
     beforeEach(() => {
       stack.models.clearReplies();
       stack.models.requests.length = 0;
     });
 
-    it('a cancel during a continuation\'s model call: one outcome for the stop, told alike to both callers, and one model call', async () => {
+    it("a cancel during a continuation's model call: one outcome for the stop, told alike to both callers, and one model call", async () => {
       const { auth } = await project();
-      stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] }, { content: 'the continuation', delayMs: 3000 });
-      const paused = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'go', tools: [lookup] } });
+      stack.models.reply(
+        { toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] },
+        { content: 'the continuation', delayMs: 3000 },
+      );
+      const paused = await request(stack.api.url, 'POST', '/v1/agent', {
+        headers: auth,
+        body: { message: 'go', tools: [lookup] },
+      });
       expect(paused.body.status).toBe('requires_tool_outputs');
       const id = paused.body.id as string;
       const outputs = request(stack.api.url, 'POST', `/v1/agent/${id}/tool-outputs`, {
         headers: auth,
-        body: { tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }], _compute_instance: paused.body._compute_instance },
+        body: {
+          tool_outputs: [{ tool_call_id: paused.body.tool_calls[0].id, output: 'found' }],
+          _compute_instance: paused.body._compute_instance,
+        },
       });
       await eventually(async () => expect(stack.models.requests).toHaveLength(2));
       await new Promise((resolve) => setTimeout(resolve, 1500));
@@ -125,7 +176,10 @@ describe('a retried workflow task changes nothing', () => {
       const stops = await stopEvents(stack.fixtures, id);
       // One event per stop, and the second stop's outcome is the one every caller was told.
       expect(stops.map((s) => s.stop)).toEqual([1, 2]);
-      expect({ status: continued.status, body: continued.body }).toEqual({ status: 200, body: continued.body.error ? {} : continued.body });
+      expect({ status: continued.status, body: continued.body }).toEqual({
+        status: 200,
+        body: continued.body.error ? {} : continued.body,
+      });
       expect(read.body.status).toBe(continued.body.status);
       if (continued.body.status === 'completed') {
         expect(stops[1]!.type).toBe(EVENT_TYPES.agentRequestCompleted);
@@ -145,21 +199,40 @@ describe('a retried workflow task changes nothing', () => {
       const live = await collect(createKafka(stack.config, 'retried-task'), TOPICS.stream);
       try {
         // The first attempt streams two words and the connection is cut; the retry answers in full.
-        stack.models.reply({ content: 'alpha beta gamma delta', failAfterEvents: 3 }, { content: 'one two three four five six' });
-        const client = await readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: 'go', stream: true } });
+        stack.models.reply(
+          { content: 'alpha beta gamma delta', failAfterEvents: 3 },
+          { content: 'one two three four five six' },
+        );
+        const client = await readSse(`${stack.api.url}/v1/agent`, {
+          method: 'POST',
+          headers: auth,
+          body: { message: 'go', stream: true },
+        });
         const id = client.headers.get('x-request-id')!;
         expect(client.events.at(-1)!.event).toBe('done');
         const replayed = await readSse(`${stack.api.url}/v1/agent/${id}/events`, { headers: auth });
-        await live.waitFor((messages) => messages.some((m) => m['requestId'] === id && (m['events'] as { type: string }[]).some((e) => e.type === 'done')));
+        await live.waitFor((messages) =>
+          messages.some(
+            (m) => m['requestId'] === id && (m['events'] as { type: string }[]).some((e) => e.type === 'done'),
+          ),
+        );
         // Each seq with one content, whoever read it: the live fan-out, the client, the replay.
         const contents = new Map<number, Set<string>>();
-        const seen = (seq: number, data: unknown) => contents.set(seq, (contents.get(seq) ?? new Set()).add(canonical(data)));
-        for (const m of live.messages.filter((m) => m['requestId'] === id)) for (const e of m['events'] as { seq: number; data: unknown }[]) seen(e.seq, e.data);
+        const seen = (seq: number, data: unknown) =>
+          contents.set(seq, (contents.get(seq) ?? new Set()).add(canonical(data)));
+        for (const m of live.messages.filter((m) => m['requestId'] === id))
+          for (const e of m['events'] as { seq: number; data: unknown }[]) seen(e.seq, e.data);
         // (A client's payload also carries its event's type.)
-        for (const e of [...client.events, ...replayed.events]) seen(Number(e.id), (({ type: _type, ...data }) => data)(e.data as Record<string, unknown>));
+        for (const e of [...client.events, ...replayed.events])
+          seen(Number(e.id), (({ type: _type, ...data }) => data)(e.data as Record<string, unknown>));
         expect([...contents].filter(([, c]) => c.size > 1)).toEqual([]);
         // The client was given the whole answer of the attempt that succeeded.
-        expect(client.events.filter((e) => e.event === 'token').map((e) => e.data.content).join('')).toMatch(/one two three four five six$/);
+        expect(
+          client.events
+            .filter((e) => e.event === 'token')
+            .map((e) => e.data.content)
+            .join(''),
+        ).toMatch(/one two three four five six$/);
         expect(stack.models.requests).toHaveLength(2);
       } finally {
         await live.stop();
@@ -170,7 +243,11 @@ describe('a retried workflow task changes nothing', () => {
       const { project: p, auth } = await project();
       // Every word is streamed, then the model holds the response open until the call is aborted.
       stack.models.reply({ content: 'all of it', stallAfterEvents: 4 });
-      const stream = readSse(`${stack.api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: 'go', stream: true } });
+      const stream = readSse(`${stack.api.url}/v1/agent`, {
+        method: 'POST',
+        headers: auth,
+        body: { message: 'go', stream: true },
+      });
       let id = '';
       await eventually(async () => {
         const rows: { request_id: string; n: number }[] = await stack.fixtures.db.query(
@@ -182,7 +259,12 @@ describe('a retried workflow task changes nothing', () => {
       });
       const cancel = await request(stack.api.url, 'POST', `/v1/agent/${id}/cancel`, { headers: auth });
       expect(cancel.status).toBe(200);
-      expect(cancel.body).toMatchObject({ status: 'cancelled', message: 'all of it', capabilities_used: ['chat'], usage: { credits_this_request: 1, credits_remaining: 19 } });
+      expect(cancel.body).toMatchObject({
+        status: 'cancelled',
+        message: 'all of it',
+        capabilities_used: ['chat'],
+        usage: { credits_this_request: 1, credits_remaining: 19 },
+      });
       expect((await stream).events.at(-1)!.event).toBe('error');
       expect(await usageCredits(stack.fixtures, id)).toEqual([1]);
     }, 60_000);

@@ -40,9 +40,12 @@ describe('/v1/sessions', () => {
     await replica?.close();
   });
 
-  const call = (method: string, path: string, auth: Record<string, string>, body?: unknown, base = stack.api) => request(base.url, method, path, { headers: auth, body });
-  const create = (auth: Record<string, string>, base = stack.api) => call('POST', '/v1/sessions', auth, undefined, base);
-  const send = (auth: Record<string, string>, id: string, body: unknown) => call('POST', `/v1/sessions/${id}/messages`, auth, body);
+  const call = (method: string, path: string, auth: Record<string, string>, body?: unknown, base = stack.api) =>
+    request(base.url, method, path, { headers: auth, body });
+  const create = (auth: Record<string, string>, base = stack.api) =>
+    call('POST', '/v1/sessions', auth, undefined, base);
+  const send = (auth: Record<string, string>, id: string, body: unknown) =>
+    call('POST', `/v1/sessions/${id}/messages`, auth, body);
 
   it('creates an active session with the resource fields and the headers of every 200', async () => {
     const { auth } = await stack.fixtures.project({ credits: 10 });
@@ -70,7 +73,10 @@ describe('/v1/sessions', () => {
   });
 
   it('gives the model the conversation so far, and answers in the session message shape', async () => {
-    const { auth, project } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-model' } });
+    const { auth, project } = await stack.fixtures.project({
+      credits: 10,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-model' },
+    });
     const session = (await create(auth)).body;
     const first = await send(auth, session.id, { message: 'My name is Ada.' });
     expect(first.status).toBe(200);
@@ -92,7 +98,13 @@ describe('/v1/sessions', () => {
 
     stack.models.reply({ content: 'Your name is Ada.' });
     const second = await send(auth, session.id, { message: 'What is my name?' });
-    expect(second.body).toMatchObject({ object: 'session.message', session_id: session.id, status: 'completed', message: 'Your name is Ada.', usage: { credits_remaining: 8 } });
+    expect(second.body).toMatchObject({
+      object: 'session.message',
+      session_id: session.id,
+      status: 'completed',
+      message: 'Your name is Ada.',
+      usage: { credits_remaining: 8 },
+    });
     expect(second.body.id).not.toBe(first.body.id);
     expect(second.headers.get('x-ratelimit-remaining')).toBe('49998');
     const seen = stack.models.requests.filter((r) => r.path.endsWith('/chat/completions')).at(-1)!.body.messages;
@@ -113,15 +125,26 @@ describe('/v1/sessions', () => {
     const session = (await create(auth)).body;
     expectError(await send(auth, session.id, {}), 400, 'missing_message');
     expectError(await send(auth, session.id, '{"message":'), 400, 'invalid_body');
-    expectError(await send(auth, session.id, { message: 'hi', capabilities: ['telepathy'] }), 400, 'invalid_capabilities');
-    expectError(await send(auth, session.id, { message: 'hi', tools: [weatherTool], stream: true }), 400, 'stream_not_supported');
+    expectError(
+      await send(auth, session.id, { message: 'hi', capabilities: ['telepathy'] }),
+      400,
+      'invalid_capabilities',
+    );
+    expectError(
+      await send(auth, session.id, { message: 'hi', tools: [weatherTool], stream: true }),
+      400,
+      'stream_not_supported',
+    );
     expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body.message_count).toBe(0);
   });
 
   // Issue 28: past 25 exchanges the window of 49 earlier messages began with an assistant message,
   // which Anthropic refuses: every later message of the session failed.
   it('keeps answering a long session on a provider that wants the user first (Anthropic)', async () => {
-    const { auth } = await stack.fixtures.project({ credits: 100, model: { provider: 'anthropic', model: 'claude-test', baseUrl: stack.models.origin, apiKey: 'sk-ant-session' } });
+    const { auth } = await stack.fixtures.project({
+      credits: 100,
+      model: { provider: 'anthropic', model: 'claude-test', baseUrl: stack.models.origin, apiKey: 'sk-ant-session' },
+    });
     const session = (await create(auth)).body;
     for (let i = 1; i <= 27; i++) {
       const res = await send(auth, session.id, { message: `message ${i}` });
@@ -134,9 +157,16 @@ describe('/v1/sessions', () => {
   });
 
   it('streams a message like the agent endpoint, and the streamed exchange joins the conversation', async () => {
-    const { auth } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-stream' } });
+    const { auth } = await stack.fixtures.project({
+      credits: 10,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-stream' },
+    });
     const session = (await create(auth)).body;
-    const res = await readSse(`${stack.api.url}/v1/sessions/${session.id}/messages`, { method: 'POST', headers: auth, body: { message: 'Stream this, please.', stream: true } });
+    const res = await readSse(`${stack.api.url}/v1/sessions/${session.id}/messages`, {
+      method: 'POST',
+      headers: auth,
+      body: { message: 'Stream this, please.', stream: true },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const id = res.headers.get('x-request-id')!;
@@ -145,7 +175,10 @@ describe('/v1/sessions', () => {
     const tokens = res.events.filter((e) => e.event === 'token').map((e) => e.data.content as string);
     expect(tokens.length).toBeGreaterThan(1);
     expect(tokens.join('')).toBe('You said: "Stream this, please."');
-    expect(res.events.at(-1)).toMatchObject({ event: 'done', data: { type: 'done', id, status: 'completed', usage: { credits_this_request: 1, credits_remaining: 9 } } });
+    expect(res.events.at(-1)).toMatchObject({
+      event: 'done',
+      data: { type: 'done', id, status: 'completed', usage: { credits_this_request: 1, credits_remaining: 9 } },
+    });
 
     stack.models.reply({ content: 'Done.' });
     const next = await send(auth, session.id, { message: 'And now?' });
@@ -200,10 +233,13 @@ describe('/v1/sessions', () => {
     expect(ended.headers.get('x-request-id')).toMatch(UUID);
     expectError(await send(auth, session.id, { message: 'still there?' }), 410, 'session_ended');
     expectError(await call('DELETE', `/v1/sessions/${session.id}`, auth), 410, 'session_ended');
-    expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body).toMatchObject({ status: 'ended', message_count: 2 });
+    expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body).toMatchObject({
+      status: 'ended',
+      message_count: 2,
+    });
   });
 
-  it('answers 404 session_not_found for an unknown id, a malformed one, and another project\'s session', async () => {
+  it("answers 404 session_not_found for an unknown id, a malformed one, and another project's session", async () => {
     const mine = await stack.fixtures.project({ credits: 10 });
     const theirs = await stack.fixtures.project({ credits: 10 });
     const foreign = (await create(theirs.auth)).body.id;
@@ -216,13 +252,14 @@ describe('/v1/sessions', () => {
     expect((await call('GET', `/v1/sessions/${foreign}`, theirs.auth)).body.status).toBe('active');
   });
 
-  it('lists this project\'s sessions newest first, with cursor paging and a status filter', async () => {
+  it("lists this project's sessions newest first, with cursor paging and a status filter", async () => {
     const { auth } = await stack.fixtures.project();
     const other = await stack.fixtures.project();
     await create(other.auth);
     const created: string[] = [];
     for (let i = 0; i < 5; i++) created.push((await create(auth)).body.id);
-    for (const id of [created[1], created[3]]) expect((await call('DELETE', `/v1/sessions/${id}`, auth)).status).toBe(200);
+    for (const id of [created[1], created[3]])
+      expect((await call('DELETE', `/v1/sessions/${id}`, auth)).status).toBe(200);
     const newestFirst = [...created].reverse();
 
     const seen: string[] = [];
@@ -244,7 +281,15 @@ describe('/v1/sessions', () => {
     expect(viaCursor.body.data.map((s: { id: string }) => s.id)).toEqual([created[2], created[1], created[0]]);
 
     const ended = await call('GET', '/v1/sessions?status=ended', auth);
-    expect(ended.body).toEqual({ object: 'list', data: [expect.objectContaining({ id: created[3], status: 'ended' }), expect.objectContaining({ id: created[1], status: 'ended' })], has_more: false, next_cursor: null });
+    expect(ended.body).toEqual({
+      object: 'list',
+      data: [
+        expect.objectContaining({ id: created[3], status: 'ended' }),
+        expect.objectContaining({ id: created[1], status: 'ended' }),
+      ],
+      has_more: false,
+      next_cursor: null,
+    });
     const active = await call('GET', '/v1/sessions?status=active', auth);
     expect(active.body.data.map((s: { id: string }) => s.id)).toEqual([created[4], created[2], created[0]]);
 
@@ -259,7 +304,10 @@ describe('/v1/sessions', () => {
   it('pauses a session message for custom tools; tool-outputs resumes it as a session message', async () => {
     const { auth } = await stack.fixtures.project({ credits: 10 });
     const session = (await create(auth)).body;
-    const first = await send(auth, session.id, { message: 'What is the weather? use get_weather {"city":"Oslo"}', tools: [weatherTool] });
+    const first = await send(auth, session.id, {
+      message: 'What is the weather? use get_weather {"city":"Oslo"}',
+      tools: [weatherTool],
+    });
     expect(first.status).toBe(200);
     expect(first.body).toMatchObject({
       object: 'session.message',
@@ -294,10 +342,17 @@ describe('/v1/sessions', () => {
   it('answers 409 session_busy while the previous message runs or waits for tool outputs, records nothing for it, and takes the next once the pause is answered', async () => {
     // Credits enough for a busy message to pass the api's admission (it comes before the session
     // decides busy), whose reservation the refusal then undoes.
-    const { auth, project } = await stack.fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-busy' } });
+    const { auth, project } = await stack.fixtures.project({
+      credits: 20,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-session-busy' },
+    });
     const session = (await create(auth)).body;
     const path = `/v1/sessions/${session.id}/messages`;
-    const lookup = { name: 'lookup', description: 'Look something up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+    const lookup = {
+      name: 'lookup',
+      description: 'Look something up',
+      parameters: { type: 'object', properties: { q: { type: 'string' } } },
+    };
     const account = async () => {
       const p = await stack.fixtures.accounts.findProject(project.id);
       return { credits: p.creditBalance, requestsUsed: p.requestsUsed };
@@ -332,17 +387,28 @@ describe('/v1/sessions', () => {
     expectError(keyed, 409, 'session_busy');
     expect(await account()).toEqual(whileRunning);
     const first = await running;
-    expect(first.body).toMatchObject({ status: 'completed', message: 'Slowly, yes.', usage: { credits_this_request: 1, credits_remaining: 19 } });
+    expect(first.body).toMatchObject({
+      status: 'completed',
+      message: 'Slowly, yes.',
+      usage: { credits_this_request: 1, credits_remaining: 19 },
+    });
 
     // Paused for tool outputs.
     stack.models.reply({ toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
     const paused = await send(auth, session.id, { message: 'lookup {"q":"x"}', tools: [lookup] });
-    expect(paused.body).toMatchObject({ status: 'requires_tool_outputs', tool_calls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+    expect(paused.body).toMatchObject({
+      status: 'requires_tool_outputs',
+      tool_calls: [{ name: 'lookup', arguments: { q: 'x' } }],
+    });
     const whilePaused = await account();
     const busy = await send(auth, session.id, { message: 'And now?' });
     expectBusy(busy);
     expect(busy.body.error.message).toContain(paused.body.id);
-    expectError(await call('POST', path, { ...auth, 'idempotency-key': key }, { message: 'Still there?' }), 409, 'session_busy');
+    expectError(
+      await call('POST', path, { ...auth, 'idempotency-key': key }, { message: 'Still there?' }),
+      409,
+      'session_busy',
+    );
     expect(await account()).toEqual(whilePaused);
 
     const resumed = await call('POST', `/v1/agent/${paused.body.id}/tool-outputs`, auth, {
@@ -355,7 +421,12 @@ describe('/v1/sessions', () => {
     stack.models.reply({ content: 'Here now.' });
     const next = await call('POST', path, { ...auth, 'idempotency-key': key }, { message: 'Still there?' });
     expect(next.status).toBe(200);
-    expect(next.body).toMatchObject({ object: 'session.message', status: 'completed', message: 'Here now.', usage: { credits_this_request: 1, credits_remaining: 17 } });
+    expect(next.body).toMatchObject({
+      object: 'session.message',
+      status: 'completed',
+      message: 'Here now.',
+      usage: { credits_this_request: 1, credits_remaining: 17 },
+    });
     expect(next.headers.get('x-request-id')).toBe(keyed.headers.get('x-request-id'));
     expect(await account()).toEqual({ credits: whilePaused.credits - 1, requestsUsed: whilePaused.requestsUsed + 1 });
     expect((await call('GET', `/v1/sessions/${session.id}`, auth)).body.message_count).toBe(6);

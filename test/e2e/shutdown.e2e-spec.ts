@@ -33,19 +33,32 @@ describe('the api stopping', () => {
   });
 
   it('finishes a request in flight with 200, and takes no new one', async () => {
-    const { auth, project } = await fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
+    const { auth, project } = await fixtures.project({
+      credits: 10,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' },
+    });
     models.reply({ content: 'slow but sure', delayMs: 3000 });
     const calls = models.requests.length;
     // With a key, the answer is saved in PostgreSQL after the run: the pool must outlive the request.
-    const inFlight = request(api.url, 'POST', '/v1/agent', { headers: { ...auth, 'idempotency-key': 'slow-1' }, body: { message: 'take your time', capabilities: ['chat'] } });
+    const inFlight = request(api.url, 'POST', '/v1/agent', {
+      headers: { ...auth, 'idempotency-key': 'slow-1' },
+      body: { message: 'take your time', capabilities: ['chat'] },
+    });
     while (models.requests.length === calls) await sleep(50);
     // The model is answering: stop the api now.
     const stopped = drainAndClose(api.app);
     const res = await inFlight;
-    expect({ status: res.status, state: res.body.status, message: res.body.message }).toEqual({ status: 200, state: 'completed', message: 'slow but sure' });
+    expect({ status: res.status, state: res.body.status, message: res.body.message }).toEqual({
+      status: 200,
+      state: 'completed',
+      message: 'slow but sure',
+    });
     await expect(fetch(`${api.url}/healthz`)).rejects.toThrow();
     await stopped;
-    const saved: unknown[] = await fixtures.db.query(`select 1 from idempotency_keys where project_id = $1 and key = 'slow-1' and (response->>'status')::int = 200`, [project.id]);
+    const saved: unknown[] = await fixtures.db.query(
+      `select 1 from idempotency_keys where project_id = $1 and key = 'slow-1' and (response->>'status')::int = 200`,
+      [project.id],
+    );
     expect(saved).toHaveLength(1);
   });
 });

@@ -38,7 +38,11 @@ describe('conversation size', () => {
     await new Promise((resolve) => pages?.close(resolve));
   });
 
-  const modelProject = (credits = 100) => stack.fixtures.project({ credits, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-sizes' } });
+  const modelProject = (credits = 100) =>
+    stack.fixtures.project({
+      credits,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-sizes' },
+    });
   const historySize = async (workflowId: string, runId?: string): Promise<number> => {
     const description = await temporal.workflow.getHandle(workflowId, runId).describe();
     return Number(description.raw.workflowExecutionInfo?.historySizeBytes ?? Number.NaN);
@@ -47,18 +51,32 @@ describe('conversation size', () => {
 
   it('documents: 9 input files of 1 MB, all read in one model turn', async () => {
     const { auth } = await modelProject();
-    const files = Array.from({ length: 9 }, (_, i) => ({ name: `part-${i + 1}.txt`, content: `part ${i + 1} `.padEnd(MB - 64, String(i + 1)) }));
+    const files = Array.from({ length: 9 }, (_, i) => ({
+      name: `part-${i + 1}.txt`,
+      content: `part ${i + 1} `.padEnd(MB - 64, String(i + 1)),
+    }));
     stack.models.clearReplies();
-    stack.models.reply({ toolCalls: files.map((f) => ({ name: 'read_file', arguments: { name: f.name } })) }, { content: 'I read all nine parts.' });
+    stack.models.reply(
+      { toolCalls: files.map((f) => ({ name: 'read_file', arguments: { name: f.name } })) },
+      { content: 'I read all nine parts.' },
+    );
     const before = modelCalls().length;
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Read every part.', capabilities: ['documents'], files } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'Read every part.', capabilities: ['documents'], files },
+    });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ status: 'completed', message: 'I read all nine parts.', capabilities_used: ['chat', 'documents'] });
+    expect(res.body).toMatchObject({
+      status: 'completed',
+      message: 'I read all nine parts.',
+      capabilities_used: ['chat', 'documents'],
+    });
     // The model saw every part's text (100,000 characters of each).
     const last = modelCalls().slice(before).at(-1)!.body.messages as { role: string; content: string }[];
     const toolResults = last.filter((m) => m.role === 'tool');
     expect(toolResults).toHaveLength(9);
-    for (const [i, m] of toolResults.entries()) expect(m.content).toContain(`part ${i + 1} ${String(i + 1).repeat(1000)}`);
+    for (const [i, m] of toolResults.entries())
+      expect(m.content).toContain(`part ${i + 1} ${String(i + 1).repeat(1000)}`);
     const size = await historySize(agentRequestWorkflowId(res.body.id));
     process.stdout.write(`documents: history ${size} bytes\n`);
     expect(size).toBeLessThan(HISTORY_LIMIT);
@@ -67,10 +85,15 @@ describe('conversation size', () => {
   it('research: 12 built-in tool calls returning 100,000 characters each', async () => {
     const { auth } = await modelProject();
     stack.models.clearReplies();
-    const round = (r: number) => ({ toolCalls: [1, 2, 3].map((i) => ({ name: 'fetch_url', arguments: { url: `${pagesUrl}/page-${r}-${i}` } })) });
+    const round = (r: number) => ({
+      toolCalls: [1, 2, 3].map((i) => ({ name: 'fetch_url', arguments: { url: `${pagesUrl}/page-${r}-${i}` } })),
+    });
     stack.models.reply(round(1), round(2), round(3), round(4), { content: 'Twelve pages fetched.' });
     const before = modelCalls().length;
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Research twelve pages.', capabilities: ['research'] } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'Research twelve pages.', capabilities: ['research'] },
+    });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'completed', capabilities_used: ['chat', 'research'] });
     // (followed by a note that web_search has no provider here)
@@ -86,15 +109,25 @@ describe('conversation size', () => {
 
   it('custom tools: 12 rounds of 100 KB outputs', async () => {
     const { auth } = await stack.fixtures.project({ credits: 10 });
-    const lookup = { name: 'lookup', description: 'Look something up', parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] } };
-    let res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'lookup {"q":"all"} rounds:12', tools: [lookup] } });
+    const lookup = {
+      name: 'lookup',
+      description: 'Look something up',
+      parameters: { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
+    };
+    let res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'lookup {"q":"all"} rounds:12', tools: [lookup] },
+    });
     for (let round = 1; round <= 12; round++) {
       expect(res.status).toBe(200);
       expect(res.body.status).toBe('requires_tool_outputs');
       const output = `round ${round} `.padEnd(102_400, 'o');
       res = await request(stack.api.url, 'POST', `/v1/agent/${res.body.id}/tool-outputs`, {
         headers: auth,
-        body: { tool_outputs: [{ tool_call_id: res.body.tool_calls[0].id, output }], _compute_instance: res.body._compute_instance },
+        body: {
+          tool_outputs: [{ tool_call_id: res.body.tool_calls[0].id, output }],
+          _compute_instance: res.body._compute_instance,
+        },
       });
     }
     expect(res.status).toBe(200);
@@ -115,7 +148,10 @@ describe('conversation size', () => {
     // 26 messages: the last one reaches the model with the 49 messages before it.
     for (let n = 1; n <= 26; n++) {
       const before = modelCalls().length;
-      const res = await request(stack.api.url, 'POST', `/v1/sessions/${session.id}/messages`, { headers: auth, body: { message: text(n) } });
+      const res = await request(stack.api.url, 'POST', `/v1/sessions/${session.id}/messages`, {
+        headers: auth,
+        body: { message: text(n) },
+      });
       expect({ n, status: res.status, code: res.body?.error?.code }).toEqual({ n, status: 200, code: undefined });
       expect(res.body.message).toBe(`You said: "${text(n)}"`);
       const seen = modelCalls().slice(before).at(-1)!.body.messages as { role: string; content: string }[];
@@ -125,7 +161,9 @@ describe('conversation size', () => {
         expect(seen.at(-2)).toEqual({ role: 'assistant', content: `You said: "${text(25)}"` });
       }
       const childSize = await historySize(agentRequestWorkflowId(res.body.id));
-      process.stdout.write(`session message ${n}: request history ${childSize} bytes, session run ${await historySize(workflowId)} bytes\n`);
+      process.stdout.write(
+        `session message ${n}: request history ${childSize} bytes, session run ${await historySize(workflowId)} bytes\n`,
+      );
       expect({ n, childSize, under: childSize < HISTORY_LIMIT }).toMatchObject({ n, under: true });
       // Keep the recorded bodies (5 MB each) from piling up.
       stack.models.requests.splice(0);

@@ -15,17 +15,35 @@ describe('a stream whose end event cannot be stored', () => {
 
   it('completes the run it charged: GET, the workflow and the client see completed, the end from the recorded stop', async () => {
     const { api, fixtures, models } = stack;
-    const { auth, project } = await fixtures.project({ credits: 20, model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
+    const { auth, project } = await fixtures.project({
+      credits: 20,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' },
+    });
     const fn = `refuse_end_${project.id.replaceAll('-', '_')}`;
-    await fixtures.db.query(`create function ${fn}() returns trigger language plpgsql as $$ begin raise exception 'end events refused for this test'; end $$`);
-    await fixtures.db.query(`create trigger ${fn} before insert on stream_events for each row when (new.project_id = '${project.id}' and new.type in ('done', 'error')) execute function ${fn}()`);
+    await fixtures.db.query(
+      `create function ${fn}() returns trigger language plpgsql as $$ begin raise exception 'end events refused for this test'; end $$`,
+    );
+    await fixtures.db.query(
+      `create trigger ${fn} before insert on stream_events for each row when (new.project_id = '${project.id}' and new.type in ('done', 'error')) execute function ${fn}()`,
+    );
     try {
       models.reply({ content: 'all of it' });
-      const res = await readSse(`${api.url}/v1/agent`, { method: 'POST', headers: auth, body: { message: 'go', stream: true, capabilities: ['chat'] } });
+      const res = await readSse(`${api.url}/v1/agent`, {
+        method: 'POST',
+        headers: auth,
+        body: { message: 'go', stream: true, capabilities: ['chat'] },
+      });
       const id = res.headers.get('x-request-id')!;
-      expect(res.events.at(-1)).toMatchObject({ event: 'done', data: { status: 'completed', usage: { credits_this_request: 1 } } });
+      expect(res.events.at(-1)).toMatchObject({
+        event: 'done',
+        data: { status: 'completed', usage: { credits_this_request: 1 } },
+      });
       const read = await request(api.url, 'GET', `/v1/agent/${id}`, { headers: auth });
-      expect(read.body).toMatchObject({ status: 'completed', message: 'all of it', usage: { credits_this_request: 1, credits_remaining: 19 } });
+      expect(read.body).toMatchObject({
+        status: 'completed',
+        message: 'all of it',
+        usage: { credits_this_request: 1, credits_remaining: 19 },
+      });
       const { client, connection } = await connectTemporal(stack.config);
       try {
         const described = await client.workflow.getHandle(agentRequestWorkflowId(id)).describe();

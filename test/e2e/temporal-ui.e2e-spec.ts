@@ -29,13 +29,21 @@ describe('the Temporal UI with the codec endpoint', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package (npm test does, as root: scripts/browser.sh)`);
+    if (!existsSync(CHROMIUM))
+      throw new Error(
+        `${CHROMIUM} is missing: install Debian's chromium package (npm test does, as root: scripts/browser.sh)`,
+      );
     // The dev server takes its codec endpoint at start, before the api has its ephemeral port: the
     // endpoint is a proxy whose target is filled in once the api listens.
     const target = { host: '127.0.0.1', port: 0 };
     proxy = await startTcpProxy(target);
     temporal = await startDevTemporal({ codecEndpoint: `http://127.0.0.1:${proxy.port}/codec/${token}` });
-    const env = { TEMPORAL_ADDRESS: temporal.address, TEMPORAL_UI_URL: temporal.uiUrl, MAS_CODEC_TOKEN: token, TEMPORAL_TASK_QUEUE: `e2e-temporal-ui-${randomUUID()}` };
+    const env = {
+      TEMPORAL_ADDRESS: temporal.address,
+      TEMPORAL_UI_URL: temporal.uiUrl,
+      MAS_CODEC_TOKEN: token,
+      TEMPORAL_TASK_QUEUE: `e2e-temporal-ui-${randomUUID()}`,
+    };
     fixtures = await Fixtures.open(config);
     worker = await startWorker(env);
     api = await startApi(env);
@@ -54,20 +62,27 @@ describe('the Temporal UI with the codec endpoint', () => {
   /** Opens the workflow of `requestId` as an operator does: the list filtered by its id, then the run. */
   async function openRequest(page: Page, requestId: string): Promise<void> {
     const workflowId = agentRequestWorkflowId(requestId);
-    await page.goto(`${temporal.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(`WorkflowId="${workflowId}"`)}`);
+    await page.goto(
+      `${temporal.uiUrl}/namespaces/default/workflows?query=${encodeURIComponent(`WorkflowId="${workflowId}"`)}`,
+    );
     await page.getByRole('link', { name: workflowId }).first().click();
     await page.waitForURL(/\/history$/);
   }
 
-  it('shows the customer\'s message decrypted, and without the codec does not', async () => {
+  it("shows the customer's message decrypted, and without the codec does not", async () => {
     const { auth } = await fixtures.project({ credits: 10 });
     const secret = `heron-${randomUUID()}`;
-    const res = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: `Please remember ${secret}` } });
+    const res = await request(api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: `Please remember ${secret}` },
+    });
     expect(res.status).toBe(200);
 
     const decoded = await browser.newPage();
     try {
-      const decodes = decoded.waitForResponse((r) => r.url().includes(`/codec/${token}/decode`) && r.request().method() === 'POST' && r.status() === 200);
+      const decodes = decoded.waitForResponse(
+        (r) => r.url().includes(`/codec/${token}/decode`) && r.request().method() === 'POST' && r.status() === 200,
+      );
       await openRequest(decoded, res.body.id);
       await decodes;
       await decoded.getByText(secret).first().waitFor({ timeout: 15_000 });

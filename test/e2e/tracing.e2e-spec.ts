@@ -37,22 +37,36 @@ async function traceOf(traceId: string, expected: readonly string[]): Promise<Re
 function lineage(spans: readonly ReceivedSpan[], span: ReceivedSpan): string[] {
   const byId = new Map(spans.map((s) => [s.spanId, s]));
   const names: string[] = [];
-  for (let s: ReceivedSpan | undefined = span; s; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined) names.unshift(s.name);
+  for (let s: ReceivedSpan | undefined = span; s; s = s.parentSpanId ? byId.get(s.parentSpanId) : undefined)
+    names.unshift(s.name);
   return names;
 }
 
 describe('OpenTelemetry traces', () => {
-  it('follows a request from the HTTP call to the model call and the Kafka publish, in the caller\'s trace', async () => {
-    const { project, auth } = await stack.fixtures.project({ credits: 10, model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' } });
+  it("follows a request from the HTTP call to the model call and the Kafka publish, in the caller's trace", async () => {
+    const { project, auth } = await stack.fixtures.project({
+      credits: 10,
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: stack.models.url, apiKey: 'sk-test' },
+    });
     const traceId = randomBytes(16).toString('hex');
     const callerSpanId = randomBytes(8).toString('hex');
     stack.models.reply({ content: 'Traced words.' });
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: { ...auth, traceparent: `00-${traceId}-${callerSpanId}-01` }, body: { message: 'hello', stream: true } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: { ...auth, traceparent: `00-${traceId}-${callerSpanId}-01` },
+      body: { message: 'hello', stream: true },
+    });
     expect(res.status).toBe(200);
     const requestId = res.headers.get('x-request-id')!;
     expect(requestId).toBeTruthy();
 
-    const spans = await traceOf(traceId, ['POST /v1/agent', 'UpdateWithStartWorkflow:firstStop', 'RunWorkflow:agentRequestWorkflow', 'RunActivity:callModel', 'model call', 'mas.stream.v1 publish']);
+    const spans = await traceOf(traceId, [
+      'POST /v1/agent',
+      'UpdateWithStartWorkflow:firstStop',
+      'RunWorkflow:agentRequestWorkflow',
+      'RunActivity:callModel',
+      'model call',
+      'mas.stream.v1 publish',
+    ]);
     const named = (name: string): ReceivedSpan => spans.find((s) => s.name === name)!;
 
     // The HTTP span is the child of the caller's span: the caller's trace goes on.
@@ -68,14 +82,32 @@ describe('OpenTelemetry traces', () => {
       'RunActivity:callModel',
       'model call',
     ]);
-    expect(named('model call')).toMatchObject({ kind: 3, attributes: expect.objectContaining({ 'gen_ai.system': 'openai', 'gen_ai.request.model': 'gpt-test' }) });
+    expect(named('model call')).toMatchObject({
+      kind: 3,
+      attributes: expect.objectContaining({ 'gen_ai.system': 'openai', 'gen_ai.request.model': 'gpt-test' }),
+    });
     // The Kafka publish (the stream's live copy) is in the same trace, under the request's workflow.
     const publish = named('mas.stream.v1 publish');
     expect(publish.kind).toBe(4);
-    expect(lineage(spans, publish).slice(0, 3)).toEqual(['POST /v1/agent', 'UpdateWithStartWorkflow:firstStop', 'RunWorkflow:agentRequestWorkflow']);
+    expect(lineage(spans, publish).slice(0, 3)).toEqual([
+      'POST /v1/agent',
+      'UpdateWithStartWorkflow:firstStop',
+      'RunWorkflow:agentRequestWorkflow',
+    ]);
     // request_id and project_id on every layer's span.
-    for (const span of [http, named('UpdateWithStartWorkflow:firstStop'), named('RunWorkflow:agentRequestWorkflow'), named('RunActivity:callModel'), named('model call'), publish]) {
-      expect({ name: span.name, request_id: span.attributes['request_id'], project_id: span.attributes['project_id'] }).toEqual({ name: span.name, request_id: requestId, project_id: project.id });
+    for (const span of [
+      http,
+      named('UpdateWithStartWorkflow:firstStop'),
+      named('RunWorkflow:agentRequestWorkflow'),
+      named('RunActivity:callModel'),
+      named('model call'),
+      publish,
+    ]) {
+      expect({
+        name: span.name,
+        request_id: span.attributes['request_id'],
+        project_id: span.attributes['project_id'],
+      }).toEqual({ name: span.name, request_id: requestId, project_id: project.id });
     }
     // Nothing the customer wrote is in a span.
     expect(JSON.stringify(spans)).not.toContain('Traced words');
@@ -83,7 +115,10 @@ describe('OpenTelemetry traces', () => {
 
   it('starts a new trace when the caller sends no traceparent, or a malformed one', async () => {
     const { auth } = await stack.fixtures.project({ credits: 10 });
-    const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: { ...auth, traceparent: '00-not-a-trace-01' }, body: { message: 'hello' } });
+    const res = await request(stack.api.url, 'POST', '/v1/agent', {
+      headers: { ...auth, traceparent: '00-not-a-trace-01' },
+      body: { message: 'hello' },
+    });
     expect(res.status).toBe(200);
     const requestId = res.headers.get('x-request-id');
     const http = await eventually(async () => {

@@ -49,7 +49,8 @@ describe('worker versioning: a deploy while requests are paused and sessions hav
     await fixtures?.close();
   });
 
-  const call = (method: string, path: string, auth: Record<string, string>, body?: unknown) => request(api.url, method, path, { headers: auth, body });
+  const call = (method: string, path: string, auth: Record<string, string>, body?: unknown) =>
+    request(api.url, method, path, { headers: auth, body });
   /** The build ids of the workers that completed the workflow's tasks, in order. */
   const buildsOf = async (workflowId: string): Promise<string[]> => {
     const history = await temporal.client.workflow.getHandle(workflowId).fetchHistory();
@@ -61,7 +62,12 @@ describe('worker versioning: a deploy while requests are paused and sessions hav
   };
   const cli = async (...argv: string[]): Promise<{ code: number; out: string }> => {
     let out = '';
-    const io = { out: (s: string) => void (out += s), err: (s: string) => void (out += s), readStdin: async () => '', env: {} };
+    const io = {
+      out: (s: string) => void (out += s),
+      err: (s: string) => void (out += s),
+      readStdin: async () => '',
+      env: {},
+    };
     const code = await runCli(argv, loadConfig({ ...process.env, ...env }), io);
     return { code, out };
   };
@@ -69,18 +75,29 @@ describe('worker versioning: a deploy while requests are paused and sessions hav
   it('keeps a paused request on the build that started it, starts new ones on the current build, and moves sessions to it', async () => {
     const { auth } = await fixtures.project({ credits: 100 });
     // The first build of a new deployment makes itself current.
-    expect((await describeDeployment(temporal.connection.workflowService, config.temporal.namespace, taskQueue))?.current).toBe(BUILD_A);
+    expect(
+      (await describeDeployment(temporal.connection.workflowService, config.temporal.namespace, taskQueue))?.current,
+    ).toBe(BUILD_A);
 
-    const paused = await call('POST', '/v1/agent', auth, { message: 'Weather? get_weather {"city":"Oslo"}', tools: [weatherTool] });
+    const paused = await call('POST', '/v1/agent', auth, {
+      message: 'Weather? get_weather {"city":"Oslo"}',
+      tools: [weatherTool],
+    });
     expect(paused.body).toMatchObject({ status: 'requires_tool_outputs' });
     const session = (await call('POST', '/v1/sessions', auth)).body;
-    expect((await call('POST', `/v1/sessions/${session.id}/messages`, auth, { message: 'My name is Ada.' })).body).toMatchObject({ status: 'completed' });
+    expect(
+      (await call('POST', `/v1/sessions/${session.id}/messages`, auth, { message: 'My name is Ada.' })).body,
+    ).toMatchObject({ status: 'completed' });
 
     // Build B polls beside A; it is not current until an operator promotes it.
     workers.push(await startWorker(versioned(BUILD_B)));
     const before = await cli('deploy', 'status', '--json');
     expect(before.code).toBe(0);
-    expect(JSON.parse(before.out)).toMatchObject({ deployment: taskQueue, current: BUILD_A, builds: expect.arrayContaining([expect.objectContaining({ build_id: BUILD_B, status: 'inactive' })]) });
+    expect(JSON.parse(before.out)).toMatchObject({
+      deployment: taskQueue,
+      current: BUILD_A,
+      builds: expect.arrayContaining([expect.objectContaining({ build_id: BUILD_B, status: 'inactive' })]),
+    });
     const promoted = await cli('deploy', 'promote', BUILD_B, '--json');
     expect(promoted.code).toBe(0);
     expect(JSON.parse(promoted.out)).toMatchObject({ current: BUILD_B, previous: BUILD_A, changed: true });

@@ -31,7 +31,11 @@ describe('workflow stack traces', () => {
     fixtures = await Fixtures.open(config);
     models = await startModelServer();
     for (const [name, extra] of Object.entries(setups) as [keyof typeof setups, Record<string, string>][]) {
-      const env = { TEMPORAL_TASK_QUEUE: `e2e-stack-traces-${name}-${randomUUID()}`, RECONCILER_INTERVAL_SECONDS: '0', LOG_FORMAT: 'json' };
+      const env = {
+        TEMPORAL_TASK_QUEUE: `e2e-stack-traces-${name}-${randomUUID()}`,
+        RECONCILER_INTERVAL_SECONDS: '0',
+        LOG_FORMAT: 'json',
+      };
       const worker = startAppProcess('worker', { ...env, ...extra });
       running.set(name, { worker, api: await startApi(env) });
     }
@@ -46,9 +50,14 @@ describe('workflow stack traces', () => {
   /** The stack trace query's answer for a request paused for its tool outputs. */
   async function pausedTrace(setup: keyof typeof setups): Promise<string> {
     const { api } = running.get(setup)!;
-    const { auth } = await fixtures.project({ model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' } });
+    const { auth } = await fixtures.project({
+      model: { provider: 'openai', model: 'gpt-test', baseUrl: models.url, apiKey: 'sk-test' },
+    });
     models.reply({ toolCalls: [{ name: 'get_weather', arguments: { city: 'Oslo' } }] });
-    const paused = await request(api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'Weather in Oslo?', tools: [weatherTool] } });
+    const paused = await request(api.url, 'POST', '/v1/agent', {
+      headers: auth,
+      body: { message: 'Weather in Oslo?', tools: [weatherTool] },
+    });
     expect(paused.body.status).toBe('requires_tool_outputs');
     const { client, connection } = await connectTemporal(config);
     try {

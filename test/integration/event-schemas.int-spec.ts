@@ -51,8 +51,18 @@ describe('domain event schemas', () => {
     const { project } = await fixtures.project({ plan: 'starter', credits: 50 });
     await fixtures.accounts.setPlan(project.id, 'pro');
     const stop = (requestId: string, n: number, status: StopRecord['status'], sessionId?: string): StopRecord => ({
-      requestId, projectId: project.id, ...(sessionId ? { sessionId } : {}), plan: 'pro', stop: n, status, capabilitiesUsed: ['chat'], surcharges: SURCHARGES,
-      inputTokens: 10, outputTokens: 5, ...(status === 'failed' ? { errorCode: 'compute_error' } : {}), view: { message: 'secret content', files: [] },
+      requestId,
+      projectId: project.id,
+      ...(sessionId ? { sessionId } : {}),
+      plan: 'pro',
+      stop: n,
+      status,
+      capabilitiesUsed: ['chat'],
+      surcharges: SURCHARGES,
+      inputTokens: 10,
+      outputTokens: 5,
+      ...(status === 'failed' ? { errorCode: 'compute_error' } : {}),
+      view: { message: 'secret content', files: [] },
     });
     const admitted = async () => {
       const requestId = randomUUID();
@@ -61,20 +71,54 @@ describe('domain event schemas', () => {
     };
     const sessionId = randomUUID();
     const now = Date.now();
-    await fixtures.db.transaction((tx) => sessions.create(tx, { sessionId, projectId: project.id, createdAt: new Date(now), expiresAt: new Date(now + 1_800_000) }, 10));
+    await fixtures.db.transaction((tx) =>
+      sessions.create(
+        tx,
+        { sessionId, projectId: project.id, createdAt: new Date(now), expiresAt: new Date(now + 1_800_000) },
+        10,
+      ),
+    );
     const paused = await admitted();
-    await fixtures.db.transaction((tx) => sessions.messageAccepted(tx, { sessionId, projectId: project.id, requestId: paused }));
+    await fixtures.db.transaction((tx) =>
+      sessions.messageAccepted(tx, { sessionId, projectId: project.id, requestId: paused }),
+    );
     await metering.recordStop(stop(paused, 1, 'requires_tool_outputs', sessionId));
-    await fixtures.db.transaction((tx) => requests.toolOutputsSubmitted(tx, project.id, { requestId: paused, stop: 1, toolCallIds: ['call_1'] }));
+    await fixtures.db.transaction((tx) =>
+      requests.toolOutputsSubmitted(tx, project.id, { requestId: paused, stop: 1, toolCallIds: ['call_1'] }),
+    );
     await metering.recordStop(stop(paused, 2, 'completed', sessionId));
-    const view: SessionView = { sessionId, projectId: project.id, status: 'active', createdAt: now, lastActivityAt: now + 10, expiresAt: now + 1_800_010, messageCount: 2, revision: 1, queuedMessages: 0 };
+    const view: SessionView = {
+      sessionId,
+      projectId: project.id,
+      status: 'active',
+      createdAt: now,
+      lastActivityAt: now + 10,
+      expiresAt: now + 1_800_010,
+      messageCount: 2,
+      revision: 1,
+      queuedMessages: 0,
+    };
     await fixtures.db.transaction((tx) => sessions.recorded(tx, view));
     await fixtures.db.transaction((tx) => sessions.recorded(tx, { ...view, status: 'expired', revision: 2 }));
     const ended = randomUUID();
-    await fixtures.db.transaction((tx) => sessions.create(tx, { sessionId: ended, projectId: project.id, createdAt: new Date(now), expiresAt: new Date(now + 1_800_000) }, 10));
-    await fixtures.db.transaction((tx) => sessions.recorded(tx, { ...view, sessionId: ended, status: 'ended', revision: 1 }));
+    await fixtures.db.transaction((tx) =>
+      sessions.create(
+        tx,
+        { sessionId: ended, projectId: project.id, createdAt: new Date(now), expiresAt: new Date(now + 1_800_000) },
+        10,
+      ),
+    );
+    await fixtures.db.transaction((tx) =>
+      sessions.recorded(tx, { ...view, sessionId: ended, status: 'ended', revision: 1 }),
+    );
     const orphan = randomUUID();
-    await fixtures.db.transaction((tx) => sessions.create(tx, { sessionId: orphan, projectId: project.id, createdAt: new Date(now), expiresAt: new Date(now + 1_800_000) }, 10));
+    await fixtures.db.transaction((tx) =>
+      sessions.create(
+        tx,
+        { sessionId: orphan, projectId: project.id, createdAt: new Date(now), expiresAt: new Date(now + 1_800_000) },
+        10,
+      ),
+    );
     await fixtures.db.transaction((tx) => sessions.reconciled(tx, orphan, project.id));
     await metering.recordStop(stop(await admitted(), 1, 'failed'));
     await metering.recordStop(stop(await admitted(), 1, 'cancelled'));
@@ -83,7 +127,10 @@ describe('domain event schemas', () => {
     await metering.recordStop(stop(expiring, 2, 'expired'));
     await metering.release({ requestId: await admitted(), projectId: project.id, reason: 'reconciled' });
 
-    const published: { payload: { type: string; data: unknown } }[] = await fixtures.db.query(`select payload from outbox where topic = $1 and payload ->> 'projectid' = $2 order by id`, [TOPICS.events, project.id]);
+    const published: { payload: { type: string; data: unknown } }[] = await fixtures.db.query(
+      `select payload from outbox where topic = $1 and payload ->> 'projectid' = $2 order by id`,
+      [TOPICS.events, project.id],
+    );
     expect([...new Set(published.map((p) => p.payload.type))].sort()).toEqual(Object.values(EVENT_TYPES).sort());
     expect(published.flatMap((p) => validate(p.payload))).toEqual([]);
     // Customer content stays in PostgreSQL: no published domain event carries it.

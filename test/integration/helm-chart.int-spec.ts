@@ -19,8 +19,14 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const CHART = join(ROOT, 'charts/managed-agent-service');
 const APPS = ['api', 'console', 'worker', 'relay', 'projector'] as const;
 
-interface EnvVar { name: string; value?: string; valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } } }
-interface Probe { httpGet: { path: string; port: string | number } }
+interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
+}
+interface Probe {
+  httpGet: { path: string; port: string | number };
+}
 interface Container {
   name: string;
   command: string[];
@@ -67,7 +73,13 @@ const container = (m: Manifest): Container => m.spec.template!.spec.containers[0
 function secretVariables(): string[] {
   const envSh = readFileSync(join(ROOT, 'scripts/stack/env.sh'), 'utf8');
   const generated = [...envSh.matchAll(/^mas_secret (\w+)/gm)].map((m) => m[1]!);
-  const read = ['config.ts', 'engines.ts'].flatMap((f) => [...readFileSync(join(ROOT, 'libs/config/src', f), 'utf8').matchAll(/'([A-Z][A-Z0-9_]*_(?:KEY|KEYS|PEPPER|PASSWORD|TOKEN))'/g)].map((m) => m[1]!));
+  const read = ['config.ts', 'engines.ts'].flatMap((f) =>
+    [
+      ...readFileSync(join(ROOT, 'libs/config/src', f), 'utf8').matchAll(
+        /'([A-Z][A-Z0-9_]*_(?:KEY|KEYS|PEPPER|PASSWORD|TOKEN))'/g,
+      ),
+    ].map((m) => m[1]!),
+  );
   return [...new Set(['DATABASE_URL', ...generated, ...read, 'KAFKA_SASL_USERNAME'])];
 }
 
@@ -76,7 +88,8 @@ function requiredVariables(): string[] {
   try {
     loadConfig({});
   } catch (e) {
-    if (e instanceof ConfigError) return e.problems.flatMap((p) => /^(\w+) is required but not set$/.exec(p)?.[1] ?? []);
+    if (e instanceof ConfigError)
+      return e.problems.flatMap((p) => /^(\w+) is required but not set$/.exec(p)?.[1] ?? []);
     throw e;
   }
   throw new Error('loadConfig accepted an empty environment');
@@ -98,10 +111,12 @@ const SAMPLE_SECRETS: Record<string, string> = {
 /** The environment the app in `c` starts with, the Secret's references resolved from `secrets`
  * (an optional key missing from it is left out, as Kubernetes leaves it out). */
 function environmentOf(c: Container, secrets: Record<string, string> = CORE_SECRETS): Record<string, string> {
-  return Object.fromEntries(c.env.flatMap((e) => {
-    const v = e.value ?? secrets[e.valueFrom!.secretKeyRef!.key];
-    return v === undefined ? [] : [[e.name, v]];
-  }));
+  return Object.fromEntries(
+    c.env.flatMap((e) => {
+      const v = e.value ?? secrets[e.valueFrom!.secretKeyRef!.key];
+      return v === undefined ? [] : [[e.name, v]];
+    }),
+  );
 }
 
 /** The Secret without the managed engines' keys (the chart's defaults use none). */
@@ -116,18 +131,26 @@ describe('the Helm chart', () => {
   it('passes helm lint --strict, with its defaults and with the chart creating its Secret', async () => {
     await expect(helm('lint', '--strict', CHART)).resolves.toMatch(/1 chart\(s\) linted, 0 chart\(s\) failed/);
     const set = Object.entries(SAMPLE_SECRETS).flatMap(([k, v]) => ['--set-string', `secrets.values.${k}=${v}`]);
-    await expect(helm('lint', '--strict', CHART, '--set', 'secrets.create=true', ...set)).resolves.toMatch(/0 chart\(s\) failed/);
+    await expect(helm('lint', '--strict', CHART, '--set', 'secrets.create=true', ...set)).resolves.toMatch(
+      /0 chart\(s\) failed/,
+    );
   });
 
   it('renders the apps, their disruption budgets, autoscalers for api and worker, the api and console Services and the migrations hook', async () => {
-    const kinds = (kind: string) => manifests.filter((m) => m.kind === kind).map(component).sort();
+    const kinds = (kind: string) =>
+      manifests
+        .filter((m) => m.kind === kind)
+        .map(component)
+        .sort();
     expect(kinds('Deployment')).toEqual([...APPS].sort());
     expect(kinds('PodDisruptionBudget')).toEqual([...APPS].sort());
     expect(kinds('HorizontalPodAutoscaler')).toEqual(['api', 'worker']);
     expect(kinds('Service')).toEqual(['api', 'console']);
     const job = manifests.find((m) => m.kind === 'Job')!;
     expect(job.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
-    expect((job.spec.template as unknown as { spec: { containers: Container[] } }).spec.containers[0]!.command).toEqual(['node', 'dist/apps/cli/src/main.js', 'migrate']);
+    expect((job.spec.template as unknown as { spec: { containers: Container[] } }).spec.containers[0]!.command).toEqual(
+      ['node', 'dist/apps/cli/src/main.js', 'migrate'],
+    );
     for (const app of APPS) {
       const c = container(deployment(manifests, app));
       expect(c.command.at(-1)).toBe(`dist/apps/${app}/src/main.js`);
@@ -137,12 +160,19 @@ describe('the Helm chart', () => {
     // console.enabled=false leaves the console out, and only it.
     const without = await render('--set', 'console.enabled=false');
     expect(without.filter((m) => component(m) === 'console')).toEqual([]);
-    expect(without.filter((m) => m.kind === 'Deployment').map(component).sort()).toEqual(APPS.filter((a) => a !== 'console').sort());
+    expect(
+      without
+        .filter((m) => m.kind === 'Deployment')
+        .map(component)
+        .sort(),
+    ).toEqual(APPS.filter((a) => a !== 'console').sort());
   });
 
-  it("probes paths and ports that each app serves", async () => {
+  it('probes paths and ports that each app serves', async () => {
     // The api: the health controller's routes on PORT.
-    const routes = [HealthController.prototype.healthz, HealthController.prototype.readyz].map((h) => `/${Reflect.getMetadata(PATH_METADATA, h) as string}`);
+    const routes = [HealthController.prototype.healthz, HealthController.prototype.readyz].map(
+      (h) => `/${Reflect.getMetadata(PATH_METADATA, h) as string}`,
+    );
     const api = container(deployment(manifests, 'api'));
     const apiConfig = loadConfig(environmentOf(api));
     const httpPort = api.ports!.find((p) => p.name === 'http')!.containerPort;
@@ -152,16 +182,26 @@ describe('the Helm chart', () => {
     expect(routes).toEqual(['/healthz', '/readyz']);
 
     // The console: its own health controller's routes on CONSOLE_PORT, behind its Service.
-    const consoleRoutes = [ConsoleHealthController.prototype.healthz, ConsoleHealthController.prototype.readyz].map((h) => `/${Reflect.getMetadata(PATH_METADATA, h) as string}`);
+    const consoleRoutes = [ConsoleHealthController.prototype.healthz, ConsoleHealthController.prototype.readyz].map(
+      (h) => `/${Reflect.getMetadata(PATH_METADATA, h) as string}`,
+    );
     expect(consoleRoutes).toEqual(['/healthz', '/readyz']);
     const consoleContainer = container(deployment(manifests, 'console'));
     const consoleConfig = loadConfig(environmentOf(consoleContainer));
-    expect(consoleContainer.ports).toEqual([{ name: 'http', containerPort: consoleConfig.console.port, protocol: 'TCP' }]);
+    expect(consoleContainer.ports).toEqual([
+      { name: 'http', containerPort: consoleConfig.console.port, protocol: 'TCP' },
+    ]);
     expect(consoleConfig.console.publicUrl).toBe('https://console.example.com');
-    expect([consoleContainer.startupProbe, consoleContainer.livenessProbe].map((p) => p!.httpGet)).toEqual([{ path: '/healthz', port: 'http' }, { path: '/healthz', port: 'http' }]);
+    expect([consoleContainer.startupProbe, consoleContainer.livenessProbe].map((p) => p!.httpGet)).toEqual([
+      { path: '/healthz', port: 'http' },
+      { path: '/healthz', port: 'http' },
+    ]);
     expect(consoleContainer.readinessProbe!.httpGet).toEqual({ path: '/readyz', port: 'http' });
     const consoleService = manifests.find((m) => m.kind === 'Service' && component(m) === 'console')!;
-    expect(consoleService.spec).toMatchObject({ selector: { 'app.kubernetes.io/component': 'console' }, ports: [{ name: 'http', targetPort: 'http' }] });
+    expect(consoleService.spec).toMatchObject({
+      selector: { 'app.kubernetes.io/component': 'console' },
+      ports: [{ name: 'http', targetPort: 'http' }],
+    });
     expect(deployment(manifests, 'console').spec.template!.spec.containers[0]!.name).toBe('console');
 
     // The others: their metrics listener, on the port each reads from its environment.
@@ -187,9 +227,17 @@ describe('the Helm chart', () => {
   it('gives every app and the migrations every variable the apps require, each secret by reference to the Secret', () => {
     const required = requiredVariables();
     const secrets = secretVariables();
-    expect(required).toEqual(expect.arrayContaining(['DATABASE_URL', 'MAS_MASTER_KEY', 'MAS_API_KEY_PEPPER', 'MAS_PAYLOAD_KEYS']));
-    expect(secrets).toEqual(expect.arrayContaining(['MAS_CODEC_TOKEN', 'MAS_PAYLOAD_KEY_CURRENT', 'TEMPORAL_API_KEY', 'KAFKA_SASL_PASSWORD']));
-    const pods = [...APPS.map((app) => container(deployment(manifests, app))), (manifests.find((m) => m.kind === 'Job')!.spec.template as unknown as { spec: { containers: Container[] } }).spec.containers[0]!];
+    expect(required).toEqual(
+      expect.arrayContaining(['DATABASE_URL', 'MAS_MASTER_KEY', 'MAS_API_KEY_PEPPER', 'MAS_PAYLOAD_KEYS']),
+    );
+    expect(secrets).toEqual(
+      expect.arrayContaining(['MAS_CODEC_TOKEN', 'MAS_PAYLOAD_KEY_CURRENT', 'TEMPORAL_API_KEY', 'KAFKA_SASL_PASSWORD']),
+    );
+    const pods = [
+      ...APPS.map((app) => container(deployment(manifests, app))),
+      (manifests.find((m) => m.kind === 'Job')!.spec.template as unknown as { spec: { containers: Container[] } }).spec
+        .containers[0]!,
+    ];
     for (const c of pods) {
       const names = c.env.map((e) => e.name);
       expect(names).toEqual(expect.arrayContaining([...required, ...secrets]));
@@ -205,7 +253,9 @@ describe('the Helm chart', () => {
   });
 
   it('holds no secret value: none in values.yaml, and one given at install time only in the Secret', async () => {
-    const values = yaml.load(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as { secrets: { values: object; create: boolean } };
+    const values = yaml.load(readFileSync(join(CHART, 'values.yaml'), 'utf8')) as {
+      secrets: { values: object; create: boolean };
+    };
     expect(values.secrets).toMatchObject({ create: false, values: {} });
     expect(manifests.filter((m) => m.kind === 'Secret')).toEqual([]);
 
@@ -215,10 +265,18 @@ describe('the Helm chart', () => {
     expect(secret).toHaveLength(1);
     expect(secret[0]!.stringData).toEqual(SAMPLE_SECRETS);
     const elsewhere = JSON.stringify(withSecret.filter((m) => m.kind !== 'Secret'));
-    for (const [name, value] of Object.entries(SAMPLE_SECRETS)) expect({ name, found: elsewhere.includes(value) }).toEqual({ name, found: false });
+    for (const [name, value] of Object.entries(SAMPLE_SECRETS))
+      expect({ name, found: elsewhere.includes(value) }).toEqual({ name, found: false });
 
     // A required key left out is refused at render time, not at the pods' start.
-    await expect(render('--set', 'secrets.create=true', '--set-string', `secrets.values.MAS_MASTER_KEY=${SAMPLE_SECRETS.MAS_MASTER_KEY}`)).rejects.toThrow(/secrets.values.DATABASE_URL is required/);
+    await expect(
+      render(
+        '--set',
+        'secrets.create=true',
+        '--set-string',
+        `secrets.values.MAS_MASTER_KEY=${SAMPLE_SECRETS.MAS_MASTER_KEY}`,
+      ),
+    ).rejects.toThrow(/secrets.values.DATABASE_URL is required/);
   });
 
   it("mounts PostgreSQL's CA for sslmode=verify-full in every pod when one is named", async () => {
@@ -226,21 +284,41 @@ describe('the Helm chart', () => {
     const pods = withTls.filter((m) => m.kind === 'Deployment' || m.kind === 'Job');
     expect(pods).toHaveLength(APPS.length + 1);
     for (const m of pods) {
-      const spec = m.spec.template!.spec as unknown as { containers: (Container & { volumeMounts: unknown[] })[]; volumes: unknown[] };
+      const spec = m.spec.template!.spec as unknown as {
+        containers: (Container & { volumeMounts: unknown[] })[];
+        volumes: unknown[];
+      };
       expect(spec.volumes).toEqual([{ name: 'postgres-tls', secret: { secretName: 'pg-ca' } }]);
-      expect(spec.containers[0]!.volumeMounts).toEqual([{ name: 'postgres-tls', mountPath: '/etc/mas/tls/postgres', readOnly: true }]);
+      expect(spec.containers[0]!.volumeMounts).toEqual([
+        { name: 'postgres-tls', mountPath: '/etc/mas/tls/postgres', readOnly: true },
+      ]);
     }
   });
 
   it("connects to managed engines as the apps read it: Temporal's TLS and API key, Kafka's SSL and SASL, each file from a mounted Secret", async () => {
     const rendered = await render(
-      '--set', 'temporal.tls.enabled=true', '--set', 'temporal.tls.caSecret=temporal-ca', '--set', 'temporal.tls.clientSecret=temporal-client', '--set', 'temporal.tls.serverName=frontend.temporal',
-      '--set', 'kafka.ssl.enabled=true', '--set', 'kafka.ssl.caSecret=kafka-ca', '--set', 'kafka.sasl.mechanism=scram-sha-512',
+      '--set',
+      'temporal.tls.enabled=true',
+      '--set',
+      'temporal.tls.caSecret=temporal-ca',
+      '--set',
+      'temporal.tls.clientSecret=temporal-client',
+      '--set',
+      'temporal.tls.serverName=frontend.temporal',
+      '--set',
+      'kafka.ssl.enabled=true',
+      '--set',
+      'kafka.ssl.caSecret=kafka-ca',
+      '--set',
+      'kafka.sasl.mechanism=scram-sha-512',
     );
     for (const app of APPS) {
       const d = deployment(rendered, app);
       const c = container(d);
-      const spec = d.spec.template!.spec as unknown as { volumes: { name: string; secret: { secretName: string } }[]; containers: { volumeMounts: { name: string; mountPath: string }[] }[] };
+      const spec = d.spec.template!.spec as unknown as {
+        volumes: { name: string; secret: { secretName: string } }[];
+        containers: { volumeMounts: { name: string; mountPath: string }[] }[];
+      };
       const secretOfPath = (path: string) => {
         const mount = spec.containers[0]!.volumeMounts.find((m) => path.startsWith(`${m.mountPath}/`));
         return spec.volumes.find((v) => v.name === mount?.name)?.secret.secretName;
@@ -249,13 +327,30 @@ describe('the Helm chart', () => {
       const { TEMPORAL_API_KEY: _, ...secrets } = SAMPLE_SECRETS;
       const { engines } = loadConfig(environmentOf(c, secrets));
       expect(engines.temporal).toMatchObject({ tls: true, serverName: 'frontend.temporal' });
-      expect([engines.temporal.caFile, engines.temporal.clientCertFile, engines.temporal.clientKeyFile].map((f) => secretOfPath(f!))).toEqual(['temporal-ca', 'temporal-client', 'temporal-client']);
-      expect(engines.kafka).toMatchObject({ ssl: true, sasl: { mechanism: 'scram-sha-512', username: 'kafka-user-of-mas', password: 'kafka-password' } });
+      expect(
+        [engines.temporal.caFile, engines.temporal.clientCertFile, engines.temporal.clientKeyFile].map((f) =>
+          secretOfPath(f!),
+        ),
+      ).toEqual(['temporal-ca', 'temporal-client', 'temporal-client']);
+      expect(engines.kafka).toMatchObject({
+        ssl: true,
+        sasl: { mechanism: 'scram-sha-512', username: 'kafka-user-of-mas', password: 'kafka-password' },
+      });
       expect(secretOfPath(engines.kafka.caFile!)).toBe('kafka-ca');
     }
     // Temporal Cloud: TLS against public roots and the API key from the Secret.
-    const cloud = await render('--set', 'temporal.tls.enabled=true', '--set', 'temporal.address=acme.a1b2c.tmprl.cloud:7233');
-    const { engines } = loadConfig(environmentOf(container(deployment(cloud, 'worker')), { ...CORE_SECRETS, TEMPORAL_API_KEY: SAMPLE_SECRETS.TEMPORAL_API_KEY! }));
+    const cloud = await render(
+      '--set',
+      'temporal.tls.enabled=true',
+      '--set',
+      'temporal.address=acme.a1b2c.tmprl.cloud:7233',
+    );
+    const { engines } = loadConfig(
+      environmentOf(container(deployment(cloud, 'worker')), {
+        ...CORE_SECRETS,
+        TEMPORAL_API_KEY: SAMPLE_SECRETS.TEMPORAL_API_KEY!,
+      }),
+    );
     expect(engines.temporal).toMatchObject({ tls: true, apiKey: SAMPLE_SECRETS.TEMPORAL_API_KEY, caFile: undefined });
   });
 });

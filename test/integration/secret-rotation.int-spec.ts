@@ -33,7 +33,9 @@ describe('secret rotation', () => {
     const before = new AccountsService(fixtures.db, config, new EventStore());
     const { project } = await fixtures.project({ model: null });
     await before.setModel(project.id, { provider: 'openai', model: 'gpt-4o-mini', apiKey: 'sk-model-secret' });
-    const webhook = await new WebhookStore(fixtures.db, config).add(project.id, { url: 'https://hooks.example.com/in' });
+    const webhook = await new WebhookStore(fixtures.db, config).add(project.id, {
+      url: 'https://hooks.example.com/in',
+    });
 
     // Step 2 of the procedure: the new key writes, the old one is still read.
     const rotated = { ...config, masterKey: newKey, previousMasterKeys: [oldKey] };
@@ -49,15 +51,27 @@ describe('secret rotation', () => {
 
     // Step 4: the old key removed; everything is read under the new one alone.
     const retired = { ...config, masterKey: newKey, previousMasterKeys: [] };
-    expect((await new AccountsService(fixtures.db, retired, new EventStore()).modelCredentials(project.id))?.apiKey).toBe('sk-model-secret');
-    const [row] = (await fixtures.db.query(`select secret_ciphertext from webhook_subscriptions where id = $1`, [webhook.subscription.id])) as [{ secret_ciphertext: Buffer }];
-    expect(decryptSecret(row.secret_ciphertext, newKey, `webhook-subscription:${webhook.subscription.id}`)).toBe(webhook.secret);
-    expect(() => decryptSecret(row.secret_ciphertext, oldKey, `webhook-subscription:${webhook.subscription.id}`)).toThrow();
+    expect(
+      (await new AccountsService(fixtures.db, retired, new EventStore()).modelCredentials(project.id))?.apiKey,
+    ).toBe('sk-model-secret');
+    const [row] = (await fixtures.db.query(`select secret_ciphertext from webhook_subscriptions where id = $1`, [
+      webhook.subscription.id,
+    ])) as [{ secret_ciphertext: Buffer }];
+    expect(decryptSecret(row.secret_ciphertext, newKey, `webhook-subscription:${webhook.subscription.id}`)).toBe(
+      webhook.secret,
+    );
+    expect(() =>
+      decryptSecret(row.secret_ciphertext, oldKey, `webhook-subscription:${webhook.subscription.id}`),
+    ).toThrow();
     // A run of the command with a key missing says so and fails.
-    expect((await cli('secrets reencrypt', { ...config, masterKey: randomBytes(32), previousMasterKeys: [] })).code).toBe(1);
+    expect(
+      (await cli('secrets reencrypt', { ...config, masterKey: randomBytes(32), previousMasterKeys: [] })).code,
+    ).toBe(1);
 
     // Back to the environment's key (the other tests of this database read with it): a second rotation.
-    expect((await cli('secrets reencrypt', { ...config, masterKey: oldKey, previousMasterKeys: [newKey] })).code).toBe(0);
+    expect((await cli('secrets reencrypt', { ...config, masterKey: oldKey, previousMasterKeys: [newKey] })).code).toBe(
+      0,
+    );
     expect((await before.modelCredentials(project.id))?.apiKey).toBe('sk-model-secret');
   });
 
@@ -67,13 +81,21 @@ describe('secret rotation', () => {
     const { key: used } = await fixtures.project();
     const { key: unused } = await fixtures.project();
 
-    const rotated = new AccountsService(fixtures.db, { ...config, apiKeyPepper: newPepper, previousApiKeyPeppers: [oldPepper] }, new EventStore());
+    const rotated = new AccountsService(
+      fixtures.db,
+      { ...config, apiKeyPepper: newPepper, previousApiKeyPeppers: [oldPepper] },
+      new EventStore(),
+    );
     expect(await rotated.authenticateRequest(used)).not.toBeNull();
     // New keys are stored under the new pepper.
     const { project: fresh } = await fixtures.project();
     const { key: newKey } = await rotated.createApiKey(fresh.id, 'after rotation');
 
-    const retired = new AccountsService(fixtures.db, { ...config, apiKeyPepper: newPepper, previousApiKeyPeppers: [] }, new EventStore());
+    const retired = new AccountsService(
+      fixtures.db,
+      { ...config, apiKeyPepper: newPepper, previousApiKeyPeppers: [] },
+      new EventStore(),
+    );
     expect(await retired.authenticateRequest(used)).not.toBeNull();
     expect(await retired.authenticateRequest(newKey)).not.toBeNull();
     // A key not used since the rotation is still under the old pepper: why the procedure waits

@@ -23,7 +23,9 @@ describe('the local stack is real', () => {
       await db.query('insert into stack_check (id, note) values ($1, $2)', [id, 'written']);
       const rows: { note: string }[] = await db.query('select note from stack_check where id = $1', [id]);
       expect(rows).toEqual([{ note: 'written' }]);
-      await expect(db.query('insert into stack_check (id, note) values ($1, $2)', [id, 'again'])).rejects.toMatchObject({ code: '23505' });
+      await expect(db.query('insert into stack_check (id, note) values ($1, $2)', [id, 'again'])).rejects.toMatchObject(
+        { code: '23505' },
+      );
     } finally {
       await db.destroy();
     }
@@ -68,7 +70,11 @@ describe('the local stack is real', () => {
       });
       const client = new Client({ connection, namespace: config.temporal.namespace });
       const result = await worker.runUntil(
-        client.workflow.execute('stackCheckWorkflow', { taskQueue, workflowId: `stack-check-${randomUUID()}`, args: [{ name: 'stack' }] }),
+        client.workflow.execute('stackCheckWorkflow', {
+          taskQueue,
+          workflowId: `stack-check-${randomUUID()}`,
+          args: [{ name: 'stack' }],
+        }),
       );
       expect(result).toBe('hello stack (attempt 1) from a workflow');
     } finally {

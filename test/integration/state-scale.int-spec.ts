@@ -23,8 +23,12 @@ function recording(db: DataSource, into: Statement[]): DataSource {
     into.push([sql, params]);
     return db.query(sql, params);
   };
-  const manager = new Proxy(db.manager, { get: (target, key) => (key === 'query' ? query : Reflect.get(target, key)) }) as EntityManager;
-  return new Proxy(db, { get: (target, key) => (key === 'query' ? query : key === 'manager' ? manager : Reflect.get(target, key)) });
+  const manager = new Proxy(db.manager, {
+    get: (target, key) => (key === 'query' ? query : Reflect.get(target, key)),
+  }) as EntityManager;
+  return new Proxy(db, {
+    get: (target, key) => (key === 'query' ? query : key === 'manager' ? manager : Reflect.get(target, key)),
+  });
 }
 
 /** The indexes the plan of `sql` reads, the planner told to avoid sequential scans wherever an index
@@ -32,7 +36,9 @@ function recording(db: DataSource, into: Statement[]): DataSource {
 async function indexesOf(db: DataSource, [sql, params]: Statement): Promise<string[]> {
   return db.transaction(async (tx) => {
     await tx.query(`set local enable_seqscan = off`);
-    const [{ 'QUERY PLAN': plan }] = (await tx.query(`explain (format json) ${sql}`, params)) as [{ 'QUERY PLAN': unknown }];
+    const [{ 'QUERY PLAN': plan }] = (await tx.query(`explain (format json) ${sql}`, params)) as [
+      { 'QUERY PLAN': unknown },
+    ];
     const names: string[] = [];
     const walk = (node: unknown): void => {
       if (Array.isArray(node)) node.forEach(walk);
@@ -70,11 +76,20 @@ describe('state that scales', () => {
     const statements: Statement[] = [];
     const metering = new MeteringService(recording(db, statements), new EventStore());
     const [open, settled] = [randomUUID(), randomUUID()];
-    for (const requestId of [open, settled]) expect(await metering.admit({ requestId, projectId: project.id, credits: 5, monthlyQuota: 100 })).toMatchObject({ ok: true });
+    for (const requestId of [open, settled])
+      expect(await metering.admit({ requestId, projectId: project.id, credits: 5, monthlyQuota: 100 })).toMatchObject({
+        ok: true,
+      });
     expect(await metering.release({ requestId: settled, projectId: project.id, reason: 'release' })).toBe(true);
     // The settlement's insert set settled_at on the reservation (trigger of migration 1763700000030).
-    const rows: { request_id: string; settled_at: Date | null }[] = await db.query(`select request_id, settled_at from credit_ledger where kind = 'reserve' and request_id = any($1::uuid[])`, [[open, settled]]);
-    expect(Object.fromEntries(rows.map((r) => [r.request_id, r.settled_at !== null]))).toEqual({ [open]: false, [settled]: true });
+    const rows: { request_id: string; settled_at: Date | null }[] = await db.query(
+      `select request_id, settled_at from credit_ledger where kind = 'reserve' and request_id = any($1::uuid[])`,
+      [[open, settled]],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.request_id, r.settled_at !== null]))).toEqual({
+      [open]: false,
+      [settled]: true,
+    });
 
     statements.length = 0;
     const listed = (await metering.openReservations(new Date(Date.now() + 1000), 10_000)).map((r) => r.requestId);
@@ -97,8 +112,22 @@ describe('state that scales', () => {
     const model = new RequestReadModel(recording(db, statements), new RequestStream(events, new SessionStream(events)));
     const now = new Date().toISOString();
     const stop = await model.stopOf({
-      requestId, projectId: project.id, sessionId: null, status: 'completed', stop: 0, capabilitiesUsed: [], credits: 0, legCredits: 0, tokens: 0, legTokens: 0,
-      creditsRemaining: 0, requestsUsed: 1, errorCode: null, createdAt: now, updatedAt: now, version: 1,
+      requestId,
+      projectId: project.id,
+      sessionId: null,
+      status: 'completed',
+      stop: 0,
+      capabilitiesUsed: [],
+      credits: 0,
+      legCredits: 0,
+      tokens: 0,
+      legTokens: 0,
+      creditsRemaining: 0,
+      requestsUsed: 1,
+      errorCode: null,
+      createdAt: now,
+      updatedAt: now,
+      version: 1,
     });
     expect(stop.files).toEqual([expect.objectContaining({ name: 'a.txt' })]);
     const files = statements.find(([sql]) => sql.includes('from generated_files'))!;
@@ -113,14 +142,30 @@ describe('state that scales', () => {
     const [pruned, kept, unprojected] = [randomUUID(), randomUUID(), randomUUID()];
     const now = Date.now();
     for (const sessionId of [pruned, kept, unprojected]) {
-      await db.transaction((tx) => sessionStream.create(tx, { sessionId, projectId, createdAt: new Date(now), expiresAt: new Date(now + 3_600_000) }, 10));
+      await db.transaction((tx) =>
+        sessionStream.create(
+          tx,
+          { sessionId, projectId, createdAt: new Date(now), expiresAt: new Date(now + 3_600_000) },
+          10,
+        ),
+      );
     }
     // The live projector applies the first two; retention then prunes the first one's row.
     for (const sessionId of [pruned, kept]) {
       for (const e of await store.readStream(db.manager, `session-${sessionId}`)) {
         await runner.handle(
           sessionsProjection,
-          toCloudEvent({ id: e.eventId, type: e.type, subject: e.streamId, time: new Date(e.recordedAt), data: e.data, projectId, correlationId: e.metadata.correlationId, causationId: e.metadata.causationId, streamVersion: e.version }),
+          toCloudEvent({
+            id: e.eventId,
+            type: e.type,
+            subject: e.streamId,
+            time: new Date(e.recordedAt),
+            data: e.data,
+            projectId,
+            correlationId: e.metadata.correlationId,
+            causationId: e.metadata.causationId,
+            streamVersion: e.version,
+          }),
         );
       }
     }
@@ -146,13 +191,22 @@ describe('state that scales', () => {
       statements.length = 0;
       await rule.prune(recorded, { streamRetentionSeconds: 86_400 });
       expect(statements.length).toBeGreaterThan(0);
-      for (const statement of statements) expect({ table: rule.table, indexes: await indexesOf(db, statement) }).toEqual({ table: rule.table, indexes: expect.arrayContaining([expect.any(String)]) });
+      for (const statement of statements)
+        expect({ table: rule.table, indexes: await indexesOf(db, statement) }).toEqual({
+          table: rule.table,
+          indexes: expect.arrayContaining([expect.any(String)]),
+        });
     }
 
     // 12 rows due, batches of 5: three statements of 5, 5 and 2 rows; the rows not due stay.
     const projection = `batch-test-${randomUUID()}`;
-    await db.query(`insert into projection_processed (projection, event_id, processed_at) select $1, gen_random_uuid(), now() - interval '40 days' from generate_series(1, 12)`, [projection]);
-    await db.query(`insert into projection_processed (projection, event_id) values ($1, gen_random_uuid())`, [projection]);
+    await db.query(
+      `insert into projection_processed (projection, event_id, processed_at) select $1, gen_random_uuid(), now() - interval '40 days' from generate_series(1, 12)`,
+      [projection],
+    );
+    await db.query(`insert into projection_processed (projection, event_id) values ($1, gen_random_uuid())`, [
+      projection,
+    ]);
     statements.length = 0;
     const counts: number[] = [];
     const counting = new Proxy(recorded, {
@@ -165,7 +219,15 @@ describe('state that scales', () => {
             }
           : Reflect.get(target, key),
     });
-    expect(await deleteInBatches(counting, 'projection_processed', `projection = $1 and processed_at < now() - interval '30 days'`, [projection], 5)).toBe(12);
+    expect(
+      await deleteInBatches(
+        counting,
+        'projection_processed',
+        `projection = $1 and processed_at < now() - interval '30 days'`,
+        [projection],
+        5,
+      ),
+    ).toBe(12);
     expect(counts).toEqual([5, 5, 2]);
     expect(await db.query(`select 1 from projection_processed where projection = $1`, [projection])).toHaveLength(1);
     await db.query(`delete from projection_processed where projection = $1`, [projection]);

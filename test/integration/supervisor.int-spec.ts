@@ -25,9 +25,15 @@ describe('the app supervisor', () => {
   };
 
   beforeAll(() => {
-    if (!existsSync(`${root}/dist/apps/projector/src/main.js`)) throw new Error('dist/ is missing: `npm test` builds it first');
-    supervisor = spawn(process.execPath, ['scripts/run-apps.mjs', 'projector'], { cwd: root, env: process.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    for (const stream of [supervisor.stdout!, supervisor.stderr!]) createInterface({ input: stream }).on('line', (line) => lines.push(line));
+    if (!existsSync(`${root}/dist/apps/projector/src/main.js`))
+      throw new Error('dist/ is missing: `npm test` builds it first');
+    supervisor = spawn(process.execPath, ['scripts/run-apps.mjs', 'projector'], {
+      cwd: root,
+      env: process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    for (const stream of [supervisor.stdout!, supervisor.stderr!])
+      createInterface({ input: stream }).on('line', (line) => lines.push(line));
   });
   afterAll(() => {
     if (supervisor.exitCode === null) supervisor.kill('SIGKILL');

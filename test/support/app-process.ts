@@ -21,19 +21,31 @@ export interface AppProcess {
 
 /** Starts `app` from dist/ with `env` (on top of this process's environment); from the dist/ of
  * another checkout when `from` names its root (e.g. the previous release, built apart). */
-export function startAppProcess(app: 'api' | 'worker' | 'relay' | 'projector', env: Record<string, string | undefined>, from: string = root): AppProcess {
-  if (!existsSync(join(from, `dist/apps/${app}/src/main.js`))) throw new Error(`${join(from, 'dist')} is missing: \`npm test\` builds it first`);
+export function startAppProcess(
+  app: 'api' | 'worker' | 'relay' | 'projector',
+  env: Record<string, string | undefined>,
+  from: string = root,
+): AppProcess {
+  if (!existsSync(join(from, `dist/apps/${app}/src/main.js`)))
+    throw new Error(`${join(from, 'dist')} is missing: \`npm test\` builds it first`);
   const started = appProcess(app, { root: from });
-  const child = spawn(process.execPath, started.args, { cwd: from, env: { ...process.env, ...env, ...started.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, started.args, {
+    cwd: from,
+    env: { ...process.env, ...env, ...started.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines: string[] = [];
-  for (const stream of [child.stdout, child.stderr]) createInterface({ input: stream }).on('line', (line) => lines.push(line));
+  for (const stream of [child.stdout, child.stderr])
+    createInterface({ input: stream }).on('line', (line) => lines.push(line));
   return {
     process: child,
     lines,
     started: (pattern) =>
       eventually(async () => {
-        if (child.exitCode !== null) throw new Error(`${app} exited (${child.exitCode}):\n${lines.slice(-20).join('\n')}`);
-        if (!lines.some((l) => pattern.test(l))) throw new Error(`${app} has not started:\n${lines.slice(-20).join('\n')}`);
+        if (child.exitCode !== null)
+          throw new Error(`${app} exited (${child.exitCode}):\n${lines.slice(-20).join('\n')}`);
+        if (!lines.some((l) => pattern.test(l)))
+          throw new Error(`${app} has not started:\n${lines.slice(-20).join('\n')}`);
       }, 90_000),
     stop: async () => {
       // Gone already (exited, or killed by a signal, as a test's hook kills a worker).

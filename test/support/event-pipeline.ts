@@ -6,7 +6,9 @@ import { withEnv } from './env.js';
 
 /** The event path after the event store, in this process, as `npm start` runs it: the outbox
  * relay (apps/relay: PostgreSQL to Kafka) and the projector (apps/projector: Kafka to read models). */
-export async function startEventPipeline(env: Record<string, string | undefined> = {}): Promise<{ close(): Promise<void> }> {
+export async function startEventPipeline(
+  env: Record<string, string | undefined> = {},
+): Promise<{ close(): Promise<void> }> {
   const apps: INestApplicationContext[] = await withEnv(env, async () => {
     const started: INestApplicationContext[] = [];
     for (const module of [RelayModule, ProjectorModule]) {

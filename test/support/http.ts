@@ -13,7 +13,12 @@ export interface RequestOptions {
 }
 
 /** One HTTP request against a running api; parses the JSON body when there is one. */
-export async function request(baseUrl: string, method: string, path: string, options: RequestOptions = {}): Promise<JsonResponse> {
+export async function request(
+  baseUrl: string,
+  method: string,
+  path: string,
+  options: RequestOptions = {},
+): Promise<JsonResponse> {
   const headers: Record<string, string> = { ...options.headers };
   let body: string | undefined;
   if (options.body !== undefined) {

@@ -4,7 +4,14 @@ import type { Consumer, Kafka } from 'kafkajs';
 /** Collects the JSON messages published on a topic from now on (from each partition's end offset
  * at the call), with a fresh consumer group. Not from offset 0: the topics are shared by every test
  * run on the machine, and reading them whole grows with its history. */
-export async function collect(kafka: Kafka, topic: string): Promise<{ messages: Record<string, unknown>[]; waitFor(pred: (m: Record<string, unknown>[]) => boolean, timeoutMs?: number): Promise<Record<string, unknown>[]>; stop(): Promise<void> }> {
+export async function collect(
+  kafka: Kafka,
+  topic: string,
+): Promise<{
+  messages: Record<string, unknown>[];
+  waitFor(pred: (m: Record<string, unknown>[]) => boolean, timeoutMs?: number): Promise<Record<string, unknown>[]>;
+  stop(): Promise<void>;
+}> {
   const admin = kafka.admin();
   await admin.connect();
   const ends = await admin.fetchTopicOffsets(topic).finally(() => admin.disconnect());
@@ -14,7 +21,11 @@ export async function collect(kafka: Kafka, topic: string): Promise<{ messages: 
   await consumer.subscribe({ topic, fromBeginning: false });
   await consumer.run({
     eachMessage: async ({ message }) => {
-      if (message.value) messages.push({ ...(JSON.parse(message.value.toString('utf8')) as Record<string, unknown>), _key: message.key?.toString() });
+      if (message.value)
+        messages.push({
+          ...(JSON.parse(message.value.toString('utf8')) as Record<string, unknown>),
+          _key: message.key?.toString(),
+        });
     },
   });
   // The group starts at the end offsets of when it joins; what was published between the call and
@@ -25,7 +36,8 @@ export async function collect(kafka: Kafka, topic: string): Promise<{ messages: 
     waitFor: async (pred, timeoutMs = 20_000) => {
       const deadline = Date.now() + timeoutMs;
       while (!pred(messages)) {
-        if (Date.now() > deadline) throw new Error(`timed out waiting for messages on ${topic} (have ${messages.length})`);
+        if (Date.now() > deadline)
+          throw new Error(`timed out waiting for messages on ${topic} (have ${messages.length})`);
         await new Promise((r) => setTimeout(r, 50));
       }
       return messages;

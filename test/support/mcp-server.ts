@@ -27,14 +27,22 @@ export async function startMcpServer(): Promise<TestMcpServer> {
   const calls: TestMcpServer['calls'] = [];
   const build = (): McpServer => {
     const server = new McpServer({ name: 'test-weather', version: '1.0.0' });
-    server.registerTool('lookup', { description: 'The weather forecast of a city.', inputSchema: { city: z.string() } }, ({ city }) => {
-      calls.push({ tool: 'lookup', args: { city } });
-      return { content: [{ type: 'text', text: `Forecast for ${city}: sunny, 23 degrees (station MCP-7).` }] };
-    });
-    server.registerTool('big', { description: 'A long text.', inputSchema: { chars: z.number().int() } }, ({ chars }) => {
-      calls.push({ tool: 'big', args: { chars } });
-      return { content: [{ type: 'text', text: 'big:'.padEnd(chars, 'b') }] };
-    });
+    server.registerTool(
+      'lookup',
+      { description: 'The weather forecast of a city.', inputSchema: { city: z.string() } },
+      ({ city }) => {
+        calls.push({ tool: 'lookup', args: { city } });
+        return { content: [{ type: 'text', text: `Forecast for ${city}: sunny, 23 degrees (station MCP-7).` }] };
+      },
+    );
+    server.registerTool(
+      'big',
+      { description: 'A long text.', inputSchema: { chars: z.number().int() } },
+      ({ chars }) => {
+        calls.push({ tool: 'big', args: { chars } });
+        return { content: [{ type: 'text', text: 'big:'.padEnd(chars, 'b') }] };
+      },
+    );
     server.registerTool('broken', { description: 'Always fails.' }, () => {
       calls.push({ tool: 'broken', args: {} });
       return { isError: true, content: [{ type: 'text', text: 'the backend is down' }] };

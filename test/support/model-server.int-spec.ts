@@ -1,7 +1,11 @@
 import { startModelServer, type ModelServer } from './model-server.js';
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
 }
 
 // The stream as the client received it, one string per network read.
@@ -9,7 +13,8 @@ async function reads(res: Response): Promise<string[]> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   const parts: string[] = [];
-  for (let r = await reader.read(); !r.done; r = await reader.read()) parts.push(decoder.decode(r.value, { stream: true }));
+  for (let r = await reader.read(); !r.done; r = await reader.read())
+    parts.push(decoder.decode(r.value, { stream: true }));
   return parts;
 }
 
@@ -31,13 +36,27 @@ describe('startModelServer', () => {
     server.reply({ content: 'first' });
     const messages = [{ role: 'user', content: 'ping' }];
     const a = await post(`${server.url}/chat/completions`, { model: 'm1', messages }, { authorization: 'Bearer k' });
-    expect(await a.json()).toMatchObject({ model: 'm1', choices: [{ message: { role: 'assistant', content: 'first' }, finish_reason: 'stop' }] });
+    expect(await a.json()).toMatchObject({
+      model: 'm1',
+      choices: [{ message: { role: 'assistant', content: 'first' }, finish_reason: 'stop' }],
+    });
     const b = await post(`${server.origin}/chat/completions`, { model: 'm1', messages });
-    expect(await b.json()).toMatchObject({ choices: [{ message: { content: 'You said: "ping"' } }], usage: { prompt_tokens: expect.any(Number) } });
+    expect(await b.json()).toMatchObject({
+      choices: [{ message: { content: 'You said: "ping"' } }],
+      usage: { prompt_tokens: expect.any(Number) },
+    });
     const c = await post(`${server.origin}/v1/messages`, { model: 'm2', max_tokens: 10, messages });
-    expect(await c.json()).toMatchObject({ type: 'message', model: 'm2', content: [{ type: 'text', text: 'You said: "ping"' }], stop_reason: 'end_turn' });
+    expect(await c.json()).toMatchObject({
+      type: 'message',
+      model: 'm2',
+      content: [{ type: 'text', text: 'You said: "ping"' }],
+      stop_reason: 'end_turn',
+    });
     expect(server.requests.map((r) => r.path)).toEqual(['/v1/chat/completions', '/chat/completions', '/v1/messages']);
-    expect(server.requests[0]).toMatchObject({ headers: { authorization: 'Bearer k' }, body: { model: 'm1', messages } });
+    expect(server.requests[0]).toMatchObject({
+      headers: { authorization: 'Bearer k' },
+      body: { model: 'm1', messages },
+    });
   });
 
   it('answers tool calls in each protocol’s JSON form', async () => {
@@ -45,15 +64,32 @@ describe('startModelServer', () => {
     server.reply({ toolCalls }, { toolCalls, usage: { input: 4, output: 2 } });
     const a = await (await post(`${server.url}/chat/completions`, { model: 'm', messages: [] })).json();
     expect(a).toMatchObject({
-      choices: [{ finish_reason: 'tool_calls', message: { content: null, tool_calls: [{ type: 'function', function: { name: 'run_javascript', arguments: '{"code":"1+1"}' } }] } }],
+      choices: [
+        {
+          finish_reason: 'tool_calls',
+          message: {
+            content: null,
+            tool_calls: [{ type: 'function', function: { name: 'run_javascript', arguments: '{"code":"1+1"}' } }],
+          },
+        },
+      ],
     });
     const b = await (await post(`${server.origin}/v1/messages`, { model: 'm', messages: [] })).json();
-    expect(b).toMatchObject({ stop_reason: 'tool_use', content: [{ type: 'tool_use', name: 'run_javascript', input: { code: '1+1' } }], usage: { input_tokens: 4, output_tokens: 2 } });
+    expect(b).toMatchObject({
+      stop_reason: 'tool_use',
+      content: [{ type: 'tool_use', name: 'run_javascript', input: { code: '1+1' } }],
+      usage: { input_tokens: 4, output_tokens: 2 },
+    });
   });
 
   it('streams OpenAI chunks word by word in separate reads, tool calls as deltas, usage, then [DONE]', async () => {
     server.reply({ content: 'one two three four', toolCalls: [{ name: 't', arguments: { x: 1 } }] });
-    const res = await post(`${server.url}/chat/completions`, { model: 'm', messages: [], stream: true, stream_options: { include_usage: true } });
+    const res = await post(`${server.url}/chat/completions`, {
+      model: 'm',
+      messages: [],
+      stream: true,
+      stream_options: { include_usage: true },
+    });
     expect(res.headers.get('content-type')).toContain('text/event-stream');
     const parts = await reads(res);
     expect(parts.length).toBeGreaterThan(4);
@@ -62,8 +98,14 @@ describe('startModelServer', () => {
       .split('\n\n')
       .filter((e) => e.startsWith('data: {'))
       .map((e) => JSON.parse(e.slice(6)));
-    expect(chunks.flatMap((c) => c.choices.map((ch: { delta: { content?: string } }) => ch.delta.content ?? '')).join('')).toBe('one two three four');
-    const args = chunks.flatMap((c) => c.choices.flatMap((ch: { delta: { tool_calls?: { function: { arguments?: string } }[] } }) => ch.delta.tool_calls ?? []));
+    expect(
+      chunks.flatMap((c) => c.choices.map((ch: { delta: { content?: string } }) => ch.delta.content ?? '')).join(''),
+    ).toBe('one two three four');
+    const args = chunks.flatMap((c) =>
+      c.choices.flatMap(
+        (ch: { delta: { tool_calls?: { function: { arguments?: string } }[] } }) => ch.delta.tool_calls ?? [],
+      ),
+    );
     expect(args.length).toBeGreaterThan(1);
     expect(args.map((t: { function: { arguments?: string } }) => t.function.arguments ?? '').join('')).toBe('{"x":1}');
     expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { completion_tokens: expect.any(Number) } });
@@ -82,15 +124,31 @@ describe('startModelServer', () => {
     expect(events[0].type).toBe('message_start');
     expect(events.at(-1).type).toBe('message_stop');
     const deltas = events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta);
-    expect(deltas.filter((d) => d.type === 'text_delta').map((d) => d.text).join('')).toBe('alpha beta gamma');
-    expect(deltas.filter((d) => d.type === 'input_json_delta').map((d) => d.partial_json).join('')).toBe('{"y":"z"}');
+    expect(
+      deltas
+        .filter((d) => d.type === 'text_delta')
+        .map((d) => d.text)
+        .join(''),
+    ).toBe('alpha beta gamma');
+    expect(
+      deltas
+        .filter((d) => d.type === 'input_json_delta')
+        .map((d) => d.partial_json)
+        .join(''),
+    ).toBe('{"y":"z"}');
   });
 
   it('answers 401 in each protocol’s error shape when the key is wrong', async () => {
     server.requireKey('right');
-    const a = await post(`${server.url}/chat/completions`, { model: 'm', messages: [] }, { authorization: 'Bearer wrong' });
+    const a = await post(
+      `${server.url}/chat/completions`,
+      { model: 'm', messages: [] },
+      { authorization: 'Bearer wrong' },
+    );
     expect(a.status).toBe(401);
-    expect(await a.json()).toMatchObject({ error: { code: 'invalid_api_key', message: expect.stringContaining('Incorrect API key') } });
+    expect(await a.json()).toMatchObject({
+      error: { code: 'invalid_api_key', message: expect.stringContaining('Incorrect API key') },
+    });
     const b = await post(`${server.origin}/v1/messages`, { model: 'm', messages: [] }, { 'x-api-key': 'wrong' });
     expect(b.status).toBe(401);
     expect(await b.json()).toMatchObject({ type: 'error', error: { type: 'authentication_error' } });

@@ -79,34 +79,56 @@ export async function startModelServer(): Promise<ModelServer> {
       body = raw;
     }
     requests.push({ path, headers: flatHeaders(req), body });
-    if (!protocol) return sendJson(res, 404, { error: { message: `no route for ${req.method} ${path}`, type: 'not_found' } });
+    if (!protocol)
+      return sendJson(res, 404, { error: { message: `no route for ${req.method} ${path}`, type: 'not_found' } });
     if (!isObject(body)) return sendError(res, protocol, 400, 'the body must be a JSON object');
     // Anthropic's Messages API refuses a conversation that does not open with the user's message.
     const first = Array.isArray(body['messages']) ? (body['messages'] as unknown[])[0] : undefined;
-    if (protocol === 'anthropic' && isObject(first) && first['role'] !== 'user') return sendError(res, protocol, 400, 'messages: first message must use the "user" role');
+    if (protocol === 'anthropic' && isObject(first) && first['role'] !== 'user')
+      return sendError(res, protocol, 400, 'messages: first message must use the "user" role');
 
     if (requiredKey !== undefined) {
-      const given = protocol === 'openai' ? /^Bearer (.*)$/i.exec(req.headers.authorization ?? '')?.[1] : headerValue(req.headers['x-api-key']);
+      const given =
+        protocol === 'openai'
+          ? /^Bearer (.*)$/i.exec(req.headers.authorization ?? '')?.[1]
+          : headerValue(req.headers['x-api-key']);
       if (given !== requiredKey) {
         // Real providers echo (part of) the key they got: the adapters must redact it.
-        const message = protocol === 'openai' ? `Incorrect API key provided: ${given ?? ''}. You can find your API key in your dashboard.` : `invalid x-api-key ${given ?? ''}`.trim();
+        const message =
+          protocol === 'openai'
+            ? `Incorrect API key provided: ${given ?? ''}. You can find your API key in your dashboard.`
+            : `invalid x-api-key ${given ?? ''}`.trim();
         return sendError(res, protocol, 401, message);
       }
     }
 
     const reply = queue.shift() ?? { content: `You said: "${lastUserText(protocol, body)}"` };
     if (reply.delayMs) await sleep(reply.delayMs);
-    if (reply.status !== undefined && reply.status >= 400) return sendError(res, protocol, reply.status, reply.errorMessage ?? `scripted error ${reply.status}`);
+    if (reply.status !== undefined && reply.status >= 400)
+      return sendError(res, protocol, reply.status, reply.errorMessage ?? `scripted error ${reply.status}`);
 
     const model = typeof body['model'] === 'string' ? body['model'] : 'scripted-server';
     const content = reply.content ?? '';
-    const calls = (reply.toolCalls ?? []).map((c) => ({ ...c, id: c.id ?? `${protocol === 'openai' ? 'call' : 'toolu'}_srv_${++callCounter}` }));
-    const usage = reply.usage ?? { input: wordCount(JSON.stringify(body['messages'] ?? '')), output: wordCount(content) + calls.length };
+    const calls = (reply.toolCalls ?? []).map((c) => ({
+      ...c,
+      id: c.id ?? `${protocol === 'openai' ? 'call' : 'toolu'}_srv_${++callCounter}`,
+    }));
+    const usage = reply.usage ?? {
+      input: wordCount(JSON.stringify(body['messages'] ?? '')),
+      output: wordCount(content) + calls.length,
+    };
     const answer: Answer = { model, content, calls, usage };
     if (body['stream'] === true) {
-      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      res.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
       res.flushHeaders();
-      const events = protocol === 'openai' ? openAiEvents(answer, isObject(body['stream_options']) && body['stream_options']['include_usage'] === true) : anthropicEvents(answer);
+      const events =
+        protocol === 'openai'
+          ? openAiEvents(answer, isObject(body['stream_options']) && body['stream_options']['include_usage'] === true)
+          : anthropicEvents(answer);
       for (const [i, event] of events.entries()) {
         if (res.destroyed) return;
         if (reply.failAfterEvents !== undefined && i >= reply.failAfterEvents) {
@@ -132,7 +154,10 @@ export async function startModelServer(): Promise<ModelServer> {
 
   const server = createServer((req, res) => {
     handle(req, res).catch((e: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, { error: { message: e instanceof Error ? e.message : 'model server failed', type: 'server_error' } });
+      if (!res.headersSent)
+        sendJson(res, 500, {
+          error: { message: e instanceof Error ? e.message : 'model server failed', type: 'server_error' },
+        });
       else res.destroy();
     });
   });
@@ -179,27 +204,52 @@ export function openAiBody(a: Answer): unknown {
         message: {
           role: 'assistant',
           content: a.calls.length > 0 && a.content === '' ? null : a.content,
-          ...(a.calls.length > 0 ? { tool_calls: a.calls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) } : {}),
+          ...(a.calls.length > 0
+            ? {
+                tool_calls: a.calls.map((c) => ({
+                  id: c.id,
+                  type: 'function',
+                  function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+                })),
+              }
+            : {}),
         },
         finish_reason: a.calls.length > 0 ? 'tool_calls' : 'stop',
       },
     ],
-    usage: { prompt_tokens: a.usage.input, completion_tokens: a.usage.output, total_tokens: a.usage.input + a.usage.output },
+    usage: {
+      prompt_tokens: a.usage.input,
+      completion_tokens: a.usage.output,
+      total_tokens: a.usage.input + a.usage.output,
+    },
   };
 }
 
 export function openAiEvents(a: Answer, includeUsage: boolean): string[] {
   const chunk = (choices: unknown[], extra: Record<string, unknown> = {}): string =>
     `data: ${JSON.stringify({ id: 'chatcmpl-scripted', object: 'chat.completion.chunk', created: 0, model: a.model, choices, ...extra })}\n\n`;
-  const delta = (d: Record<string, unknown>, finish: string | null = null): string => chunk([{ index: 0, delta: d, finish_reason: finish }]);
+  const delta = (d: Record<string, unknown>, finish: string | null = null): string =>
+    chunk([{ index: 0, delta: d, finish_reason: finish }]);
   const events = [delta({ role: 'assistant', content: '' })];
   for (const word of words(a.content)) events.push(delta({ content: word }));
   a.calls.forEach((c, index) => {
-    events.push(delta({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }));
-    for (const piece of halves(JSON.stringify(c.arguments))) events.push(delta({ tool_calls: [{ index, function: { arguments: piece } }] }));
+    events.push(
+      delta({ tool_calls: [{ index, id: c.id, type: 'function', function: { name: c.name, arguments: '' } }] }),
+    );
+    for (const piece of halves(JSON.stringify(c.arguments)))
+      events.push(delta({ tool_calls: [{ index, function: { arguments: piece } }] }));
   });
   events.push(delta({}, a.calls.length > 0 ? 'tool_calls' : 'stop'));
-  if (includeUsage) events.push(chunk([], { usage: { prompt_tokens: a.usage.input, completion_tokens: a.usage.output, total_tokens: a.usage.input + a.usage.output } }));
+  if (includeUsage)
+    events.push(
+      chunk([], {
+        usage: {
+          prompt_tokens: a.usage.input,
+          completion_tokens: a.usage.output,
+          total_tokens: a.usage.input + a.usage.output,
+        },
+      }),
+    );
   events.push('data: [DONE]\n\n');
   return events;
 }
@@ -221,39 +271,73 @@ function anthropicBody(a: Answer): unknown {
 }
 
 function anthropicEvents(a: Answer): string[] {
-  const event = (type: string, data: Record<string, unknown>): string => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+  const event = (type: string, data: Record<string, unknown>): string =>
+    `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
   const events = [
     event('message_start', {
-      message: { id: 'msg_scripted', type: 'message', role: 'assistant', model: a.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: a.usage.input, output_tokens: 1 } },
+      message: {
+        id: 'msg_scripted',
+        type: 'message',
+        role: 'assistant',
+        model: a.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: a.usage.input, output_tokens: 1 },
+      },
     }),
     event('ping', {}),
   ];
   let index = 0;
   if (a.content) {
     events.push(event('content_block_start', { index, content_block: { type: 'text', text: '' } }));
-    for (const word of words(a.content)) events.push(event('content_block_delta', { index, delta: { type: 'text_delta', text: word } }));
+    for (const word of words(a.content))
+      events.push(event('content_block_delta', { index, delta: { type: 'text_delta', text: word } }));
     events.push(event('content_block_stop', { index }));
     index++;
   }
   for (const c of a.calls) {
-    events.push(event('content_block_start', { index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }));
-    for (const piece of halves(JSON.stringify(c.arguments))) events.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } }));
+    events.push(
+      event('content_block_start', { index, content_block: { type: 'tool_use', id: c.id, name: c.name, input: {} } }),
+    );
+    for (const piece of halves(JSON.stringify(c.arguments)))
+      events.push(event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } }));
     events.push(event('content_block_stop', { index }));
     index++;
   }
-  events.push(event('message_delta', { delta: { stop_reason: a.calls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null }, usage: { output_tokens: a.usage.output } }));
+  events.push(
+    event('message_delta', {
+      delta: { stop_reason: a.calls.length > 0 ? 'tool_use' : 'end_turn', stop_sequence: null },
+      usage: { output_tokens: a.usage.output },
+    }),
+  );
   events.push(event('message_stop', {}));
   return events;
 }
 
 function sendError(res: ServerResponse, protocol: Protocol, status: number, message: string): void {
   if (protocol === 'openai') {
-    const type = status === 401 ? 'invalid_request_error' : status === 429 ? 'requests' : status >= 500 ? 'server_error' : 'invalid_request_error';
+    const type =
+      status === 401
+        ? 'invalid_request_error'
+        : status === 429
+          ? 'requests'
+          : status >= 500
+            ? 'server_error'
+            : 'invalid_request_error';
     sendJson(res, status, { error: { message, type, param: null, code: status === 401 ? 'invalid_api_key' : null } });
     return;
   }
   const type =
-    status === 401 ? 'authentication_error' : status === 429 ? 'rate_limit_error' : status === 529 ? 'overloaded_error' : status >= 500 ? 'api_error' : 'invalid_request_error';
+    status === 401
+      ? 'authentication_error'
+      : status === 429
+        ? 'rate_limit_error'
+        : status === 529
+          ? 'overloaded_error'
+          : status >= 500
+            ? 'api_error'
+            : 'invalid_request_error';
   sendJson(res, status, { type: 'error', error: { type, message } });
 }
 
@@ -290,7 +374,9 @@ function lastUserText(protocol: Protocol, body: Record<string, unknown>): string
     if (typeof m['content'] === 'string') return m['content'];
     // Anthropic tool results are user turns too; echo only real text.
     if (protocol === 'anthropic' && Array.isArray(m['content'])) {
-      const text = (m['content'] as unknown[]).filter((b) => isObject(b) && b['type'] === 'text').map((b) => String((b as Record<string, unknown>)['text']));
+      const text = (m['content'] as unknown[])
+        .filter((b) => isObject(b) && b['type'] === 'text')
+        .map((b) => String((b as Record<string, unknown>)['text']));
       if (text.length > 0) return text.join('\n');
     }
   }

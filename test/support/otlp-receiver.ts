@@ -33,11 +33,19 @@ interface OtlpKeyValue {
   value?: OtlpValue;
 }
 interface OtlpExport {
-  resourceSpans?: { resource?: { attributes?: OtlpKeyValue[] }; scopeSpans?: { spans?: (Omit<ReceivedSpan, 'attributes' | 'service'> & { attributes?: OtlpKeyValue[] })[] }[] }[];
+  resourceSpans?: {
+    resource?: { attributes?: OtlpKeyValue[] };
+    scopeSpans?: { spans?: (Omit<ReceivedSpan, 'attributes' | 'service'> & { attributes?: OtlpKeyValue[] })[] }[];
+  }[];
 }
 
 const flatten = (attributes: OtlpKeyValue[] = []): Record<string, unknown> =>
-  Object.fromEntries(attributes.map(({ key, value }) => [key, value?.stringValue ?? value?.intValue ?? value?.boolValue ?? value?.doubleValue]));
+  Object.fromEntries(
+    attributes.map(({ key, value }) => [
+      key,
+      value?.stringValue ?? value?.intValue ?? value?.boolValue ?? value?.doubleValue,
+    ]),
+  );
 
 /** Starts a receiver that accepts `POST /v1/traces` and keeps every span it is sent. */
 export async function startOtlpReceiver(): Promise<OtlpReceiver> {
@@ -51,12 +59,22 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
         return;
       }
       const raw = Buffer.concat(chunks);
-      const body = JSON.parse((req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8')) as OtlpExport;
+      const body = JSON.parse(
+        (req.headers['content-encoding'] === 'gzip' ? gunzipSync(raw) : raw).toString('utf8'),
+      ) as OtlpExport;
       for (const resourceSpans of body.resourceSpans ?? []) {
         const service = flatten(resourceSpans.resource?.attributes)['service.name'] as string | undefined;
         for (const scope of resourceSpans.scopeSpans ?? []) {
           for (const span of scope.spans ?? []) {
-            spans.push({ traceId: span.traceId, spanId: span.spanId, parentSpanId: span.parentSpanId || undefined, name: span.name, kind: span.kind, service, attributes: flatten(span.attributes as OtlpKeyValue[] | undefined) });
+            spans.push({
+              traceId: span.traceId,
+              spanId: span.spanId,
+              parentSpanId: span.parentSpanId || undefined,
+              name: span.name,
+              kind: span.kind,
+              service,
+              attributes: flatten(span.attributes as OtlpKeyValue[] | undefined),
+            });
           }
         }
       }

@@ -72,7 +72,9 @@ export async function startProviderServer(protocol: WireProtocol): Promise<Provi
     } catch {
       body = raw;
     }
-    const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]));
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).map(([k, v]) => [k, Array.isArray(v) ? v.join(', ') : v]),
+    );
     requests.push({ path: url.pathname, query: url.searchParams, headers, body });
     const route = req.method === 'POST' ? routeOf(protocol, url) : undefined;
     if (!route) return sendError(res, protocol, 404, `no route for ${req.method} ${url.pathname}${url.search}`);
@@ -81,13 +83,20 @@ export async function startProviderServer(protocol: WireProtocol): Promise<Provi
     if (requiredKey !== undefined) {
       const given = presentedKey(protocol, req, url);
       // Providers echo (part of) the credential they got: the adapters must redact it.
-      if (given !== requiredKey) return sendError(res, protocol, protocol === 'bedrock' ? 403 : 401, `The key ${given ?? '(none)'} is not valid for this resource.`);
+      if (given !== requiredKey)
+        return sendError(
+          res,
+          protocol,
+          protocol === 'bedrock' ? 403 : 401,
+          `The key ${given ?? '(none)'} is not valid for this resource.`,
+        );
     }
 
     const reply = queue.shift() ?? { content: `You said: "${lastUserText(protocol, body)}"` };
     if (reply.delayMs) await sleep(reply.delayMs);
     if (res.destroyed) return;
-    if (reply.status !== undefined && reply.status >= 400) return sendError(res, protocol, reply.status, reply.errorMessage ?? `scripted error ${reply.status}`);
+    if (reply.status !== undefined && reply.status >= 400)
+      return sendError(res, protocol, reply.status, reply.errorMessage ?? `scripted error ${reply.status}`);
 
     const model = route.model || (typeof body['model'] === 'string' ? body['model'] : 'scripted-server');
     const content = reply.content ?? '';
@@ -98,7 +107,10 @@ export async function startProviderServer(protocol: WireProtocol): Promise<Provi
     if (!route.stream && body['stream'] !== true) return sendJson(res, 200, bodyOf(protocol, answer));
 
     const binary = protocol === 'bedrock';
-    res.writeHead(200, { 'content-type': binary ? 'application/vnd.amazon.eventstream' : 'text/event-stream', 'cache-control': 'no-cache' });
+    res.writeHead(200, {
+      'content-type': binary ? 'application/vnd.amazon.eventstream' : 'text/event-stream',
+      'cache-control': 'no-cache',
+    });
     res.flushHeaders();
     const events = eventsOf(protocol, answer);
     for (const [i, event] of events.entries()) {
@@ -125,7 +137,12 @@ export async function startProviderServer(protocol: WireProtocol): Promise<Provi
     server.listen(0, '127.0.0.1', () => resolve());
   });
   const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const baseUrl = { google: `${origin}/v1beta`, mistral: `${origin}/v1`, 'azure-openai': `${origin}/openai`, bedrock: origin }[protocol];
+  const baseUrl = {
+    google: `${origin}/v1beta`,
+    mistral: `${origin}/v1`,
+    'azure-openai': `${origin}/openai`,
+    bedrock: origin,
+  }[protocol];
   return {
     protocol,
     baseUrl,
@@ -163,7 +180,9 @@ function routeOf(protocol: WireProtocol, url: URL): Route | undefined {
       // The v1 API, or a deployment's URL, which needs a dated api-version.
       if (path === '/openai/v1/chat/completions') return { model: '', stream: false };
       const m = /^\/openai\/deployments\/([^/]+)\/chat\/completions$/.exec(path);
-      return m && /^\d{4}-\d{2}-\d{2}/.test(url.searchParams.get('api-version') ?? '') ? { model: decodeURIComponent(m[1]!), stream: false } : undefined;
+      return m && /^\d{4}-\d{2}-\d{2}/.test(url.searchParams.get('api-version') ?? '')
+        ? { model: decodeURIComponent(m[1]!), stream: false }
+        : undefined;
     }
     case 'bedrock': {
       const m = /^\/model\/([^/]+)\/(converse|converse-stream)$/.exec(path);
@@ -204,7 +223,11 @@ function bodyOf(protocol: WireProtocol, a: Answer): unknown {
     case 'google':
       return {
         candidates: [{ content: { role: 'model', parts: geminiParts(a) }, finishReason: 'STOP', index: 0 }],
-        usageMetadata: { promptTokenCount: a.usage.input, candidatesTokenCount: a.usage.output, totalTokenCount: a.usage.input + a.usage.output },
+        usageMetadata: {
+          promptTokenCount: a.usage.input,
+          candidatesTokenCount: a.usage.output,
+          totalTokenCount: a.usage.input + a.usage.output,
+        },
         modelVersion: a.model,
       };
     case 'mistral':
@@ -215,18 +238,28 @@ function bodyOf(protocol: WireProtocol, a: Answer): unknown {
         output: {
           message: {
             role: 'assistant',
-            content: [...(a.content ? [{ text: a.content }] : []), ...a.calls.map((c) => ({ toolUse: { toolUseId: c.id, name: c.name, input: c.arguments } }))],
+            content: [
+              ...(a.content ? [{ text: a.content }] : []),
+              ...a.calls.map((c) => ({ toolUse: { toolUseId: c.id, name: c.name, input: c.arguments } })),
+            ],
           },
         },
         stopReason: a.calls.length > 0 ? 'tool_use' : 'end_turn',
-        usage: { inputTokens: a.usage.input, outputTokens: a.usage.output, totalTokens: a.usage.input + a.usage.output },
+        usage: {
+          inputTokens: a.usage.input,
+          outputTokens: a.usage.output,
+          totalTokens: a.usage.input + a.usage.output,
+        },
         metrics: { latencyMs: 1 },
       };
   }
 }
 
 function geminiParts(a: Answer): unknown[] {
-  return [...(a.content ? [{ text: a.content }] : []), ...a.calls.map((c) => ({ functionCall: { name: c.name, args: c.arguments } }))];
+  return [
+    ...(a.content ? [{ text: a.content }] : []),
+    ...a.calls.map((c) => ({ functionCall: { name: c.name, args: c.arguments } })),
+  ];
 }
 
 function eventsOf(protocol: WireProtocol, a: Answer): (string | Buffer)[] {
@@ -234,12 +267,29 @@ function eventsOf(protocol: WireProtocol, a: Answer): (string | Buffer)[] {
     case 'google': {
       // Each chunk is a GenerateContentResponse; the last carries finishReason and usageMetadata.
       const sse = (chunk: unknown): string => `data: ${JSON.stringify(chunk)}\r\n\r\n`;
-      const pieces: unknown[][] = [...words(a.content).map((w) => [{ text: w }]), ...a.calls.map((c) => [{ functionCall: { name: c.name, args: c.arguments } }])];
+      const pieces: unknown[][] = [
+        ...words(a.content).map((w) => [{ text: w }]),
+        ...a.calls.map((c) => [{ functionCall: { name: c.name, args: c.arguments } }]),
+      ];
       if (pieces.length === 0) pieces.push([{ text: '' }]);
       return pieces.map((parts, i) =>
         sse({
-          candidates: [{ content: { role: 'model', parts }, index: 0, ...(i === pieces.length - 1 ? { finishReason: 'STOP' } : {}) }],
-          ...(i === pieces.length - 1 ? { usageMetadata: { promptTokenCount: a.usage.input, candidatesTokenCount: a.usage.output, totalTokenCount: a.usage.input + a.usage.output } } : {}),
+          candidates: [
+            {
+              content: { role: 'model', parts },
+              index: 0,
+              ...(i === pieces.length - 1 ? { finishReason: 'STOP' } : {}),
+            },
+          ],
+          ...(i === pieces.length - 1
+            ? {
+                usageMetadata: {
+                  promptTokenCount: a.usage.input,
+                  candidatesTokenCount: a.usage.output,
+                  totalTokenCount: a.usage.input + a.usage.output,
+                },
+              }
+            : {}),
           modelVersion: a.model,
         }),
       );
@@ -248,12 +298,37 @@ function eventsOf(protocol: WireProtocol, a: Answer): (string | Buffer)[] {
       return openAiEvents(a, true);
     case 'mistral': {
       // Mistral sends each tool call whole in one delta, and the usage with the finishing chunk.
-      const chunk = (delta: Record<string, unknown>, extra: Record<string, unknown> = {}, finish: string | null = null): string =>
+      const chunk = (
+        delta: Record<string, unknown>,
+        extra: Record<string, unknown> = {},
+        finish: string | null = null,
+      ): string =>
         `data: ${JSON.stringify({ id: 'cmpl-scripted', object: 'chat.completion.chunk', created: 0, model: a.model, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`;
       const events = [chunk({ role: 'assistant', content: '' })];
       for (const word of words(a.content)) events.push(chunk({ content: word }));
-      if (a.calls.length > 0) events.push(chunk({ tool_calls: a.calls.map((c, index) => ({ id: c.id, function: { name: c.name, arguments: JSON.stringify(c.arguments) }, index })) }));
-      events.push(chunk({ content: '' }, { usage: { prompt_tokens: a.usage.input, completion_tokens: a.usage.output, total_tokens: a.usage.input + a.usage.output } }, a.calls.length > 0 ? 'tool_calls' : 'stop'));
+      if (a.calls.length > 0)
+        events.push(
+          chunk({
+            tool_calls: a.calls.map((c, index) => ({
+              id: c.id,
+              function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+              index,
+            })),
+          }),
+        );
+      events.push(
+        chunk(
+          { content: '' },
+          {
+            usage: {
+              prompt_tokens: a.usage.input,
+              completion_tokens: a.usage.output,
+              total_tokens: a.usage.input + a.usage.output,
+            },
+          },
+          a.calls.length > 0 ? 'tool_calls' : 'stop',
+        ),
+      );
       events.push('data: [DONE]\n\n');
       return events;
     }
@@ -261,18 +336,36 @@ function eventsOf(protocol: WireProtocol, a: Answer): (string | Buffer)[] {
       const events = [eventFrame('messageStart', { role: 'assistant' })];
       let index = 0;
       if (a.content) {
-        for (const word of words(a.content)) events.push(eventFrame('contentBlockDelta', { contentBlockIndex: index, delta: { text: word } }));
+        for (const word of words(a.content))
+          events.push(eventFrame('contentBlockDelta', { contentBlockIndex: index, delta: { text: word } }));
         events.push(eventFrame('contentBlockStop', { contentBlockIndex: index }));
         index++;
       }
       for (const c of a.calls) {
-        events.push(eventFrame('contentBlockStart', { contentBlockIndex: index, start: { toolUse: { toolUseId: c.id, name: c.name } } }));
-        for (const piece of halves(JSON.stringify(c.arguments))) events.push(eventFrame('contentBlockDelta', { contentBlockIndex: index, delta: { toolUse: { input: piece } } }));
+        events.push(
+          eventFrame('contentBlockStart', {
+            contentBlockIndex: index,
+            start: { toolUse: { toolUseId: c.id, name: c.name } },
+          }),
+        );
+        for (const piece of halves(JSON.stringify(c.arguments)))
+          events.push(
+            eventFrame('contentBlockDelta', { contentBlockIndex: index, delta: { toolUse: { input: piece } } }),
+          );
         events.push(eventFrame('contentBlockStop', { contentBlockIndex: index }));
         index++;
       }
       events.push(eventFrame('messageStop', { stopReason: a.calls.length > 0 ? 'tool_use' : 'end_turn' }));
-      events.push(eventFrame('metadata', { usage: { inputTokens: a.usage.input, outputTokens: a.usage.output, totalTokens: a.usage.input + a.usage.output }, metrics: { latencyMs: 1 } }));
+      events.push(
+        eventFrame('metadata', {
+          usage: {
+            inputTokens: a.usage.input,
+            outputTokens: a.usage.output,
+            totalTokens: a.usage.input + a.usage.output,
+          },
+          metrics: { latencyMs: 1 },
+        }),
+      );
       return events;
     }
   }
@@ -285,13 +378,15 @@ function eventsOf(protocol: WireProtocol, a: Answer): (string | Buffer)[] {
  */
 export function eventFrame(eventType: string, payload: unknown): Buffer {
   const headers = Buffer.concat(
-    Object.entries({ ':event-type': eventType, ':content-type': 'application/json', ':message-type': 'event' }).map(([name, value]) => {
-      const n = Buffer.from(name, 'utf8');
-      const v = Buffer.from(value, 'utf8');
-      const length = Buffer.alloc(2);
-      length.writeUInt16BE(v.length);
-      return Buffer.concat([Buffer.from([n.length]), n, Buffer.from([7]), length, v]);
-    }),
+    Object.entries({ ':event-type': eventType, ':content-type': 'application/json', ':message-type': 'event' }).map(
+      ([name, value]) => {
+        const n = Buffer.from(name, 'utf8');
+        const v = Buffer.from(value, 'utf8');
+        const length = Buffer.alloc(2);
+        length.writeUInt16BE(v.length);
+        return Buffer.concat([Buffer.from([n.length]), n, Buffer.from([7]), length, v]);
+      },
+    ),
   );
   const body = Buffer.from(JSON.stringify(payload), 'utf8');
   const prelude = Buffer.alloc(8);
@@ -305,19 +400,48 @@ export function eventFrame(eventType: string, payload: unknown): Buffer {
   return Buffer.concat([message, messageCrc]);
 }
 
-const GOOGLE_STATUS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE' };
-const BEDROCK_ERROR: Record<number, string> = { 400: 'ValidationException', 403: 'UnrecognizedClientException', 404: 'ResourceNotFoundException', 429: 'ThrottlingException', 500: 'InternalServerException', 503: 'ServiceUnavailableException' };
+const GOOGLE_STATUS: Record<number, string> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
+  503: 'UNAVAILABLE',
+};
+const BEDROCK_ERROR: Record<number, string> = {
+  400: 'ValidationException',
+  403: 'UnrecognizedClientException',
+  404: 'ResourceNotFoundException',
+  429: 'ThrottlingException',
+  500: 'InternalServerException',
+  503: 'ServiceUnavailableException',
+};
 
 function sendError(res: ServerResponse, protocol: WireProtocol, status: number, message: string): void {
   switch (protocol) {
     case 'google':
       return sendJson(res, status, { error: { code: status, message, status: GOOGLE_STATUS[status] ?? 'UNKNOWN' } });
     case 'mistral':
-      return sendJson(res, status, { object: 'error', message, type: status === 401 ? 'authentication_error' : status >= 500 ? 'internal_server_error' : 'invalid_request_error', param: null, code: String(status) });
+      return sendJson(res, status, {
+        object: 'error',
+        message,
+        type:
+          status === 401 ? 'authentication_error' : status >= 500 ? 'internal_server_error' : 'invalid_request_error',
+        param: null,
+        code: String(status),
+      });
     case 'azure-openai':
       return sendJson(res, status, { error: { code: String(status), message } });
     case 'bedrock':
-      return sendJson(res, status, { message }, { 'x-amzn-errortype': `${BEDROCK_ERROR[status] ?? 'InternalServerException'}:http://internal.amazon.com/coral/com.amazon.bedrock/` });
+      return sendJson(
+        res,
+        status,
+        { message },
+        {
+          'x-amzn-errortype': `${BEDROCK_ERROR[status] ?? 'InternalServerException'}:http://internal.amazon.com/coral/com.amazon.bedrock/`,
+        },
+      );
   }
 }
 
@@ -341,7 +465,9 @@ function lastUserText(protocol: WireProtocol, body: Record<string, unknown>): st
     if (typeof m['content'] === 'string') return m['content'];
     const parts = (protocol === 'google' ? m['parts'] : m['content']) as unknown;
     if (!Array.isArray(parts)) continue;
-    const text = (parts as unknown[]).filter((p) => isObject(p) && typeof p['text'] === 'string').map((p) => String((p as Record<string, unknown>)['text']));
+    const text = (parts as unknown[])
+      .filter((p) => isObject(p) && typeof p['text'] === 'string')
+      .map((p) => String((p as Record<string, unknown>)['text']));
     if (text.length > 0) return text.join('\n');
   }
   return '';

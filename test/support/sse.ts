@@ -18,7 +18,11 @@ export interface SseResult {
 
 /** A real SSE client over fetch: reads events until the server ends the stream, or until
  * `stopAfter` events, when it drops the connection as a client whose network failed would. */
-export async function readSse(url: string, init: { method?: string; headers?: Record<string, string>; body?: unknown }, stopAfter?: number): Promise<SseResult> {
+export async function readSse(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: unknown },
+  stopAfter?: number,
+): Promise<SseResult> {
   const controller = new AbortController();
   const res = await fetch(url, {
     method: init.method ?? 'GET',
@@ -28,7 +32,13 @@ export async function readSse(url: string, init: { method?: string; headers?: Re
   });
   if (!(res.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     const text = await res.text();
-    return { status: res.status, headers: res.headers, events: [], comments: [], body: text ? JSON.parse(text) : undefined };
+    return {
+      status: res.status,
+      headers: res.headers,
+      events: [],
+      comments: [],
+      body: text ? JSON.parse(text) : undefined,
+    };
   }
   const events: SseEvent[] = [];
   const comments: string[] = [];

@@ -33,12 +33,18 @@ function quietRuntime(): void {
  * 101st (matching.maxDeployments); a versioned worker returns once its build is current if it is
  * to be (TEMPORAL_DEPLOYMENT_PROMOTE). `options` as createAgentWorker takes them.
  */
-export async function startWorker(env: Record<string, string | undefined> = {}, options: Parameters<typeof createAgentWorker>[1] = {}): Promise<RunningWorker> {
+export async function startWorker(
+  env: Record<string, string | undefined> = {},
+  options: Parameters<typeof createAgentWorker>[1] = {},
+): Promise<RunningWorker> {
   quietRuntime();
-  const { app, worker, connection, build } = await withEnv({ RECONCILER_INTERVAL_SECONDS: '0', TEMPORAL_WORKER_VERSIONING: 'false', ...env }, async () => {
-    const context = await NestFactory.createApplicationContext(WorkerModule, { logger: ['warn', 'error', 'fatal'] });
-    return { app: context, ...(await createAgentWorker(context, options)) };
-  });
+  const { app, worker, connection, build } = await withEnv(
+    { RECONCILER_INTERVAL_SECONDS: '0', TEMPORAL_WORKER_VERSIONING: 'false', ...env },
+    async () => {
+      const context = await NestFactory.createApplicationContext(WorkerModule, { logger: ['warn', 'error', 'fatal'] });
+      return { app: context, ...(await createAgentWorker(context, options)) };
+    },
+  );
   const running = worker.run();
   if (build) await Promise.race([becomeCurrentIfDue(app, build), running]);
   return {

@@ -35,10 +35,16 @@ export interface LoopTools {
 }
 
 /** The tools offered to the model (the caller's first), and the loop's view of them. */
-export function offerTools(custom: readonly ToolDefinition[], builtin: readonly BuiltinTool[]): { offered: OfferedTool[]; loop: LoopTools } {
+export function offerTools(
+  custom: readonly ToolDefinition[],
+  builtin: readonly BuiltinTool[],
+): { offered: OfferedTool[]; loop: LoopTools } {
   return {
     offered: offeredTools(custom, builtin),
-    loop: { custom: new Set(custom.map((t) => t.name)), capabilityOf: new Map(builtin.map((t) => [t.name, t.capability] as const)) },
+    loop: {
+      custom: new Set(custom.map((t) => t.name)),
+      capabilityOf: new Map(builtin.map((t) => [t.name, t.capability] as const)),
+    },
   };
 }
 
@@ -63,7 +69,12 @@ export type NextStep =
 /** How a leg (model calls and built-in tools between two stops) ends. */
 export type LegEnd = Exclude<NextStep, { readonly kind: 'tools' }>;
 
-const toolMessage = (call: ToolCallRef, content: string): ChatMessage => ({ role: 'tool', toolCallId: call.id, name: call.name, content });
+const toolMessage = (call: ToolCallRef, content: string): ChatMessage => ({
+  role: 'tool',
+  toolCallId: call.id,
+  name: call.name,
+  content,
+});
 
 /** The step after the `modelCalls`-th model call of a leg returned `step`. */
 export function nextStep(step: ModelStep, tools: LoopTools, modelCalls: number): NextStep {
@@ -73,17 +84,27 @@ export function nextStep(step: ModelStep, tools: LoopTools, modelCalls: number):
     return {
       kind: 'pause',
       toolCalls: custom.map((c) => ({ id: c.id, name: c.name, arguments: c.arguments ?? {} })),
-      answers: step.toolCalls.filter((c) => !tools.custom.has(c.name)).map((c) => toolMessage(c, 'This tool was not run: answer the custom tool calls first.')),
+      answers: step.toolCalls
+        .filter((c) => !tools.custom.has(c.name))
+        .map((c) => toolMessage(c, 'This tool was not run: answer the custom tool calls first.')),
     };
   }
   if (modelCalls >= MAX_MODEL_CALLS_PER_LEG) {
-    return { kind: 'fail', error: { code: 'compute_error', message: `The agent did not finish within ${MAX_MODEL_CALLS_PER_LEG} model calls.` } };
+    return {
+      kind: 'fail',
+      error: {
+        code: 'compute_error',
+        message: `The agent did not finish within ${MAX_MODEL_CALLS_PER_LEG} model calls.`,
+      },
+    };
   }
   return {
     kind: 'tools',
     actions: step.toolCalls.map((call): ToolAction => {
       const capability = tools.capabilityOf.get(call.name);
-      return capability ? { kind: 'run', call, capability } : { kind: 'answer', message: toolMessage(call, `Unknown tool "${call.name}".`) };
+      return capability
+        ? { kind: 'run', call, capability }
+        : { kind: 'answer', message: toolMessage(call, `Unknown tool "${call.name}".`) };
     }),
   };
 }
@@ -95,10 +116,15 @@ export function outputMessages(paused: readonly ToolCall[], outputs: ReadonlyMap
 
 /** The completed message: the reply, and at the first stop the notes on capabilities the caller
  * named but cannot have. */
-export function completedMessage(reply: string, notes: readonly string[], options: { firstStop: boolean; capabilitiesRequested: boolean }): string {
-  return options.firstStop && options.capabilitiesRequested && notes.length > 0 ? `${reply}\n\n${notes.join('\n')}` : reply;
+export function completedMessage(
+  reply: string,
+  notes: readonly string[],
+  options: { firstStop: boolean; capabilitiesRequested: boolean },
+): string {
+  return options.firstStop && options.capabilitiesRequested && notes.length > 0
+    ? `${reply}\n\n${notes.join('\n')}`
+    : reply;
 }
-
 
 /** A stop that failed with `error`, charging nothing (a session's request that could not run). */
 export function failedStop(before: AgentStop, error: AgentError): AgentStop {
@@ -133,7 +159,12 @@ export class Tally {
   }
 
   /** What the metering records for stop number `stop`. */
-  stopRecord(request: AgentRequestInput, stop: number, status: Exclude<AgentStatus, 'in_progress'>, error?: AgentError): StopRecord {
+  stopRecord(
+    request: AgentRequestInput,
+    stop: number,
+    status: Exclude<AgentStatus, 'in_progress'>,
+    error?: AgentError,
+  ): StopRecord {
     return {
       requestId: request.requestId,
       projectId: request.projectId,
@@ -150,15 +181,33 @@ export class Tally {
   }
 
   /** The stop after `state` once the metering recorded it; the next leg starts from zero tokens. */
-  nextStop(state: AgentStop, status: Exclude<AgentStatus, 'in_progress'>, patch: Partial<AgentStop>, recorded: { creditsThisRequest: number; creditsRemaining: number }): AgentStop {
+  nextStop(
+    state: AgentStop,
+    status: Exclude<AgentStatus, 'in_progress'>,
+    patch: Partial<AgentStop>,
+    recorded: { creditsThisRequest: number; creditsRemaining: number },
+  ): AgentStop {
     const tokensUsed = this.inputTokens + this.outputTokens;
     this.inputTokens = this.outputTokens = 0;
-    return { ...state, ...patch, status, stop: state.stop + 1, capabilitiesUsed: [...this.used], files: [...this.files], tokensUsed, ...recorded };
+    return {
+      ...state,
+      ...patch,
+      status,
+      stop: state.stop + 1,
+      capabilitiesUsed: [...this.used],
+      files: [...this.files],
+      tokensUsed,
+      ...recorded,
+    };
   }
 
   /** The stop after `state` as it was first recorded (a re-run of the step adopts it in place of
    * its own outcome); the next leg starts from zero tokens. */
-  adoptStop(state: AgentStop, first: FirstRecordedStop, charge: { creditsThisRequest: number; creditsRemaining: number }): AgentStop {
+  adoptStop(
+    state: AgentStop,
+    first: FirstRecordedStop,
+    charge: { creditsThisRequest: number; creditsRemaining: number },
+  ): AgentStop {
     this.inputTokens = this.outputTokens = 0;
     for (const capability of first.capabilitiesUsed) this.used.add(capability);
     const { message, toolCalls, error, requestsUsed } = first.view;
@@ -183,7 +232,11 @@ export { endEvents } from '#libs/contracts';
 
 /** Why a tool-outputs submission is refused (a contract code and message), or undefined when it
  * answers exactly the pending calls of a request of the submitting project that waits for them. */
-export function toolOutputsRefusal(state: AgentStop, waiting: boolean, submission: ToolOutputsSubmission): { type: 'context_expired' | 'invalid_tool_outputs'; message: string } | undefined {
+export function toolOutputsRefusal(
+  state: AgentStop,
+  waiting: boolean,
+  submission: ToolOutputsSubmission,
+): { type: 'context_expired' | 'invalid_tool_outputs'; message: string } | undefined {
   if (submission.projectId !== state.projectId || state.status !== 'requires_tool_outputs' || !waiting) {
     return { type: 'context_expired', message: 'The request is not waiting for tool outputs.' };
   }
@@ -198,7 +251,10 @@ export function toolOutputsRefusal(state: AgentStop, waiting: boolean, submissio
     missing.length ? `missing outputs for: ${missing.join(', ')}` : '',
     duplicated.length ? `duplicated tool_call_id: ${[...new Set(duplicated)].join(', ')}` : '',
   ].filter(Boolean);
-  return { type: 'invalid_tool_outputs', message: `tool_outputs must answer exactly the pending tool calls (${parts.join('; ')}).` };
+  return {
+    type: 'invalid_tool_outputs',
+    message: `tool_outputs must answer exactly the pending tool calls (${parts.join('; ')}).`,
+  };
 }
 
 /** A failed model call or tool step in contract terms. */

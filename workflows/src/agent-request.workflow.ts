@@ -1,9 +1,47 @@
-import { allHandlersFinished, ApplicationFailure, CancellationScope, condition, isCancellation, log, patched, setHandler, setWorkflowOptions, upsertSearchAttributes } from '@temporalio/workflow';
-import { blobMarker, FINAL_STATUSES, firstStopUpdate, initialStop, SEARCH_ATTRIBUTES, stateQuery, submitToolOutputsUpdate, type AgentRequestInput, type AgentStatus, type AgentStop, type BeginRequestResult, type Capability, type ChatMessage, type StreamEvent, type ToolCallRef } from '#libs/contracts';
+import {
+  allHandlersFinished,
+  ApplicationFailure,
+  CancellationScope,
+  condition,
+  isCancellation,
+  log,
+  patched,
+  setHandler,
+  setWorkflowOptions,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
+import {
+  blobMarker,
+  FINAL_STATUSES,
+  firstStopUpdate,
+  initialStop,
+  SEARCH_ATTRIBUTES,
+  stateQuery,
+  submitToolOutputsUpdate,
+  type AgentRequestInput,
+  type AgentStatus,
+  type AgentStop,
+  type BeginRequestResult,
+  type Capability,
+  type ChatMessage,
+  type StreamEvent,
+  type ToolCallRef,
+} from '#libs/contracts';
 import * as acts from './proxies.js';
 import { StoredConversation, streamedSoFar } from './stored-conversation.js';
 import { notifySession } from './session-notify.js';
-import { completedMessage, endEvents, nextStep, offerTools, outputMessages, Tally, toAgentError, toolOutputsRefusal, type LegEnd, type LoopTools } from './agent-loop.js';
+import {
+  completedMessage,
+  endEvents,
+  nextStep,
+  offerTools,
+  outputMessages,
+  Tally,
+  toAgentError,
+  toolOutputsRefusal,
+  type LegEnd,
+  type LoopTools,
+} from './agent-loop.js';
 import { whenVersioned } from './versioning.js';
 
 /** How long the caller has to submit tool outputs (contract section 3.1). */
@@ -26,7 +64,12 @@ export async function agentRequestWorkflow(input: AgentRequestInput): Promise<Ag
     // it, this workflow's clock decided, and a re-run past the deadline failed a charged request.
     const deadlineAtAdmission = patched('stop-recorded-once');
     if (!deadlineAtAdmission && input.acceptBy !== undefined && Date.now() > input.acceptBy) {
-      await request.setStatus('failed', { error: { code: 'compute_unavailable', message: 'No agent worker took the request up in time. Nothing was run or charged.' } });
+      await request.setStatus('failed', {
+        error: {
+          code: 'compute_unavailable',
+          message: 'No agent worker took the request up in time. Nothing was run or charged.',
+        },
+      });
       return await request.finish();
     }
     const begun = await request.begin(deadlineAtAdmission);
@@ -60,7 +103,8 @@ class AgentRequest {
   }
 
   private async emit(events: readonly Omit<StreamEvent, 'seq'>[]): Promise<void> {
-    if (this.input.stream && events.length > 0) ({ nextSeq: this.streamSeq } = await acts.emitStreamEvents({ ...this.ids, events, fromSeq: this.streamSeq }));
+    if (this.input.stream && events.length > 0)
+      ({ nextSeq: this.streamSeq } = await acts.emitStreamEvents({ ...this.ids, events, fromSeq: this.streamSeq }));
   }
 
   // A stop is recorded before anyone can see it: its event, the settlement of the reservation at
@@ -78,14 +122,27 @@ class AgentRequest {
       // stream's last event, a tool-outputs or cancel answer): a caller who saw it may send the next
       // message at once without finding the session busy.
       if (input.sessionId && FINAL_STATUSES.has(status)) await notifySession(input.sessionId, { ...shown, status });
-      const view = { message: shown.message, toolCalls: shown.toolCalls, error: shown.error, requestsUsed: shown.requestsUsed };
-      const recorded = await acts.recordStop({ ...tally.stopRecord(input, this.state.stop + 1, status, patch.error), view });
-      const next = recorded.recorded ? tally.adoptStop(this.state, recorded.recorded, recorded) : tally.nextStop(this.state, status, patch, recorded);
+      const view = {
+        message: shown.message,
+        toolCalls: shown.toolCalls,
+        error: shown.error,
+        requestsUsed: shown.requestsUsed,
+      };
+      const recorded = await acts.recordStop({
+        ...tally.stopRecord(input, this.state.stop + 1, status, patch.error),
+        view,
+      });
+      const next = recorded.recorded
+        ? tally.adoptStop(this.state, recorded.recorded, recorded)
+        : tally.nextStop(this.state, status, patch, recorded);
       // The stream's end follows the recorded stop. A store that refuses it (its retries run out)
       // does not undo the stop, which is charged: the run goes on, and a reader's stream ends from
       // the recorded stop (libs/streaming's SseSession serves the end a run did not store).
       await this.emit(endEvents(next)).catch((e: unknown) => {
-        log.warn('the stream end event could not be stored', { requestId: input.requestId, error: e instanceof Error ? e.message : String(e) });
+        log.warn('the stream end event could not be stored', {
+          requestId: input.requestId,
+          error: e instanceof Error ? e.message : String(e),
+        });
       });
       this.state = next;
       upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: next.status }]);
@@ -94,7 +151,9 @@ class AgentRequest {
 
   // The handlers' waits outlive a cancellation: their callers get the cancelled stop.
   private stopAfter(stop: number): Promise<void> {
-    return CancellationScope.nonCancellable(() => condition(() => this.state.stop > stop && this.state.status !== 'in_progress'));
+    return CancellationScope.nonCancellable(() =>
+      condition(() => this.state.stop > stop && this.state.status !== 'in_progress'),
+    );
   }
 
   setHandlers(): void {
@@ -104,7 +163,9 @@ class AgentRequest {
       submitToolOutputsUpdate,
       async ({ outputs }) => {
         const stopBefore = this.state.stop;
-        this.pendingOutputs = new Map(outputs.map((o) => [o.toolCallId, o.blobId ? blobMarker(o.blobId) : (o.output ?? '')]));
+        this.pendingOutputs = new Map(
+          outputs.map((o) => [o.toolCallId, o.blobId ? blobMarker(o.blobId) : (o.output ?? '')]),
+        );
         this.state = { ...this.state, status: 'in_progress', toolCalls: undefined };
         upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: 'in_progress' }]);
         await this.stopAfter(stopBefore);
@@ -129,7 +190,19 @@ class AgentRequest {
     // it. Only a request the api admitted asks (its input says so), so the histories of requests
     // admitted here (a previous release's api) replay as they ran.
     const admitted = input.admitted === true && patched('admission-in-api') ? { admitted: true } : {};
-    const begun = await CancellationScope.nonCancellable(() => acts.beginRequest({ ...ids, credits, monthlyQuota, capabilities, customTools, history, message, ...acceptBy, ...admitted }));
+    const begun = await CancellationScope.nonCancellable(() =>
+      acts.beginRequest({
+        ...ids,
+        credits,
+        monthlyQuota,
+        capabilities,
+        customTools,
+        history,
+        message,
+        ...acceptBy,
+        ...admitted,
+      }),
+    );
     if (begun.ok) this.state = { ...this.state, creditsRemaining: begun.balance, requestsUsed: begun.requestsUsed };
     return begun;
   }
@@ -139,7 +212,7 @@ class AgentRequest {
     const { input } = this;
     const tools = offerTools(input.tools, begun.builtin);
     const conversation = new StoredConversation(input.requestId, input.projectId).opened(begun.length);
-    for (let answers: ChatMessage[] = []; ; ) {
+    for (let answers: ChatMessage[] = []; ;) {
       const next = await this.runLeg(conversation, tools.loop, answers).catch((e: unknown): LegEnd => {
         if (isCancellation(e)) throw e;
         return { kind: 'fail', error: toAgentError(e) };
@@ -148,7 +221,10 @@ class AgentRequest {
         log.warn('agent run failed', { requestId: input.requestId, code: next.error.code });
         await this.setStatus('failed', { error: next.error });
       } else if (next.kind === 'reply') {
-        const message = completedMessage(next.text, begun.notes, { firstStop: this.state.stop === 0, capabilitiesRequested: input.capabilitiesRequested });
+        const message = completedMessage(next.text, begun.notes, {
+          firstStop: this.state.stop === 0,
+          capabilitiesRequested: input.capabilitiesRequested,
+        });
         await this.setStatus('completed', { message, toolCalls: undefined });
       } else {
         await this.setStatus('requires_tool_outputs', { message: undefined, toolCalls: next.toolCalls });
@@ -167,7 +243,9 @@ class AgentRequest {
     const { input } = this;
     const paused = this.state.toolCalls ?? [];
     if (input.sessionId) await notifySession(input.sessionId, this.state);
-    if (!(await condition(() => this.pendingOutputs !== undefined, input.toolOutputsTimeoutMs ?? TOOL_CONTEXT_LIFETIME))) {
+    if (
+      !(await condition(() => this.pendingOutputs !== undefined, input.toolOutputsTimeoutMs ?? TOOL_CONTEXT_LIFETIME))
+    ) {
       await this.setStatus('expired', { toolCalls: undefined });
       return undefined;
     }
@@ -178,11 +256,19 @@ class AgentRequest {
   }
 
   /** One leg: store what the caller answered, then model calls and built-in tools until a reply or a pause. */
-  private async runLeg(conversation: StoredConversation, tools: LoopTools, answers: readonly ChatMessage[]): Promise<LegEnd> {
+  private async runLeg(
+    conversation: StoredConversation,
+    tools: LoopTools,
+    answers: readonly ChatMessage[],
+  ): Promise<LegEnd> {
     const { input } = this;
     await conversation.append(answers);
     for (let modelCalls = 1; ; modelCalls++) {
-      const { step, seq } = await conversation.callModel({ files: input.files, stream: input.stream, streamSeq: this.streamSeq });
+      const { step, seq } = await conversation.callModel({
+        files: input.files,
+        stream: input.stream,
+        streamSeq: this.streamSeq,
+      });
       this.streamSeq += step.streamed ?? 0;
       this.tally.modelStep(step);
       const next = nextStep(step, tools, modelCalls);
@@ -194,11 +280,26 @@ class AgentRequest {
     }
   }
 
-  private async runTool(conversation: StoredConversation, callSeq: number, call: ToolCallRef, capability: Capability): Promise<void> {
+  private async runTool(
+    conversation: StoredConversation,
+    callSeq: number,
+    call: ToolCallRef,
+    capability: Capability,
+  ): Promise<void> {
     const startedAt = Date.now();
     await this.emit([{ type: 'tool_start', data: { tool: call.name, call_id: call.id } }]);
     const result = await conversation.runTool(callSeq, call.id, this.input.files);
-    await this.emit([{ type: 'tool_end', data: { tool: call.name, call_id: call.id, status: result.ok ? 'ok' : 'error', duration_ms: Date.now() - startedAt } }]);
+    await this.emit([
+      {
+        type: 'tool_end',
+        data: {
+          tool: call.name,
+          call_id: call.id,
+          status: result.ok ? 'ok' : 'error',
+          duration_ms: Date.now() - startedAt,
+        },
+      },
+    ]);
     this.tally.tool(capability, result.files);
   }
 

@@ -13,7 +13,9 @@ const { reconcile } = proxyActivities<ReconcilerActivities>({
  * workflow closed without settling are released (`ledger.reconciled.v1`), and sessions whose
  * workflow closed while still `active` give their slot back (`session.reconciled.v1`).
  */
-export async function ledgerReconcilerWorkflow(input: { readonly graceSeconds?: number } = {}): Promise<ReconcilerReport> {
+export async function ledgerReconcilerWorkflow(
+  input: { readonly graceSeconds?: number } = {},
+): Promise<ReconcilerReport> {
   return reconcile({ graceSeconds: input.graceSeconds ?? 60 });
 }
 

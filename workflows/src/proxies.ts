@@ -7,11 +7,12 @@ import type { AgentActivities, ConversationActivities } from '#libs/contracts';
 // The money and event steps: short PostgreSQL transactions, each idempotent by request id. A
 // database that blinks must not fail a run that is paid for, so they retry with backoff for up to
 // 15 minutes; should that run out, the clean-up releases the reservation (or the reconciler does).
-export const { beginRequest, recordStop, releaseReservation, recordToolOutputs } = proxyLocalActivities<AgentActivities>({
-  startToCloseTimeout: '10 seconds',
-  scheduleToCloseTimeout: '15 minutes',
-  retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '15 seconds' },
-});
+export const { beginRequest, recordStop, releaseReservation, recordToolOutputs } =
+  proxyLocalActivities<AgentActivities>({
+    startToCloseTimeout: '10 seconds',
+    scheduleToCloseTimeout: '15 minutes',
+    retry: { initialInterval: '200 ms', backoffCoefficient: 2, maximumInterval: '15 seconds' },
+  });
 
 export const { emitStreamEvents, streamedText } = proxyLocalActivities<AgentActivities>({
   startToCloseTimeout: '10 seconds',
@@ -33,19 +34,32 @@ export const { appendExchange } = proxyLocalActivities<ConversationActivities>({
 });
 
 // 429 and 5xx from the provider retry with backoff; a rejected request (4xx) is non-retryable.
-const modelCallRetry = { initialInterval: '500 ms', backoffCoefficient: 2, maximumInterval: '10 seconds', maximumAttempts: 4, nonRetryableErrorTypes: ['compute_error', 'service_unavailable'] };
+const modelCallRetry = {
+  initialInterval: '500 ms',
+  backoffCoefficient: 2,
+  maximumInterval: '10 seconds',
+  maximumAttempts: 4,
+  nonRetryableErrorTypes: ['compute_error', 'service_unavailable'],
+};
 
 // A run whose caller waits for its stop calls the model as a local activity: the request then runs
 // in one workflow task from admission to its stop, with no activity task, no second workflow task
 // and no history write between them (docs/performance.md). A call longer than the workflow task
 // timeout keeps its task alive with workflow task heartbeats (every 8 s), and a cancellation
 // reaches it at the next one.
-export const { callModel } = proxyLocalActivities<AgentActivities>({ startToCloseTimeout: '2 minutes', retry: modelCallRetry });
+export const { callModel } = proxyLocalActivities<AgentActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: modelCallRetry,
+});
 
 // A streamed or background run calls it as a regular activity: its first workflow task ends at
 // admission, so the api opens the stream (or answers in_progress) before the model answers, and
 // a cancellation reaches the call at once (heartbeats).
-export const { callModel: callModelStreaming } = proxyActivities<AgentActivities>({ startToCloseTimeout: '2 minutes', heartbeatTimeout: '30 seconds', retry: modelCallRetry });
+export const { callModel: callModelStreaming } = proxyActivities<AgentActivities>({
+  startToCloseTimeout: '2 minutes',
+  heartbeatTimeout: '30 seconds',
+  retry: modelCallRetry,
+});
 
 export const { runBuiltinTool } = proxyActivities<AgentActivities>({
   startToCloseTimeout: '1 minute',

@@ -4,8 +4,19 @@ import { CONTINUE_AS_NEW_AFTER_BYTES, CONTINUE_AS_NEW_AFTER_EVENTS, SessionLoop 
 const input: SessionWorkflowInput = { sessionId: 's1', projectId: 'p1', createdAt: 1_000, idleTimeoutMs: 60_000 };
 // Only the fields the session reads; the rest of a request travels to the child untouched.
 const message = (requestId: string, patch: Partial<SessionMessage> = {}): SessionMessage =>
-  ({ requestId, projectId: 'p1', acceptBy: 10_000, capabilities: ['chat'], message: { text: 'hi' }, ...patch }) as unknown as SessionMessage;
-const stop = (requestId: string, status: AgentStop['status']): AgentStop => ({ ...initialStop({ requestId, projectId: 'p1' }), status, stop: 1 });
+  ({
+    requestId,
+    projectId: 'p1',
+    acceptBy: 10_000,
+    capabilities: ['chat'],
+    message: { text: 'hi' },
+    ...patch,
+  }) as unknown as SessionMessage;
+const stop = (requestId: string, status: AgentStop['status']): AgentStop => ({
+  ...initialStop({ requestId, projectId: 'p1' }),
+  status,
+  stop: 1,
+});
 /** A message accepted and taken up, as the workflow's loop does. */
 const taken = (session: SessionLoop, requestId: string, now = 0) => {
   session.accept(message(requestId), now);
@@ -16,9 +27,20 @@ const quiet = { continueAsNewSuggested: false, historyLength: 10, historySize: 1
 describe('the session loop', () => {
   it('starts active at the workflow clock, or where the previous run left off', () => {
     expect(new SessionLoop(input, 5_000).view()).toEqual({
-      sessionId: 's1', projectId: 'p1', status: 'active', createdAt: 1_000, lastActivityAt: 5_000, expiresAt: 65_000, messageCount: 0, revision: 0, queuedMessages: 0,
+      sessionId: 's1',
+      projectId: 'p1',
+      status: 'active',
+      createdAt: 1_000,
+      lastActivityAt: 5_000,
+      expiresAt: 65_000,
+      messageCount: 0,
+      revision: 0,
+      queuedMessages: 0,
     });
-    const carried = new SessionLoop({ ...input, carried: { messageCount: 6, lastActivityAt: 7_000, revision: 4 } }, 9_000);
+    const carried = new SessionLoop(
+      { ...input, carried: { messageCount: 6, lastActivityAt: 7_000, revision: 4 } },
+      9_000,
+    );
     expect(carried.view()).toMatchObject({ lastActivityAt: 7_000, expiresAt: 67_000, messageCount: 6, revision: 4 });
   });
 
@@ -41,7 +63,9 @@ describe('the session loop', () => {
   });
 
   it('refuses a message the api stopped waiting for', () => {
-    expect(new SessionLoop(input, 0).messageRefusal(message('r1', { acceptBy: 100 }), 101)?.type).toBe('compute_unavailable');
+    expect(new SessionLoop(input, 0).messageRefusal(message('r1', { acceptBy: 100 }), 101)?.type).toBe(
+      'compute_unavailable',
+    );
     expect(new SessionLoop(input, 0).messageRefusal(message('r1', { acceptBy: 100 }), 100)).toBeUndefined();
   });
 
@@ -49,7 +73,10 @@ describe('the session loop', () => {
     const session = new SessionLoop(input, 0);
     const entry = session.accept(message('r1'), 50);
     expect(session.view()).toMatchObject({ lastActivityAt: 50, queuedMessages: 1 });
-    expect(session.messageRefusal(message('r2'), 60)).toMatchObject({ type: 'session_busy', message: expect.stringContaining('request r1') });
+    expect(session.messageRefusal(message('r2'), 60)).toMatchObject({
+      type: 'session_busy',
+      message: expect.stringContaining('request r1'),
+    });
     session.begin(session.next()!);
     expect(session.view()).toMatchObject({ activeRequestId: 'r1', queuedMessages: 0 });
     expect(session.messageRefusal(message('r2'), 60)?.type).toBe('session_busy');
@@ -109,7 +136,13 @@ describe('the session loop', () => {
   it('fails a message whose request could not be run, charging nothing', () => {
     const session = new SessionLoop(input, 0);
     const failed = session.failedToRun(session.begin(taken(session, 'r1')));
-    expect(failed).toMatchObject({ requestId: 'r1', status: 'failed', sessionId: 's1', error: { code: 'compute_error' }, creditsThisRequest: 0 });
+    expect(failed).toMatchObject({
+      requestId: 'r1',
+      status: 'failed',
+      sessionId: 's1',
+      error: { code: 'compute_error' },
+      creditsThisRequest: 0,
+    });
   });
 
   it('answers a queued message with session_ended when the session ends', () => {

@@ -109,9 +109,15 @@ export class SessionLoop {
   /** The contract's refusal of a message or an end for this session, if any. */
   refusal(projectId: string): SessionRefusal | undefined {
     // Another project's session does not exist for the caller.
-    if (projectId !== this.input.projectId) return { type: 'session_not_found', message: 'No session with this id exists in this project.' };
-    if (this.status === 'expired') return { type: 'session_expired', message: 'The session expired after a period without messages. Start a new session.' };
-    if (this.status === 'ended') return { type: 'session_ended', message: 'The session was ended. Start a new session.' };
+    if (projectId !== this.input.projectId)
+      return { type: 'session_not_found', message: 'No session with this id exists in this project.' };
+    if (this.status === 'expired')
+      return {
+        type: 'session_expired',
+        message: 'The session expired after a period without messages. Start a new session.',
+      };
+    if (this.status === 'ended')
+      return { type: 'session_ended', message: 'The session was ended. Start a new session.' };
     return undefined;
   }
 
@@ -120,7 +126,8 @@ export class SessionLoop {
     const refused = this.refusal(message.projectId);
     if (refused) return refused;
     // The api stopped waiting and told its caller so: the message must not run behind its back.
-    if (now > message.acceptBy) return { type: 'compute_unavailable', message: 'The session did not take the message up in time.' };
+    if (now > message.acceptBy)
+      return { type: 'compute_unavailable', message: 'The session did not take the message up in time.' };
     const busy = this.busyWith();
     if (!busy) return undefined;
     return {
@@ -153,7 +160,9 @@ export class SessionLoop {
     this.endedAt = now;
     this.status = 'ended';
     for (const waiting of this.queue.splice(0)) {
-      waiting.reply = { error: { type: 'session_ended', message: 'The session was ended before this message was answered.' } };
+      waiting.reply = {
+        error: { type: 'session_ended', message: 'The session was ended before this message was answered.' },
+      };
     }
   }
 
@@ -195,7 +204,10 @@ export class SessionLoop {
 
   /** The stop of a message whose request could not be run. */
   failedToRun(run: MessageRun): AgentStop {
-    return failedStop(initialStop({ ...run.request, sessionId: this.input.sessionId }), { code: 'compute_error', message: 'The agent run failed.' });
+    return failedStop(initialStop({ ...run.request, sessionId: this.input.sessionId }), {
+      code: 'compute_error',
+      message: 'The agent run failed.',
+    });
   }
 
   /** The exchange to fold into the conversation: only a finished one enters it (a failed or
@@ -203,7 +215,14 @@ export class SessionLoop {
   exchangeOf(run: MessageRun, final: AgentStop): ExchangeInput | undefined {
     if (final.status !== 'completed') return undefined;
     const { history } = run;
-    return { projectId: this.input.projectId, sessionId: this.input.sessionId, at: this.messageCount, requestId: run.request.requestId, userSeq: history.to - history.from, keep: SESSION_LIMITS.historyMessages };
+    return {
+      projectId: this.input.projectId,
+      sessionId: this.input.sessionId,
+      at: this.messageCount,
+      requestId: run.request.requestId,
+      userSeq: history.to - history.from,
+      keep: SESSION_LIMITS.historyMessages,
+    };
   }
 
   /** The message's request ran (and its exchange, if any, is in the conversation). */
@@ -239,6 +258,9 @@ export class SessionLoop {
 
   /** The input of the next run, when this one continues as new. */
   carriedInput(): SessionWorkflowInput {
-    return { ...this.input, carried: { messageCount: this.messageCount, lastActivityAt: this.lastActivityAt, revision: this.revision } };
+    return {
+      ...this.input,
+      carried: { messageCount: this.messageCount, lastActivityAt: this.lastActivityAt, revision: this.revision },
+    };
   }
 }

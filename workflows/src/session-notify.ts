@@ -9,6 +9,10 @@ export async function notifySession(sessionId: string, stop: AgentStop): Promise
   try {
     await getExternalWorkflowHandle(sessionWorkflowId(sessionId)).signal(sessionRequestStopSignal, stop);
   } catch (e) {
-    log.warn('could not tell the session about a stop', { sessionId, requestId: stop.requestId, error: e instanceof Error ? e.message : String(e) });
+    log.warn('could not tell the session about a stop', {
+      sessionId,
+      requestId: stop.requestId,
+      error: e instanceof Error ? e.message : String(e),
+    });
   }
 }

@@ -36,7 +36,8 @@ const { recordSession } = proxyLocalActivities<SessionActivities>({
 });
 
 /** A refusal as the failure the api maps to the contract's error (its type is the code). */
-const failure = (refusal: SessionRefusal): ApplicationFailure => ApplicationFailure.create({ ...refusal, nonRetryable: true });
+const failure = (refusal: SessionRefusal): ApplicationFailure =>
+  ApplicationFailure.create({ ...refusal, nonRetryable: true });
 
 /**
  * A session: a long-lived conversation. Each message runs as a child agentRequestWorkflow with the
@@ -52,7 +53,8 @@ export async function sessionWorkflow(input: SessionWorkflowInput): Promise<Sess
   const session = new SessionLoop(input, Date.now());
   const record = (): Promise<void> => recordSession(session.nextRecord());
   // The session's status as a search attribute, after each change.
-  const showStatus = (): void => upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: session.status }]);
+  const showStatus = (): void =>
+    upsertSearchAttributes([{ key: SEARCH_ATTRIBUTES.agentStatus, value: session.status }]);
   setSessionHandlers(session, record, showStatus);
 
   while (session.status === 'active') {
@@ -150,7 +152,11 @@ async function runRequest(session: SessionLoop, run: MessageRun): Promise<AgentS
     return await child.result();
   } catch (e) {
     const sessionId = run.childInput.sessionId;
-    log.warn('session request failed to run', { sessionId, requestId: run.request.requestId, error: e instanceof Error ? e.message : String(e) });
+    log.warn('session request failed to run', {
+      sessionId,
+      requestId: run.request.requestId,
+      error: e instanceof Error ? e.message : String(e),
+    });
     return session.failedToRun(run);
   }
 }

@@ -25,21 +25,49 @@ export class StoredConversation {
 
   async append(messages: readonly ChatMessage[]): Promise<void> {
     if (messages.length === 0) return;
-    await acts.appendMessages({ projectId: this.projectId, conversationId: this.ref.id, at: this.ref.length, messages });
+    await acts.appendMessages({
+      projectId: this.projectId,
+      conversationId: this.ref.id,
+      at: this.ref.length,
+      messages,
+    });
     this.grow(messages.length);
   }
 
   /** One model call on the conversation so far; its assistant message is stored at `seq`. */
-  async callModel(options: { files: readonly InputFileRef[]; stream: boolean; streamSeq: number }): Promise<{ step: ModelStep; seq: number }> {
+  async callModel(options: {
+    files: readonly InputFileRef[];
+    stream: boolean;
+    streamSeq: number;
+  }): Promise<{ step: ModelStep; seq: number }> {
     const { files, stream, streamSeq } = options;
     const call = stream ? acts.callModelStreaming : acts.callModel;
-    const step = await call({ requestId: this.requestId, projectId: this.projectId, conversation: this.ref, files, stream, ...(stream ? { streamSeq } : {}) });
+    const step = await call({
+      requestId: this.requestId,
+      projectId: this.projectId,
+      conversation: this.ref,
+      files,
+      stream,
+      ...(stream ? { streamSeq } : {}),
+    });
     return { step, seq: this.grow(1) };
   }
 
   /** Runs the built-in call `callId` of the assistant message at `callSeq`; its output is stored next. */
-  async runTool(callSeq: number, callId: string, files: readonly InputFileRef[]): Promise<{ ok: boolean; files: readonly FileRef[] }> {
-    const result = await acts.runBuiltinTool({ requestId: this.requestId, projectId: this.projectId, conversationId: this.ref.id, callSeq, callId, at: this.ref.length, files });
+  async runTool(
+    callSeq: number,
+    callId: string,
+    files: readonly InputFileRef[],
+  ): Promise<{ ok: boolean; files: readonly FileRef[] }> {
+    const result = await acts.runBuiltinTool({
+      requestId: this.requestId,
+      projectId: this.projectId,
+      conversationId: this.ref.id,
+      callSeq,
+      callId,
+      at: this.ref.length,
+      files,
+    });
     this.grow(1);
     return result;
   }
@@ -56,7 +84,12 @@ export class StoredConversation {
  * had streamed (from `fromSeq`, the seq of its first token, on); '' for a request that does not
  * stream (its tokens are nowhere but in the aborted call). Guarded by a patch: a request cancelled
  * before this existed replays without the activity. */
-export async function streamedSoFar(input: { requestId: string; projectId: string; stream: boolean }, fromSeq: number): Promise<string> {
+export async function streamedSoFar(
+  input: { requestId: string; projectId: string; stream: boolean },
+  fromSeq: number,
+): Promise<string> {
   if (!input.stream || !patched('cancel-keeps-streamed-tokens')) return '';
-  return CancellationScope.nonCancellable(() => acts.streamedText({ requestId: input.requestId, projectId: input.projectId, fromSeq }));
+  return CancellationScope.nonCancellable(() =>
+    acts.streamedText({ requestId: input.requestId, projectId: input.projectId, fromSeq }),
+  );
 }

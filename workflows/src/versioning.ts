@@ -8,6 +8,8 @@ import type { VersioningBehavior, WorkflowDefinitionOptionsOrGetter } from '@tem
  * options being set with versioned mode"), and the SDK sends the declared one whatever the worker.
  * Read once, before the run's first activation on a worker.
  */
-export const whenVersioned = (versioningBehavior: VersioningBehavior): WorkflowDefinitionOptionsOrGetter => () =>
-  // An unversioned worker reports a build id of its own too, with no deployment name.
-  workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior } : {};
+export const whenVersioned =
+  (versioningBehavior: VersioningBehavior): WorkflowDefinitionOptionsOrGetter =>
+  () =>
+    // An unversioned worker reports a build id of its own too, with no deployment name.
+    workflowInfo().currentDeploymentVersion?.deploymentName ? { versioningBehavior } : {};

@@ -31,7 +31,12 @@ const conversations = memoryConversations({
     // "hang": the model never answers; "hang after a step": it answers once (an unknown tool's
     // call), then never again. Both hold their call until the activity is cancelled.
     if (last?.role === 'user' && last.content === 'hang after a step') {
-      return { content: '', toolCalls: [{ id: 'call_x', name: 'nowhere', arguments: {} }], usage: { inputTokens: 10, outputTokens: 2 }, model: 'test' };
+      return {
+        content: '',
+        toolCalls: [{ id: 'call_x', name: 'nowhere', arguments: {} }],
+        usage: { inputTokens: 10, outputTokens: 2 },
+        model: 'test',
+      };
     }
     if (last?.content === 'hang' || (last?.role === 'tool' && last.name === 'nowhere')) {
       hanging.add(requestId);
@@ -60,7 +65,10 @@ function fakeActivities(ledger: Ledger): AgentActivities {
       ledger.stops.push(`${stop}:${status}`);
       // Like libs/metering: the first stop settles; a failed run, or a cancelled one whose model
       // never answered, costs nothing.
-      const answered = status === 'completed' || status === 'requires_tool_outputs' || (status === 'cancelled' && capabilitiesUsed.includes('chat'));
+      const answered =
+        status === 'completed' ||
+        status === 'requires_tool_outputs' ||
+        (status === 'cancelled' && capabilitiesUsed.includes('chat'));
       const charged = stop === 1 && answered ? creditsFor(capabilitiesUsed, surcharges) : 0;
       if (stop === 1) ledger.settled.push(charged);
       return { creditsThisRequest: charged, creditsRemaining: 100 - charged };
@@ -78,7 +86,11 @@ interface Ledger {
   failStops?: boolean;
 }
 
-const lookupTool = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const lookupTool = {
+  name: 'lookup',
+  description: 'Look up',
+  parameters: { type: 'object', properties: { q: { type: 'string' } } },
+};
 
 function input(message: string): AgentRequestInput {
   return {
@@ -105,9 +117,16 @@ describe('agentRequestWorkflow', () => {
     const path = process.env.MAS_TEMPORAL_TEST_SERVER;
     if (!path) throw new Error('MAS_TEMPORAL_TEST_SERVER is not set: run the tests with `npm test`');
     env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } });
-    for (const [name, type] of [['ProjectId', 'KEYWORD'], ['AgentStatus', 'KEYWORD'], ['Capabilities', 'KEYWORD_LIST']] as const) {
+    for (const [name, type] of [
+      ['ProjectId', 'KEYWORD'],
+      ['AgentStatus', 'KEYWORD'],
+      ['Capabilities', 'KEYWORD_LIST'],
+    ] as const) {
       await env.connection.operatorService
-        .addSearchAttributes({ namespace: env.namespace ?? 'default', searchAttributes: { [name]: type === 'KEYWORD' ? 2 : 7 } })
+        .addSearchAttributes({
+          namespace: env.namespace ?? 'default',
+          searchAttributes: { [name]: type === 'KEYWORD' ? 2 : 7 },
+        })
         .catch(() => undefined);
     }
   });
@@ -128,7 +147,11 @@ describe('agentRequestWorkflow', () => {
     });
 
   async function start(message: string, patch: Partial<AgentRequestInput> = {}) {
-    const handle = await env.client.workflow.start('agentRequestWorkflow', { taskQueue, workflowId: `agent-request-${randomUUID()}`, args: [{ ...input(message), ...patch }] });
+    const handle = await env.client.workflow.start('agentRequestWorkflow', {
+      taskQueue,
+      workflowId: `agent-request-${randomUUID()}`,
+      args: [{ ...input(message), ...patch }],
+    });
     const first = await handle.executeUpdate(firstStopUpdate);
     return { handle, first };
   }
@@ -138,14 +161,20 @@ describe('agentRequestWorkflow', () => {
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
       const { handle, first } = await start('please lookup {"q":"a"}');
-      expect(first).toMatchObject({ status: 'requires_tool_outputs', toolCalls: [{ name: 'lookup', arguments: { q: 'a' } }], creditsThisRequest: 1 });
+      expect(first).toMatchObject({
+        status: 'requires_tool_outputs',
+        toolCalls: [{ name: 'lookup', arguments: { q: 'a' } }],
+        creditsThisRequest: 1,
+      });
       await env.sleep('4 minutes');
       expect((await handle.query(stateQuery)).status).toBe('requires_tool_outputs');
       await env.sleep('61 seconds');
       const final: AgentStop = await handle.result();
       expect(final.status).toBe('expired');
       await expect(
-        handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'late' }] }] }),
+        handle.executeUpdate(submitToolOutputsUpdate, {
+          args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'late' }] }],
+        }),
       ).rejects.toThrow();
     });
     expect(ledger.settled).toEqual([1]);
@@ -157,8 +186,16 @@ describe('agentRequestWorkflow', () => {
     await worker.runUntil(async () => {
       const { handle, first } = await start('please lookup {"q":"b"}');
       await env.sleep('290 seconds');
-      const next = await handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'just in time' }] }] });
-      expect(next).toMatchObject({ status: 'completed', creditsThisRequest: 0, message: expect.stringContaining('just in time') });
+      const next = await handle.executeUpdate(submitToolOutputsUpdate, {
+        args: [
+          { projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'just in time' }] },
+        ],
+      });
+      expect(next).toMatchObject({
+        status: 'completed',
+        creditsThisRequest: 0,
+        message: expect.stringContaining('just in time'),
+      });
     });
   });
 
@@ -174,7 +211,9 @@ describe('agentRequestWorkflow', () => {
         const call = stop.toolCalls![0]!;
         ids.add(call.id);
         await env.sleep('4 minutes');
-        stop = await handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: call.id, output: `result ${round}` }] }] });
+        stop = await handle.executeUpdate(submitToolOutputsUpdate, {
+          args: [{ projectId: first.projectId, outputs: [{ toolCallId: call.id, output: `result ${round}` }] }],
+        });
       }
       expect(ids.size).toBe(3);
       expect(stop).toMatchObject({ status: 'completed', message: expect.stringContaining('result 3') });
@@ -182,11 +221,14 @@ describe('agentRequestWorkflow', () => {
     expect(ledger.settled).toEqual([1]);
   });
 
-  it('refuses outputs that do not answer exactly the pending calls, and another project\'s', async () => {
+  it("refuses outputs that do not answer exactly the pending calls, and another project's", async () => {
     const worker = await newWorker({ settled: [], stops: [], released: 0 });
     await worker.runUntil(async () => {
       const { handle, first } = await start('lookup {"q":"d"}');
-      const submit = (projectId: string, toolCallId: string) => handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId, outputs: [{ toolCallId, output: 'x' }] }] });
+      const submit = (projectId: string, toolCallId: string) =>
+        handle.executeUpdate(submitToolOutputsUpdate, {
+          args: [{ projectId, outputs: [{ toolCallId, output: 'x' }] }],
+        });
       const wrongId = await submit(first.projectId, 'call_nope').catch((e: unknown) => e);
       expect(wrongId).toBeInstanceOf(WorkflowUpdateFailedError);
       expect((wrongId as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'invalid_tool_outputs' });
@@ -208,7 +250,11 @@ describe('agentRequestWorkflow', () => {
     await after.runUntil(async () => {
       await env.sleep('2 minutes');
       const { handle, first } = paused!;
-      const next = await handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'after restart' }] }] });
+      const next = await handle.executeUpdate(submitToolOutputsUpdate, {
+        args: [
+          { projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'after restart' }] },
+        ],
+      });
       expect(next).toMatchObject({ status: 'completed', message: expect.stringContaining('after restart') });
     });
     expect(ledger.settled).toEqual([1]);
@@ -221,7 +267,13 @@ describe('agentRequestWorkflow', () => {
     // libs/metering's admit refuses a request not admitted by its deadline (metering.int-spec.ts).
     const admit = async (input: { acceptBy?: number }) => {
       deadlines.push(input.acceptBy);
-      if (input.acceptBy !== undefined && Date.now() > input.acceptBy) return { ok: false as const, error: { code: 'compute_unavailable' as const, message: 'No agent worker took the request up in time.' }, balance: 100, requestsUsed: 0 };
+      if (input.acceptBy !== undefined && Date.now() > input.acceptBy)
+        return {
+          ok: false as const,
+          error: { code: 'compute_unavailable' as const, message: 'No agent worker took the request up in time.' },
+          balance: 100,
+          requestsUsed: 0,
+        };
       admitted += 1;
       return { ok: true as const, balance: 94, requestsUsed: 1 };
     };
@@ -278,7 +330,9 @@ describe('agentRequestWorkflow', () => {
       expect(final).toMatchObject({ status: 'cancelled', stop: 2, creditsThisRequest: 0, message: '' });
       expect(final.toolCalls).toBeUndefined();
       await expect(
-        handle.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'late' }] }] }),
+        handle.executeUpdate(submitToolOutputsUpdate, {
+          args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'late' }] }],
+        }),
       ).rejects.toThrow();
     });
     expect(ledger.settled).toEqual([1]);
@@ -291,7 +345,11 @@ describe('agentRequestWorkflow', () => {
     await worker.runUntil(async () => {
       for (const message of ['hang', 'hang after a step']) {
         const args = { ...input(message), tools: [] };
-        const handle = await env.client.workflow.start('agentRequestWorkflow', { taskQueue, workflowId: `agent-request-${args.requestId}`, args: [args] });
+        const handle = await env.client.workflow.start('agentRequestWorkflow', {
+          taskQueue,
+          workflowId: `agent-request-${args.requestId}`,
+          args: [args],
+        });
         // The caller waiting for the first stop gets the cancelled one.
         const waiting = handle.executeUpdate(firstStopUpdate);
         await modelHolding(args.requestId);
@@ -324,7 +382,11 @@ describe('agentRequestWorkflow', () => {
     const ledger = { settled: [] as number[], stops: [] as string[], released: 0, failStops: true };
     const worker = await newWorker(ledger);
     await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start('agentRequestWorkflow', { taskQueue, workflowId: `agent-request-${randomUUID()}`, args: [input('hello')] });
+      const handle = await env.client.workflow.start('agentRequestWorkflow', {
+        taskQueue,
+        workflowId: `agent-request-${randomUUID()}`,
+        args: [input('hello')],
+      });
       await expect(handle.result()).rejects.toThrow(/Workflow execution failed/);
     });
     expect(ledger.released).toBe(1);

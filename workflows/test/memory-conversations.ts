@@ -1,19 +1,40 @@
-import { BLOB_MARKER, offeredTools, type AgentActivities, type AgentError, type ChatMessage, type ModelTurn, type OfferedTool, type ToolCall, type ToolSpec } from '#libs/contracts';
+import {
+  BLOB_MARKER,
+  offeredTools,
+  type AgentActivities,
+  type AgentError,
+  type ChatMessage,
+  type ModelTurn,
+  type OfferedTool,
+  type ToolCall,
+  type ToolSpec,
+} from '#libs/contracts';
 
 /** What admission answers (libs/metering's, in memory). */
-type Admission = { ok: true; balance: number; requestsUsed: number } | { ok: false; error: AgentError; balance: number; requestsUsed: number };
+type Admission =
+  | { ok: true; balance: number; requestsUsed: number }
+  | { ok: false; error: AgentError; balance: number; requestsUsed: number };
 
 /** The model of a workflow test: a pure function of the conversation and the tools. */
-export type TestModel = (input: { requestId: string; messages: readonly ChatMessage[]; tools: readonly ToolSpec[] }) => ModelTurn | Promise<ModelTurn>;
+export type TestModel = (input: {
+  requestId: string;
+  messages: readonly ChatMessage[];
+  tools: readonly ToolSpec[];
+}) => ModelTurn | Promise<ModelTurn>;
 
 /** In-memory stand-ins of the activities that touch the conversation store (the real ones are
  * apps/worker's, tested end to end): conversations in a Map, the model and the built-in tools as
  * given. `conversations` lets a test read what was stored. */
-export function memoryConversations(options: { model: TestModel; runTool?: (call: ToolCall) => { ok: boolean; output: string } }): {
+export function memoryConversations(options: {
+  model: TestModel;
+  runTool?: (call: ToolCall) => { ok: boolean; output: string };
+}): {
   conversations: Map<string, { tools: readonly OfferedTool[]; messages: (ChatMessage | undefined)[] }>;
   activities: Pick<AgentActivities, 'appendMessages' | 'appendExchange' | 'callModel' | 'runBuiltinTool'>;
   /** beginRequest over these conversations, admitting as `admit` answers (no built-in tools). */
-  beginRequest: (admit: (input: Parameters<AgentActivities['beginRequest']>[0]) => Promise<Admission>) => AgentActivities['beginRequest'];
+  beginRequest: (
+    admit: (input: Parameters<AgentActivities['beginRequest']>[0]) => Promise<Admission>,
+  ) => AgentActivities['beginRequest'];
 } {
   const conversations = new Map<string, { tools: readonly OfferedTool[]; messages: (ChatMessage | undefined)[] }>();
   const blobs = new Map<string, string>();
@@ -22,13 +43,16 @@ export function memoryConversations(options: { model: TestModel; runTool?: (call
     if (!c) throw new Error(`no conversation ${id}`);
     return c;
   };
-  const put = (id: string, at: number, messages: readonly ChatMessage[]) => messages.forEach((m, i) => (get(id).messages[at + i] = m));
+  const put = (id: string, at: number, messages: readonly ChatMessage[]) =>
+    messages.forEach((m, i) => (get(id).messages[at + i] = m));
   const load = (id: string, length: number): ChatMessage[] => {
     const messages = get(id).messages.slice(0, length);
-    if (messages.length !== length || messages.some((m) => m === undefined)) throw new Error(`conversation ${id} has fewer than ${length} messages`);
+    if (messages.length !== length || messages.some((m) => m === undefined))
+      throw new Error(`conversation ${id} has fewer than ${length} messages`);
     return messages as ChatMessage[];
   };
-  const open = (id: string, tools: readonly OfferedTool[] = []) => void (conversations.has(id) || conversations.set(id, { tools, messages: [] }));
+  const open = (id: string, tools: readonly OfferedTool[] = []) =>
+    void (conversations.has(id) || conversations.set(id, { tools, messages: [] }));
   return {
     conversations,
     beginRequest: (admit) => async (input) => {
@@ -36,13 +60,23 @@ export function memoryConversations(options: { model: TestModel; runTool?: (call
       if (!admission.ok) return admission;
       const { requestId, customTools, history, message } = input;
       open(requestId, offeredTools(customTools, []));
-      const copied = history && history.to > history.from ? get(history.id).messages.slice(history.from, history.to) : [];
+      const copied =
+        history && history.to > history.from ? get(history.id).messages.slice(history.from, history.to) : [];
       put(requestId, 0, copied as ChatMessage[]);
-      put(requestId, copied.length, [{ role: 'user', content: 'text' in message ? message.text : (blobs.get(message.blobId) ?? '') }]);
+      put(requestId, copied.length, [
+        { role: 'user', content: 'text' in message ? message.text : (blobs.get(message.blobId) ?? '') },
+      ]);
       return { ...admission, builtin: [], notes: [], length: copied.length + 1 };
     },
     activities: {
-      appendMessages: async ({ conversationId, at, messages }) => put(conversationId, at, messages.map((m) => (m.role === 'tool' && BLOB_MARKER.test(m.content) ? { ...m, content: `[blob ${m.content}]` } : m))),
+      appendMessages: async ({ conversationId, at, messages }) =>
+        put(
+          conversationId,
+          at,
+          messages.map((m) =>
+            m.role === 'tool' && BLOB_MARKER.test(m.content) ? { ...m, content: `[blob ${m.content}]` } : m,
+          ),
+        ),
       appendExchange: async ({ sessionId, at, requestId, userSeq }) => {
         open(sessionId);
         const request = get(requestId).messages;
@@ -53,8 +87,14 @@ export function memoryConversations(options: { model: TestModel; runTool?: (call
       },
       callModel: async ({ requestId, conversation }) => {
         const { tools } = get(conversation.id);
-        const turn = await options.model({ requestId, messages: load(conversation.id, conversation.length), tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })) });
-        put(conversation.id, conversation.length, [{ role: 'assistant', content: turn.content, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) }]);
+        const turn = await options.model({
+          requestId,
+          messages: load(conversation.id, conversation.length),
+          tools: tools.map(({ name, description, parameters }) => ({ name, description, parameters })),
+        });
+        put(conversation.id, conversation.length, [
+          { role: 'assistant', content: turn.content, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) },
+        ]);
         const custom = new Set(tools.filter((t) => t.custom).map((t) => t.name));
         return {
           ...(turn.toolCalls.length === 0 ? { reply: turn.content } : {}),

@@ -18,7 +18,9 @@ import { workflowBundleOptions } from '../../apps/worker/src/workflow-bundle.js'
 // server, no database and no network.
 
 const CORPUS = fileURLToPath(new URL('../../test/replay/histories/', import.meta.url));
-const KEY = JSON.parse(readFileSync(fileURLToPath(new URL('../../test/replay/payload-key.json', import.meta.url)), 'utf8')) as { id: string; key: string };
+const KEY = JSON.parse(
+  readFileSync(fileURLToPath(new URL('../../test/replay/payload-key.json', import.meta.url)), 'utf8'),
+) as { id: string; key: string };
 
 interface ManifestEntry {
   readonly file: string;
@@ -30,11 +32,23 @@ interface ManifestEntry {
 interface Recorded extends ManifestEntry {
   /** set/workflowType/path.json, under test/replay/histories. */
   readonly name: string;
-  readonly json: { events: { eventId: string; eventType: string; workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } } }[] };
+  readonly json: {
+    events: {
+      eventId: string;
+      eventType: string;
+      workflowExecutionStartedEventAttributes?: { workflowType?: { name?: string } };
+    }[];
+  };
 }
 
 const jsonFilesUnder = (dir: string): string[] =>
-  readdirSync(dir).flatMap((name) => (statSync(join(dir, name)).isDirectory() ? jsonFilesUnder(join(dir, name)).map((f) => `${name}/${f}`) : name.endsWith('.json') ? [name] : []));
+  readdirSync(dir).flatMap((name) =>
+    statSync(join(dir, name)).isDirectory()
+      ? jsonFilesUnder(join(dir, name)).map((f) => `${name}/${f}`)
+      : name.endsWith('.json')
+        ? [name]
+        : [],
+  );
 
 /** Every set's histories, as its manifest lists them. */
 function corpus(): Recorded[] {
@@ -42,8 +56,14 @@ function corpus(): Recorded[] {
   return readdirSync(CORPUS)
     .filter((set) => statSync(join(CORPUS, set)).isDirectory())
     .flatMap((set) => {
-      const manifest = JSON.parse(readFileSync(join(CORPUS, set, 'manifest.json'), 'utf8')) as { histories: ManifestEntry[] };
-      return manifest.histories.map((entry) => ({ ...entry, name: `${set}/${entry.file}`, json: JSON.parse(readFileSync(join(CORPUS, set, entry.file), 'utf8')) as Recorded['json'] }));
+      const manifest = JSON.parse(readFileSync(join(CORPUS, set, 'manifest.json'), 'utf8')) as {
+        histories: ManifestEntry[];
+      };
+      return manifest.histories.map((entry) => ({
+        ...entry,
+        name: `${set}/${entry.file}`,
+        json: JSON.parse(readFileSync(join(CORPUS, set, entry.file), 'utf8')) as Recorded['json'],
+      }));
     });
 }
 
@@ -54,9 +74,14 @@ type HistoryEvent = Recorded['json']['events'][number] & {
 
 /** A local activity marker's own data (written by the SDK's core in plain JSON, not encrypted). */
 const localActivityOf = (event: HistoryEvent): { seq?: number; activity_type?: string } | undefined => {
-  const data = event.markerRecordedEventAttributes?.markerName === 'core_local_activity' ? event.markerRecordedEventAttributes.details?.data?.payloads?.[0]?.data : undefined;
+  const data =
+    event.markerRecordedEventAttributes?.markerName === 'core_local_activity'
+      ? event.markerRecordedEventAttributes.details?.data?.payloads?.[0]?.data
+      : undefined;
   try {
-    return data ? (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { seq?: number; activity_type?: string }) : undefined;
+    return data
+      ? (JSON.parse(Buffer.from(data, 'base64').toString('utf8')) as { seq?: number; activity_type?: string })
+      : undefined;
   } catch {
     return undefined;
   }
@@ -69,7 +94,11 @@ function divergedAt(message: string, history: Recorded['json']): string {
   const events = history.events as HistoryEvent[];
   const id = /HistoryEvent\(id: (\d+)/.exec(message)?.[1];
   const localSeq = /LocalActivity\((\d+)\)/.exec(message)?.[1];
-  const event = id ? events.find((e) => e.eventId === id) : localSeq ? events.find((e) => localActivityOf(e)?.seq === Number(localSeq)) : undefined;
+  const event = id
+    ? events.find((e) => e.eventId === id)
+    : localSeq
+      ? events.find((e) => localActivityOf(e)?.seq === Number(localSeq))
+      : undefined;
   if (!event) return id ? `event ${id} (not in the history)` : 'an event the error does not name';
   const what = event.activityTaskScheduledEventAttributes?.activityType?.name ?? localActivityOf(event)?.activity_type;
   return `event ${event.eventId} (${event.eventType}${what ? `, ${localActivityOf(event) ? 'local activity' : 'activity'} ${what}` : ''})`;
@@ -89,7 +118,9 @@ describe('the replay corpus (test/replay/histories)', () => {
     const results = Worker.runReplayHistories(
       {
         ...workflowBundleOptions(),
-        dataConverter: payloadDataConverter({ payloadKeys: { current: KEY.id, keys: new Map([[KEY.id, Buffer.from(KEY.key, 'base64')]]) } }),
+        dataConverter: payloadDataConverter({
+          payloadKeys: { current: KEY.id, keys: new Map([[KEY.id, Buffer.from(KEY.key, 'base64')]]) },
+        }),
         replayName: 'replay-corpus',
       },
       histories.map((h) => ({ workflowId: h.workflowId, history: historyFromJson(h.json) })),
@@ -100,8 +131,14 @@ describe('the replay corpus (test/replay/histories)', () => {
       const h = histories[i++]!;
       // A nondeterminism error names where the code and the history parted; any other (a payload
       // that does not decrypt, a workflow that throws) is reported as it is.
-      const where = result.error instanceof DeterminismViolationError ? `diverged at ${divergedAt(result.error.message, h.json)}` : 'failed to replay';
-      outcomes.set(h.name, result.error ? `${h.name}: ${h.workflowType} (${h.path}) ${where}: ${result.error.message}` : undefined);
+      const where =
+        result.error instanceof DeterminismViolationError
+          ? `diverged at ${divergedAt(result.error.message, h.json)}`
+          : 'failed to replay';
+      outcomes.set(
+        h.name,
+        result.error ? `${h.name}: ${h.workflowType} (${h.path}) ${where}: ${result.error.message}` : undefined,
+      );
     }
   }, 120_000);
 
@@ -110,10 +147,15 @@ describe('the replay corpus (test/replay/histories)', () => {
     const exported = Object.keys(await import('../src/index.js'));
     expect(exported.length).toBeGreaterThan(0);
     expect([...new Set(histories.map((h) => h.workflowType))].sort()).toEqual(exported.sort());
-    for (const h of histories) expect(h.json.events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name).toBe(h.workflowType);
+    for (const h of histories)
+      expect(h.json.events[0]?.workflowExecutionStartedEventAttributes?.workflowType?.name).toBe(h.workflowType);
     const listed = new Set(histories.map((h) => h.name));
     const sets = readdirSync(CORPUS).filter((set) => statSync(join(CORPUS, set)).isDirectory());
-    const onDisk = sets.flatMap((set) => jsonFilesUnder(join(CORPUS, set)).filter((f) => f !== 'manifest.json').map((f) => `${set}/${f}`));
+    const onDisk = sets.flatMap((set) =>
+      jsonFilesUnder(join(CORPUS, set))
+        .filter((f) => f !== 'manifest.json')
+        .map((f) => `${set}/${f}`),
+    );
     expect(onDisk.filter((f) => !listed.has(f))).toEqual([]);
   });
 

@@ -58,29 +58,38 @@ function gate(): Gate {
 
 function fakeActivities(ledger: Ledger): AgentActivities & SessionActivities {
   const memory = memoryConversations({
-      model: async ({ requestId, messages, tools }) => {
-        ledger.modelInput.set(requestId, messages);
-        const last = messages.at(-1);
-        if (last?.role === 'user' && last.content.startsWith('slow')) {
-          ledger.slow.enter();
-          await ledger.slow.opened;
-        }
-        return scriptedTurn({ model: 'scripted', messages, tools });
-      },
-    });
+    model: async ({ requestId, messages, tools }) => {
+      ledger.modelInput.set(requestId, messages);
+      const last = messages.at(-1);
+      if (last?.role === 'user' && last.content.startsWith('slow')) {
+        ledger.slow.enter();
+        await ledger.slow.opened;
+      }
+      return scriptedTurn({ model: 'scripted', messages, tools });
+    },
+  });
   return {
     releaseReservation: async () => undefined,
     ...memory.activities,
-    beginRequest: memory.beginRequest(async ({ requestId }) => (ledger.admitted.push(requestId), { ok: true, balance: 99, requestsUsed: 1 })),
+    beginRequest: memory.beginRequest(
+      async ({ requestId }) => (ledger.admitted.push(requestId), { ok: true, balance: 99, requestsUsed: 1 }),
+    ),
     emitStreamEvents: async () => ({ nextSeq: 1 }),
     streamedText: async () => '',
-    recordStop: async ({ stop, status }) => ({ creditsThisRequest: stop === 1 && status !== 'failed' ? 1 : 0, creditsRemaining: 98 }),
+    recordStop: async ({ stop, status }) => ({
+      creditsThisRequest: stop === 1 && status !== 'failed' ? 1 : 0,
+      creditsRemaining: 98,
+    }),
     recordToolOutputs: async () => undefined,
     recordSession: async (view) => void ledger.records.push(view),
   };
 }
 
-const lookupTool = { name: 'lookup', description: 'Look up', parameters: { type: 'object', properties: { q: { type: 'string' } } } };
+const lookupTool = {
+  name: 'lookup',
+  description: 'Look up',
+  parameters: { type: 'object', properties: { q: { type: 'string' } } },
+};
 
 describe('sessionWorkflow', () => {
   let env: TestWorkflowEnvironment;
@@ -90,9 +99,16 @@ describe('sessionWorkflow', () => {
     const path = process.env.MAS_TEMPORAL_TEST_SERVER;
     if (!path) throw new Error('MAS_TEMPORAL_TEST_SERVER is not set: run the tests with `npm test`');
     env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path } } });
-    for (const [name, type] of [['ProjectId', 'KEYWORD'], ['AgentStatus', 'KEYWORD'], ['Capabilities', 'KEYWORD_LIST']] as const) {
+    for (const [name, type] of [
+      ['ProjectId', 'KEYWORD'],
+      ['AgentStatus', 'KEYWORD'],
+      ['Capabilities', 'KEYWORD_LIST'],
+    ] as const) {
       await env.connection.operatorService
-        .addSearchAttributes({ namespace: env.namespace ?? 'default', searchAttributes: { [name]: type === 'KEYWORD' ? 2 : 7 } })
+        .addSearchAttributes({
+          namespace: env.namespace ?? 'default',
+          searchAttributes: { [name]: type === 'KEYWORD' ? 2 : 7 },
+        })
         .catch(() => undefined);
     }
   });
@@ -103,15 +119,33 @@ describe('sessionWorkflow', () => {
   const newLedger = (): Ledger => ({ modelInput: new Map(), records: [], admitted: [], slow: gate() });
 
   const newWorker = (ledger: Ledger) =>
-    Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath, bundlerOptions: sourceBundlerOptions(), activities: fakeActivities(ledger) });
+    Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowsPath,
+      bundlerOptions: sourceBundlerOptions(),
+      activities: fakeActivities(ledger),
+    });
 
   /** Starts a session; `idleTimeoutMs` defaults to the contract's 30 minutes. */
-  async function startSession(options: Partial<Pick<SessionWorkflowInput, 'idleTimeoutMs' | 'continueAsNewAfterEvents'>> = {}) {
+  async function startSession(
+    options: Partial<Pick<SessionWorkflowInput, 'idleTimeoutMs' | 'continueAsNewAfterEvents'>> = {},
+  ) {
     const sessionId = randomUUID();
     const projectId = randomUUID();
     const createdAt = Date.now();
-    const input: SessionWorkflowInput = { sessionId, projectId, createdAt, idleTimeoutMs: options.idleTimeoutMs ?? 30 * MINUTE, ...options };
-    const handle = await env.client.workflow.start('sessionWorkflow', { taskQueue, workflowId: sessionWorkflowId(sessionId), args: [input] });
+    const input: SessionWorkflowInput = {
+      sessionId,
+      projectId,
+      createdAt,
+      idleTimeoutMs: options.idleTimeoutMs ?? 30 * MINUTE,
+      ...options,
+    };
+    const handle = await env.client.workflow.start('sessionWorkflow', {
+      taskQueue,
+      workflowId: sessionWorkflowId(sessionId),
+      args: [input],
+    });
     const firstRunId = handle.firstExecutionRunId;
     // The first workflow task has run (a query needs it) before a test skips time.
     await handle.query(sessionStateQuery);
@@ -132,7 +166,10 @@ describe('sessionWorkflow', () => {
       acceptBy: Number.MAX_SAFE_INTEGER,
       ...extra,
     });
-    const send = async (text: string, extra: Partial<SessionMessage> = {}): Promise<AgentStop & { sent: SessionMessage }> => {
+    const send = async (
+      text: string,
+      extra: Partial<SessionMessage> = {},
+    ): Promise<AgentStop & { sent: SessionMessage }> => {
       const sent = message(text, extra);
       const stop = await handle.executeUpdate(sendSessionMessageUpdate, { args: [sent], updateId: sent.requestId });
       return { ...stop, sent };
@@ -158,7 +195,11 @@ describe('sessionWorkflow', () => {
     await worker.runUntil(async () => {
       const { handle, projectId } = await startSession();
       const created = await state(handle);
-      expect(created).toMatchObject({ status: 'active', messageCount: 0, expiresAt: created.lastActivityAt + 30 * MINUTE });
+      expect(created).toMatchObject({
+        status: 'active',
+        messageCount: 0,
+        expiresAt: created.lastActivityAt + 30 * MINUTE,
+      });
       await env.sleep('29 minutes');
       expect((await state(handle)).status).toBe('active');
       await env.sleep('61 seconds');
@@ -179,7 +220,11 @@ describe('sessionWorkflow', () => {
       const reply = await send('hello');
       expect(reply).toMatchObject({ status: 'completed', message: 'You said: "hello"' });
       const afterMessage = await state(handle);
-      expect(afterMessage).toMatchObject({ status: 'active', messageCount: 2, expiresAt: afterMessage.lastActivityAt + 30 * MINUTE });
+      expect(afterMessage).toMatchObject({
+        status: 'active',
+        messageCount: 2,
+        expiresAt: afterMessage.lastActivityAt + 30 * MINUTE,
+      });
       expect(afterMessage.lastActivityAt - created.lastActivityAt).toBeGreaterThanOrEqual(20 * MINUTE);
       expect(ledger.records.at(-1)).toMatchObject({ status: 'active', messageCount: 2 });
       await env.sleep('29 minutes');
@@ -295,10 +340,13 @@ describe('sessionWorkflow', () => {
       let runs = 0;
       let acceptedUpdates = 0;
       for (let runId: string | undefined = firstRunId; runId; runs++) {
-        const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await env.client.workflow.getHandle(sessionWorkflowId(sessionId), runId).fetchHistory();
+        const history: Awaited<ReturnType<WorkflowHandle['fetchHistory']>> = await env.client.workflow
+          .getHandle(sessionWorkflowId(sessionId), runId)
+          .fetchHistory();
         const events = history.events ?? [];
         acceptedUpdates += events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).length;
-        const next: string | null | undefined = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+        const next: string | null | undefined =
+          events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
         runId = next ?? undefined;
       }
       expect(runs).toBeGreaterThanOrEqual(3);
@@ -314,16 +362,34 @@ describe('sessionWorkflow', () => {
       // An idle timeout far shorter than the tool context, so a running timer would show.
       const { handle, send, projectId } = await startSession({ idleTimeoutMs: MINUTE });
       const paused = await send('please lookup {"q":"x"}', { tools: [lookupTool] });
-      expect(paused).toMatchObject({ status: 'requires_tool_outputs', sessionId: expect.any(String), toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }] });
+      expect(paused).toMatchObject({
+        status: 'requires_tool_outputs',
+        sessionId: expect.any(String),
+        toolCalls: [{ name: 'lookup', arguments: { q: 'x' } }],
+      });
       // A message sent meanwhile is refused: the session is busy.
-      expect(await busyCause(send('and then?'))).toMatchObject({ type: 'session_busy', message: expect.stringContaining(paused.requestId) });
+      expect(await busyCause(send('and then?'))).toMatchObject({
+        type: 'session_busy',
+        message: expect.stringContaining(paused.requestId),
+      });
       await env.sleep('4 minutes');
-      expect(await state(handle)).toMatchObject({ status: 'active', activeRequestId: paused.requestId, queuedMessages: 0 });
+      expect(await state(handle)).toMatchObject({
+        status: 'active',
+        activeRequestId: paused.requestId,
+        queuedMessages: 0,
+      });
       expect(await busyCause(send('still there?'))).toMatchObject({ type: 'session_busy' });
 
       const child = env.client.workflow.getHandle(agentRequestWorkflowId(paused.requestId));
-      const resumed = await child.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId, outputs: [{ toolCallId: paused.toolCalls![0]!.id, output: 'found it' }] }] });
-      expect(resumed).toMatchObject({ status: 'completed', sessionId: paused.sessionId, message: expect.stringContaining('found it'), creditsThisRequest: 0 });
+      const resumed = await child.executeUpdate(submitToolOutputsUpdate, {
+        args: [{ projectId, outputs: [{ toolCallId: paused.toolCalls![0]!.id, output: 'found it' }] }],
+      });
+      expect(resumed).toMatchObject({
+        status: 'completed',
+        sessionId: paused.sessionId,
+        message: expect.stringContaining('found it'),
+        creditsThisRequest: 0,
+      });
       // The moment the caller has the answer, the session takes the next message.
       const later = await send('and then?');
       expect(later).toMatchObject({ status: 'completed', message: 'You said: "and then?"' });
@@ -351,7 +417,9 @@ describe('sessionWorkflow', () => {
       const expectBusy = async (text: string, blocking: string): Promise<void> => {
         const sent = message(text);
         refusedIds.push(sent.requestId);
-        const cause = await busyCause(handle.executeUpdate(sendSessionMessageUpdate, { args: [sent], updateId: sent.requestId }));
+        const cause = await busyCause(
+          handle.executeUpdate(sendSessionMessageUpdate, { args: [sent], updateId: sent.requestId }),
+        );
         expect(cause).toMatchObject({ type: 'session_busy', message: expect.stringContaining(blocking) });
       };
 
@@ -379,19 +447,26 @@ describe('sessionWorkflow', () => {
       await expectBusy('while paused again', expiring.requestId);
       await env.sleep('4 minutes');
       await expectBusy('still paused', expiring.requestId);
-      expect(await env.client.workflow.getHandle(agentRequestWorkflowId(expiring.requestId)).result()).toMatchObject({ status: 'expired' });
+      expect(await env.client.workflow.getHandle(agentRequestWorkflowId(expiring.requestId)).result()).toMatchObject({
+        status: 'expired',
+      });
       const afterExpiry = await send('after the expiry');
       expect(afterExpiry).toMatchObject({ status: 'completed' });
 
       // Only the finished exchanges are in the conversation; the refused messages left no trace:
       // never admitted, never accepted, nothing written for them.
-      const seen = ledger.modelInput.get(afterExpiry.sent.requestId)!.filter((m) => m.role === 'user').map((m) => m.content);
+      const seen = ledger.modelInput
+        .get(afterExpiry.sent.requestId)!
+        .filter((m) => m.role === 'user')
+        .map((m) => m.content);
       expect(seen).toEqual(['slow answer', 'after the cancel', 'after the expiry']);
       expect(await state(handle)).toMatchObject({ status: 'active', messageCount: 6, queuedMessages: 0 });
       expect(ledger.admitted.filter((id) => refusedIds.includes(id))).toEqual([]);
       expect(ledger.admitted).toHaveLength(5);
       const events = (await handle.fetchHistory()).events ?? [];
-      const acceptedIds = events.map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId).filter(Boolean);
+      const acceptedIds = events
+        .map((e) => e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId)
+        .filter(Boolean);
       expect(acceptedIds).toHaveLength(5);
       expect(acceptedIds.filter((id) => refusedIds.includes(id!))).toEqual([]);
       expect(ledger.records.filter((r) => r.activeRequestId && refusedIds.includes(r.activeRequestId))).toEqual([]);
@@ -405,11 +480,17 @@ describe('sessionWorkflow', () => {
     await worker.runUntil(async () => {
       const { handle, send, projectId, message } = await startSession();
       await send('hello');
-      const foreign = await handle.executeUpdate(endSessionUpdate, { args: [{ projectId: randomUUID() }] }).catch((e: unknown) => e);
+      const foreign = await handle
+        .executeUpdate(endSessionUpdate, { args: [{ projectId: randomUUID() }] })
+        .catch((e: unknown) => e);
       expect((foreign as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'session_not_found' });
-      const foreignMessage = await handle.executeUpdate(sendSessionMessageUpdate, { args: [{ ...message('x'), projectId: randomUUID() }] }).catch((e: unknown) => e);
+      const foreignMessage = await handle
+        .executeUpdate(sendSessionMessageUpdate, { args: [{ ...message('x'), projectId: randomUUID() }] })
+        .catch((e: unknown) => e);
       expect((foreignMessage as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'session_not_found' });
-      const stale = await handle.executeUpdate(sendSessionMessageUpdate, { args: [message('too late', { acceptBy: 0 })] }).catch((e: unknown) => e);
+      const stale = await handle
+        .executeUpdate(sendSessionMessageUpdate, { args: [message('too late', { acceptBy: 0 })] })
+        .catch((e: unknown) => e);
       expect((stale as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'compute_unavailable' });
 
       const ended = await handle.executeUpdate(endSessionUpdate, { args: [{ projectId }] });
@@ -431,7 +512,9 @@ describe('sessionWorkflow', () => {
       expect((refused as WorkflowUpdateFailedError).cause).toMatchObject({ type: 'session_ended' });
       // The paused request still gets its answer; the session closes after it.
       const child = env.client.workflow.getHandle(agentRequestWorkflowId(paused.requestId));
-      const resumed = await child.executeUpdate(submitToolOutputsUpdate, { args: [{ projectId, outputs: [{ toolCallId: paused.toolCalls![0]!.id, output: 'ok' }] }] });
+      const resumed = await child.executeUpdate(submitToolOutputsUpdate, {
+        args: [{ projectId, outputs: [{ toolCallId: paused.toolCalls![0]!.id, output: 'ok' }] }],
+      });
       expect(resumed.status).toBe('completed');
       expect(await handle.result()).toMatchObject({ status: 'ended' });
     });

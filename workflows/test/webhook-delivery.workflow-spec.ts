@@ -2,7 +2,12 @@ import { fileURLToPath } from 'node:url';
 import { ApplicationFailure } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
-import { WEBHOOK_PERMANENT_FAILURES, webhookWorkflowId, type WebhookActivities, type WebhookDeliveryInput } from '#libs/contracts';
+import {
+  WEBHOOK_PERMANENT_FAILURES,
+  webhookWorkflowId,
+  type WebhookActivities,
+  type WebhookDeliveryInput,
+} from '#libs/contracts';
 import { sourceBundlerOptions } from '../../apps/worker/src/workflow-bundle.js';
 
 // The delivery workflow's retry schedule under Temporal's time-skipping test server: the default
@@ -35,15 +40,32 @@ describe('webhookDeliveryWorkflow', () => {
         attempts.push(await env.currentTimeMs());
         const answer = answers[Math.min(attempts.length, answers.length) - 1];
         if (answer === 'ok') return { deliveryId, status: 'delivered', statusCode: 200 };
-        if (answer === 'gone') throw ApplicationFailure.create({ nonRetryable: true, type: WEBHOOK_PERMANENT_FAILURES.receiverGone, message: 'answered 410' });
+        if (answer === 'gone')
+          throw ApplicationFailure.create({
+            nonRetryable: true,
+            type: WEBHOOK_PERMANENT_FAILURES.receiverGone,
+            message: 'answered 410',
+          });
         throw ApplicationFailure.create({ type: 'webhook_not_accepted', message: 'answered 500' });
       },
       markWebhookFailed: async ({ deliveryId }) => void failed.push(deliveryId),
     };
-    const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath, bundlerOptions: sourceBundlerOptions(), activities });
+    const worker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue,
+      workflowsPath,
+      bundlerOptions: sourceBundlerOptions(),
+      activities,
+    });
     const startedAt = await env.currentTimeMs();
     const input: WebhookDeliveryInput = { deliveryId: id, ...defaults };
-    const result = await worker.runUntil(env.client.workflow.execute('webhookDeliveryWorkflow', { workflowId: webhookWorkflowId(id), taskQueue, args: [input] }));
+    const result = await worker.runUntil(
+      env.client.workflow.execute('webhookDeliveryWorkflow', {
+        workflowId: webhookWorkflowId(id),
+        taskQueue,
+        args: [input],
+      }),
+    );
     return { result, attempts: attempts.map((t) => t - startedAt), failed };
   }
 
@@ -60,7 +82,8 @@ describe('webhookDeliveryWorkflow', () => {
     expect(failed).toEqual(['d-never']);
     const gaps = attempts.slice(1).map((t, i) => t - attempts[i]!);
     // Each wait at least doubles until it reaches the 1-hour cap, never beyond it.
-    for (let i = 1; i < gaps.length; i++) expect(gaps[i]!).toBeGreaterThanOrEqual(Math.min(gaps[i - 1]! * 2, HOUR) - 1000);
+    for (let i = 1; i < gaps.length; i++)
+      expect(gaps[i]!).toBeGreaterThanOrEqual(Math.min(gaps[i - 1]! * 2, HOUR) - 1000);
     expect(Math.max(...gaps)).toBeLessThanOrEqual(HOUR + 1000);
     // Attempts go on for the whole day and stop with it.
     expect(attempts.at(-1)!).toBeGreaterThan(23 * HOUR);

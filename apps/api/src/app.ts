@@ -26,14 +26,20 @@ export function jsonDepth(value: unknown): number {
     if (typeof v !== 'object' || v === null) continue;
     deepest = Math.max(deepest, depth + 1);
     if (deepest > MAX_BODY_DEPTH) return deepest;
-    for (const child of Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    for (const child of Object.values(v))
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
   }
   return deepest;
 }
 
 function refuseDeepBodies(req: Request, _res: Response, next: NextFunction): void {
   if (jsonDepth(req.body) > MAX_BODY_DEPTH) {
-    next(new ServiceError('invalid_body', `The request body nests arrays and objects more than ${MAX_BODY_DEPTH} levels deep.`));
+    next(
+      new ServiceError(
+        'invalid_body',
+        `The request body nests arrays and objects more than ${MAX_BODY_DEPTH} levels deep.`,
+      ),
+    );
     return;
   }
   next();
@@ -68,7 +74,10 @@ class InFlight {
     }
     if (this.open.size > 0) {
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([new Promise<void>((resolve) => (this.idle = resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+      await Promise.race([
+        new Promise<void>((resolve) => (this.idle = resolve)),
+        new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+      ]);
       clearTimeout(timer);
     }
     return this.open.size;
@@ -108,7 +117,9 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   const tracing = httpTracing();
   if (tracing) app.use(tracing);
   // Prometheus's scrape, outside /v1 (no API key: keep it off the public ingress, docs/operations.md).
-  app.use((req: Request, res: Response, next: NextFunction) => (req.path === '/metrics' ? void serveMetrics(req, res) : next()));
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    req.path === '/metrics' ? void serveMetrics(req, res) : next(),
+  );
   app.use(httpMetrics);
   app.use(httpLogging(logger.pino));
   const tracker = new InFlight();

@@ -36,7 +36,10 @@ export function formatBytes(bytes: number): string {
 
 /** 413 payload_too_large for a body over `limit` bytes. */
 export function payloadTooLarge(limit: number): ServiceError {
-  return new ServiceError('payload_too_large', `The request body is larger than ${formatBytes(limit)}, the limit for this request.`);
+  return new ServiceError(
+    'payload_too_large',
+    `The request body is larger than ${formatBytes(limit)}, the limit for this request.`,
+  );
 }
 
 /**
@@ -49,7 +52,11 @@ export function payloadTooLarge(limit: number): ServiceError {
  */
 export function bodyParser(): RequestHandler {
   const parser = (kind: BodyLimitKind) => json({ limit: BODY_LIMITS[kind], type: () => true, strict: false });
-  const parsers: Record<BodyLimitKind, ReturnType<typeof json>> = { customer: parser('customer'), operator: parser('operator'), anonymous: parser('anonymous') };
+  const parsers: Record<BodyLimitKind, ReturnType<typeof json>> = {
+    customer: parser('customer'),
+    operator: parser('operator'),
+    anonymous: parser('anonymous'),
+  };
   return (req: Request, res: Response, next: NextFunction) => {
     const kind = bodyLimitKind(req);
     if (Number(req.headers['content-length']) > BODY_LIMITS[kind]) return next(payloadTooLarge(BODY_LIMITS[kind]));

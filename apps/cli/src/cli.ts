@@ -34,7 +34,9 @@ export interface CliContext {
 
 /** Whether `e` is a refusal of the services (loaded only when there is an error to tell). */
 async function isServiceRefusal(e: unknown): Promise<boolean> {
-  return e instanceof Error && e.name === 'AccountsError' && e instanceof (await import('#libs/accounts')).AccountsError;
+  return (
+    e instanceof Error && e.name === 'AccountsError' && e instanceof (await import('#libs/accounts')).AccountsError
+  );
 }
 
 /**
@@ -43,12 +45,18 @@ async function isServiceRefusal(e: unknown): Promise<boolean> {
  * The service's modules (TypeORM, the services, Kafka, the projections: most of a call's time
  * when they were imported up front) are loaded by the commands that use them.
  */
-export async function runCli(argv: readonly string[], config: AppConfig | (() => Promise<AppConfig>), io: CliIo): Promise<number> {
+export async function runCli(
+  argv: readonly string[],
+  config: AppConfig | (() => Promise<AppConfig>),
+  io: CliIo,
+): Promise<number> {
   let db: DataSource | undefined;
   const context = cliContext(config, io, (opened) => (db = opened));
   const { print, jsonOption } = context;
   const program = new Command('mas')
-    .description('Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks, console accounts, deploys, secret rotation.')
+    .description(
+      'Operator CLI of the managed agent service: projects, plans, credits, model configuration, MCP servers, API keys, webhooks, console accounts, deploys, secret rotation.',
+    )
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s), writeErr: (s) => io.err(s) })
     .showHelpAfterError('(run with --help for usage)');
@@ -59,17 +67,33 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
   addMcpCommands(program, {
     io,
     print,
-    mcpServers: async () => new (await import('#libs/accounts')).McpServersService(await context.database(), await context.appConfig(), await context.accounts()),
+    mcpServers: async () =>
+      new (await import('#libs/accounts')).McpServersService(
+        await context.database(),
+        await context.appConfig(),
+        await context.accounts(),
+      ),
   });
   addKeyCommands(program, context);
   addConsoleCommands(program, {
     print,
     consoleAccounts: async () => {
       const { ConsoleAccountsService, Argon2idHasher } = await import('#libs/accounts');
-      return new ConsoleAccountsService(await context.database(), await context.appConfig(), await context.accounts(), new Argon2idHasher());
+      return new ConsoleAccountsService(
+        await context.database(),
+        await context.appConfig(),
+        await context.accounts(),
+        new Argon2idHasher(),
+      );
     },
   });
-  addWebhookCommands(program, { accounts: context.accounts, webhooks: async () => new (await import('#libs/webhooks')).WebhookStore(await context.database(), await context.appConfig()), print, jsonOption });
+  addWebhookCommands(program, {
+    accounts: context.accounts,
+    webhooks: async () =>
+      new (await import('#libs/webhooks')).WebhookStore(await context.database(), await context.appConfig()),
+    print,
+    jsonOption,
+  });
   addDeployCommands(program, { appConfig: context.appConfig, print, jsonOption });
   addSecretsCommands(program, context);
   addDemoCommand(program, context);
@@ -90,13 +114,21 @@ export async function runCli(argv: readonly string[], config: AppConfig | (() =>
 }
 
 /** The commands' shared context; `opened` hears of the database once it is opened (to close it). */
-function cliContext(config: AppConfig | (() => Promise<AppConfig>), io: CliIo, opened: (db: DataSource) => void): CliContext {
+function cliContext(
+  config: AppConfig | (() => Promise<AppConfig>),
+  io: CliIo,
+  opened: (db: DataSource) => void,
+): CliContext {
   let loadedConfig: AppConfig | undefined;
-  const appConfig = async (): Promise<AppConfig> => (loadedConfig ??= typeof config === 'function' ? await config() : config);
+  const appConfig = async (): Promise<AppConfig> =>
+    (loadedConfig ??= typeof config === 'function' ? await config() : config);
   let db: DataSource | undefined;
   const database = async (): Promise<DataSource> => {
     if (!db) {
-      const [{ DataSource }, { dataSourceOptions }] = await Promise.all([import('typeorm'), import('#libs/persistence')]);
+      const [{ DataSource }, { dataSourceOptions }] = await Promise.all([
+        import('typeorm'),
+        import('#libs/persistence'),
+      ]);
       db = new DataSource({ ...dataSourceOptions(await appConfig()), logging: ['error'] });
       opened(db);
       await db.initialize();
@@ -107,7 +139,8 @@ function cliContext(config: AppConfig | (() => Promise<AppConfig>), io: CliIo, o
     const [{ AccountsService }, { EventStore }] = await Promise.all([import('#libs/accounts'), import('#libs/events')]);
     return new AccountsService(await database(), await appConfig(), new EventStore());
   };
-  const print = (json: boolean, value: unknown, text: string): void => io.out(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
+  const print = (json: boolean, value: unknown, text: string): void =>
+    io.out(json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
   return { io, appConfig, database, accounts, print, jsonOption: new Option('--json', 'print JSON instead of text') };
 }
 
@@ -130,20 +163,46 @@ function addProjectionCommands(program: Command, { database, appConfig, print, j
     .command('rebuild')
     .description('rebuild read models into new tables while the projector keeps serving, then swap them in')
     .argument('[name]', `one projection (${PROJECTION_NAMES.join(', ')}); all when omitted`)
-    .addOption(new Option('--from <source>', 'read the events from the event store or from Kafka offset 0 (default: the event store where the projection\'s events are in it)').choices(['events', 'kafka']))
+    .addOption(
+      new Option(
+        '--from <source>',
+        "read the events from the event store or from Kafka offset 0 (default: the event store where the projection's events are in it)",
+      ).choices(['events', 'kafka']),
+    )
     .addOption(jsonOption)
     .action(async (name: string | undefined, o: { from?: RebuildSource; json?: boolean }) => {
-      const [{ PROJECTIONS, rebuildProjection }, { createKafka }] = await Promise.all([import('#libs/read-models'), import('#libs/kafka')]);
+      const [{ PROJECTIONS, rebuildProjection }, { createKafka }] = await Promise.all([
+        import('#libs/read-models'),
+        import('#libs/kafka'),
+      ]);
       const chosen = name ? PROJECTIONS.filter((p) => p.name === name) : PROJECTIONS;
-      if (chosen.length === 0) throw new CliRefusal(`no projection "${name}"; there are ${PROJECTION_NAMES.join(', ')}`);
+      if (chosen.length === 0)
+        throw new CliRefusal(`no projection "${name}"; there are ${PROJECTION_NAMES.join(', ')}`);
       const results = [];
       for (const projection of chosen) {
         const source: RebuildSource = o.from ?? (projection.fromEventStore ? 'events' : 'kafka');
-        if (source === 'events' && !projection.fromEventStore) throw new CliRefusal(`projection ${projection.name} reads ${projection.topic}, which is not in the event store: use --from kafka`);
-        const { applied, caughtUp } = await rebuildProjection(await database(), projection, source, source === 'kafka' ? createKafka(await appConfig(), 'mas-cli-rebuild') : undefined);
+        if (source === 'events' && !projection.fromEventStore)
+          throw new CliRefusal(
+            `projection ${projection.name} reads ${projection.topic}, which is not in the event store: use --from kafka`,
+          );
+        const { applied, caughtUp } = await rebuildProjection(
+          await database(),
+          projection,
+          source,
+          source === 'kafka' ? createKafka(await appConfig(), 'mas-cli-rebuild') : undefined,
+        );
         results.push({ projection: projection.name, from: source, applied, caught_up: caughtUp });
       }
-      print(!!o.json, results, results.map((r) => `rebuilt ${r.projection} from ${r.from}: ${r.applied} events, ${r.caught_up} applied by the live projector meanwhile; swapped in`).join('\n'));
+      print(
+        !!o.json,
+        results,
+        results
+          .map(
+            (r) =>
+              `rebuilt ${r.projection} from ${r.from}: ${r.applied} events, ${r.caught_up} applied by the live projector meanwhile; swapped in`,
+          )
+          .join('\n'),
+      );
     });
 }
 
@@ -152,15 +211,23 @@ function addSecretsCommands(program: Command, { appConfig, database, print, json
   const secrets = program.command('secrets').description('rotation of the master key (docs/operations.md)');
   secrets
     .command('reencrypt')
-    .description('seal again under MAS_MASTER_KEY every secret sealed under a key of MAS_MASTER_KEYS_PREVIOUS (model keys, MCP headers, webhook secrets); afterwards those keys can be removed')
+    .description(
+      'seal again under MAS_MASTER_KEY every secret sealed under a key of MAS_MASTER_KEYS_PREVIOUS (model keys, MCP headers, webhook secrets); afterwards those keys can be removed',
+    )
     .addOption(jsonOption)
     .action(async (o: { json?: boolean }) => {
       const { reencryptSecrets } = await import('#libs/accounts');
       const report = await reencryptSecrets(await database(), await appConfig());
-      const lines = Object.entries(report.tables).map(([table, c]) => `${table}: ${c.reencrypted} re-encrypted, ${c.current} already under the current key, ${c.unreadable} unreadable`);
+      const lines = Object.entries(report.tables).map(
+        ([table, c]) =>
+          `${table}: ${c.reencrypted} re-encrypted, ${c.current} already under the current key, ${c.unreadable} unreadable`,
+      );
       print(!!o.json, report, lines.join('\n'));
       const unreadable = Object.values(report.tables).reduce((n, c) => n + c.unreadable, 0);
-      if (unreadable > 0) throw new CliRefusal(`${unreadable} secret(s) are opened by none of the configured master keys: keep the keys that sealed them`);
+      if (unreadable > 0)
+        throw new CliRefusal(
+          `${unreadable} secret(s) are opened by none of the configured master keys: keep the keys that sealed them`,
+        );
     });
 }
 
@@ -171,10 +238,15 @@ const DEMO_OWNER = 'demo@example.com';
 function addDemoCommand(program: Command, { io, accounts, database, appConfig }: CliContext): void {
   program
     .command('demo')
-    .description('create the demo project on first run (pro plan, every capability, credits, the scripted model) and print a working key and curl command')
+    .description(
+      'create the demo project on first run (pro plan, every capability, credits, the scripted model) and print a working key and curl command',
+    )
     .requiredOption('--key-file <path>', 'where the demo key is kept between runs (created with mode 600)')
     .requiredOption('--api-url <url>', 'the api base URL for the printed curl command')
-    .option('--console-password-file <path>', "also make the demo project's console owner (demo@example.com), whose password is kept in this file (created with mode 600)")
+    .option(
+      '--console-password-file <path>',
+      "also make the demo project's console owner (demo@example.com), whose password is kept in this file (created with mode 600)",
+    )
     .action(async (o: { keyFile: string; apiUrl: string; consolePasswordFile?: string }) => {
       const svc = await accounts();
       const existing = await svc.listProjects();
@@ -195,13 +267,19 @@ function addDemoCommand(program: Command, { io, accounts, database, appConfig }:
         // Through the one-time links an invited owner uses: an invitation the first time, a reset
         // when the password file is gone.
         const { ConsoleAccountsService, Argon2idHasher } = await import('#libs/accounts');
-        const consoleAccounts = new ConsoleAccountsService(await database(), await appConfig(), svc, new Argon2idHasher());
+        const consoleAccounts = new ConsoleAccountsService(
+          await database(),
+          await appConfig(),
+          svc,
+          new Argon2idHasher(),
+        );
         let password = (await readFile(o.consolePasswordFile, 'utf8').catch(() => '')).trim();
         const fresh = !password;
         if (fresh) password = (await import('node:crypto')).randomBytes(18).toString('base64url');
         const { link } = await consoleAccounts.invite(demo.id, DEMO_OWNER, 'owner');
         const token = (link ?? (fresh ? await consoleAccounts.passwordResetLink(DEMO_OWNER) : '')).split('/').pop()!;
-        if (token && !(await consoleAccounts.redeemLink(link ? 'invite' : 'reset', token, password))) throw new CliRefusal("could not set the demo owner's password");
+        if (token && !(await consoleAccounts.redeemLink(link ? 'invite' : 'reset', token, password)))
+          throw new CliRefusal("could not set the demo owner's password");
         if (fresh) await writeFile(o.consolePasswordFile, `${password}\n`, { mode: 0o600 });
         signIn = `    Console      sign in as ${DEMO_OWNER} with password ${password}\n`;
       }

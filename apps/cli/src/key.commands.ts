@@ -22,7 +22,11 @@ export function addKeyCommands(program: Command, { accounts, print, jsonOption }
     .addOption(jsonOption)
     .action(async (ref: string, o: { label?: string; json?: boolean }) => {
       const { key: secret, record } = await (await accounts()).createApiKey(ref, o.label);
-      print(!!o.json, { ...keyView(record), key: secret }, `${secret}\n(key id ${record.id}; shown once: store it now)`);
+      print(
+        !!o.json,
+        { ...keyView(record), key: secret },
+        `${secret}\n(key id ${record.id}; shown once: store it now)`,
+      );
     });
   key
     .command('list')
@@ -31,7 +35,16 @@ export function addKeyCommands(program: Command, { accounts, print, jsonOption }
     .addOption(jsonOption)
     .action(async (ref: string, o: { json?: boolean }) => {
       const keys = await (await accounts()).listApiKeys(ref);
-      print(!!o.json, keys.map(keyView), keys.map((k) => `${k.id}  ${k.prefix}…  ${k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active'}${k.label ? `  ${k.label}` : ''}`).join('\n') || 'no keys');
+      print(
+        !!o.json,
+        keys.map(keyView),
+        keys
+          .map(
+            (k) =>
+              `${k.id}  ${k.prefix}…  ${k.revokedAt ? `revoked ${k.revokedAt.toISOString()}` : 'active'}${k.label ? `  ${k.label}` : ''}`,
+          )
+          .join('\n') || 'no keys',
+      );
     });
   key
     .command('revoke')

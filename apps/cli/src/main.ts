@@ -18,7 +18,12 @@ const loadConfig = async () => (await import('#libs/config')).configFromEnvironm
 try {
   // The raw environment, for the one thing that is not configuration: a secret read from a
   // variable the operator names (`--key-from-env VAR`).
-  const io = { out: (s: string) => process.stdout.write(s), err: (s: string) => process.stderr.write(s), readStdin, env: process.env };
+  const io = {
+    out: (s: string) => process.stdout.write(s),
+    err: (s: string) => process.stderr.write(s),
+    readStdin,
+    env: process.env,
+  };
   process.exitCode = await runCli(process.argv.slice(2), loadConfig, io);
 } catch (e) {
   if (e instanceof Error && e.name === 'ConfigError') {

@@ -11,7 +11,13 @@ export interface WebhookCommandContext {
   readonly jsonOption: Option;
 }
 
-const subscriptionView = (s: WebhookSubscription) => ({ id: s.id, project_id: s.projectId, url: s.url, events: s.events, created_at: s.createdAt.toISOString() });
+const subscriptionView = (s: WebhookSubscription) => ({
+  id: s.id,
+  project_id: s.projectId,
+  url: s.url,
+  events: s.events,
+  created_at: s.createdAt.toISOString(),
+});
 
 const deliveryView = (d: WebhookDelivery) => ({
   id: d.id,
@@ -22,34 +28,55 @@ const deliveryView = (d: WebhookDelivery) => ({
   status: d.status,
   created_at: d.createdAt.toISOString(),
   finished_at: d.finishedAt?.toISOString() ?? null,
-  attempts: d.attempts.map((a) => ({ attempt: a.attempt, attempted_at: a.attemptedAt.toISOString(), status_code: a.statusCode, error: a.error, duration_ms: a.durationMs })),
+  attempts: d.attempts.map((a) => ({
+    attempt: a.attempt,
+    attempted_at: a.attemptedAt.toISOString(),
+    status_code: a.statusCode,
+    error: a.error,
+    duration_ms: a.durationMs,
+  })),
 });
 
 function parseList(value: string): string[] {
-  return value.split(',').map((s) => s.trim()).filter(Boolean);
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 }
 
 function deliveryText(d: WebhookDelivery): string {
   const head = `${d.id}  ${d.eventType}  ${d.status}  ${d.createdAt.toISOString()}  (webhook ${d.subscriptionId}, event ${d.eventId})`;
-  const attempts = d.attempts.map((a) => `  attempt ${a.attempt}  ${a.attemptedAt.toISOString()}  ${a.statusCode ?? '-'}  ${a.durationMs} ms${a.error ? `  ${a.error}` : ''}`);
+  const attempts = d.attempts.map(
+    (a) =>
+      `  attempt ${a.attempt}  ${a.attemptedAt.toISOString()}  ${a.statusCode ?? '-'}  ${a.durationMs} ms${a.error ? `  ${a.error}` : ''}`,
+  );
   return [head, ...attempts].join('\n');
 }
 
 /** `webhook add|list|remove|deliveries`: a project's webhook endpoints and what was sent to them. */
 export function addWebhookCommands(program: Command, ctx: WebhookCommandContext): void {
   const { accounts, webhooks, print, jsonOption } = ctx;
-  const webhook = program.command('webhook').description('webhook endpoints of a project (Standard Webhooks signatures) and their deliveries');
+  const webhook = program
+    .command('webhook')
+    .description('webhook endpoints of a project (Standard Webhooks signatures) and their deliveries');
   webhook
     .command('add')
     .description('add an endpoint; its whsec_ signing secret is printed once and stored encrypted')
     .argument('<project>', 'project id or name')
-    .requiredOption('--url <url>', 'where to POST the events (public addresses only, unless WEBHOOK_ALLOW_HOSTS allows more)')
+    .requiredOption(
+      '--url <url>',
+      'where to POST the events (public addresses only, unless WEBHOOK_ALLOW_HOSTS allows more)',
+    )
     .option('--events <list>', `comma-separated events (default: all of ${WEBHOOK_EVENTS.join(', ')})`, parseList)
     .addOption(jsonOption)
     .action(async (ref: string, o: { url: string; events?: string[]; json?: boolean }) => {
       const project = await (await accounts()).findProject(ref);
       const { subscription, secret } = await (await webhooks()).add(project.id, { url: o.url, events: o.events });
-      print(!!o.json, { ...subscriptionView(subscription), secret }, `${secret}\n(webhook ${subscription.id} for ${subscription.url}: ${subscription.events.join(', ')}; the signing secret is shown once: store it now)`);
+      print(
+        !!o.json,
+        { ...subscriptionView(subscription), secret },
+        `${secret}\n(webhook ${subscription.id} for ${subscription.url}: ${subscription.events.join(', ')}; the signing secret is shown once: store it now)`,
+      );
     });
   webhook
     .command('list')
@@ -59,7 +86,11 @@ export function addWebhookCommands(program: Command, ctx: WebhookCommandContext)
     .action(async (ref: string, o: { json?: boolean }) => {
       const project = await (await accounts()).findProject(ref);
       const all = await (await webhooks()).list(project.id);
-      print(!!o.json, all.map(subscriptionView), all.map((s) => `${s.id}  ${s.url}  [${s.events.join(',')}]`).join('\n') || 'no webhooks');
+      print(
+        !!o.json,
+        all.map(subscriptionView),
+        all.map((s) => `${s.id}  ${s.url}  [${s.events.join(',')}]`).join('\n') || 'no webhooks',
+      );
     });
   webhook
     .command('remove')
@@ -74,11 +105,14 @@ export function addWebhookCommands(program: Command, ctx: WebhookCommandContext)
     });
   webhook
     .command('deliveries')
-    .description("a project's latest deliveries, newest first, with every attempt (workflow webhook-<delivery id> in the Temporal UI)")
+    .description(
+      "a project's latest deliveries, newest first, with every attempt (workflow webhook-<delivery id> in the Temporal UI)",
+    )
     .argument('<project>', 'project id or name')
     .option('--limit <n>', 'deliveries to show (default 50)', (v: string) => {
       const n = Number(v);
-      if (!Number.isInteger(n) || n <= 0 || n > 1000) throw new InvalidArgumentError(`"${v}" is not an integer from 1 to 1000`);
+      if (!Number.isInteger(n) || n <= 0 || n > 1000)
+        throw new InvalidArgumentError(`"${v}" is not an integer from 1 to 1000`);
       return n;
     })
     .addOption(jsonOption)

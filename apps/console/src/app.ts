@@ -11,7 +11,8 @@ import { consoleRequests, type CookieNames } from './web/console-request.js';
 
 /** No script, style or frame from anywhere but the console; no inline script; no referrer (one-time links are in URLs). */
 const SECURITY_HEADERS: Record<string, string> = {
-  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   'X-Frame-Options': 'DENY',
@@ -26,7 +27,9 @@ export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {})
   const app = await NestFactory.create<NestExpressApplication>(ConsoleModule, { logger, bodyParser: false });
   app.disable('x-powered-by');
   // Prometheus's scrape, as the api serves it (no session: keep it off the public ingress, docs/operations.md).
-  app.use((req: Request, res: Response, next: NextFunction) => (req.path === '/metrics' ? void serveMetrics(req, res) : next()));
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    req.path === '/metrics' ? void serveMetrics(req, res) : next(),
+  );
   app.use(httpMetrics);
   app.use(httpLogging(logger.pino));
   app.use((_req: Request, res: Response, next: NextFunction) => {

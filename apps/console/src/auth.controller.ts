@@ -26,7 +26,9 @@ export class AuthController {
       page(
         { title: 'Your projects', csrf: session.csrfToken, session },
         memberships.length
-          ? html`<ul>${memberships.map((m) => html`<li><a href="${projectPath(m.projectId)}">${m.projectName}</a> <span class="muted">(${m.role})</span></li>`)}</ul>`
+          ? html`<ul>
+              ${memberships.map((m) => html`<li><a href="${projectPath(m.projectId)}">${m.projectName}</a> <span class="muted">(${m.role})</span></li>`)}
+            </ul>`
           : html`<p>You are not a member of any project yet. A project's owner or an operator can invite you.</p>`,
       ),
     );
@@ -41,14 +43,30 @@ export class AuthController {
   @Post('sign-in')
   async signIn(@Req() req: Request, @Res() res: Response): Promise<void> {
     const email = field(req, 'email');
-    const result = await this.accounts.signIn(email, field(req, 'password'), req.socket.remoteAddress ?? 'unknown', req.headers['user-agent'] ?? null);
+    const result = await this.accounts.signIn(
+      email,
+      field(req, 'password'),
+      req.socket.remoteAddress ?? 'unknown',
+      req.headers['user-agent'] ?? null,
+    );
     if (result.ok) {
-      res.append('Set-Cookie', cookie(this.cookies, this.cookies.session, result.token, CONSOLE_LIMITS.sessionTtlMs / 1000));
+      res.append(
+        'Set-Cookie',
+        cookie(this.cookies, this.cookies.session, result.token, CONSOLE_LIMITS.sessionTtlMs / 1000),
+      );
       return res.redirect(303, '/');
     }
     if (result.reason === 'throttled') {
       res.setHeader('Retry-After', String(result.retryAfterSeconds));
-      return send(res, this.signInForm(req, email, `Too many failed sign-ins. Try again in ${Math.ceil(result.retryAfterSeconds / 60)} minute(s), or ask for a password reset.`), 429);
+      return send(
+        res,
+        this.signInForm(
+          req,
+          email,
+          `Too many failed sign-ins. Try again in ${Math.ceil(result.retryAfterSeconds / 60)} minute(s), or ask for a password reset.`,
+        ),
+        429,
+      );
     }
     send(res, this.signInForm(req, email, 'Wrong email or password.'), 401);
   }
@@ -70,11 +88,33 @@ export class AuthController {
       page(
         { title: 'Your account', csrf: session.csrfToken, session },
         html`<p>Signed in as <strong>${session.email}</strong>.</p>
-<h2>Where you are signed in</h2>
-<div class="table-wrap"><table><thead><tr><th scope="col">Browser</th><th scope="col">Signed in</th><th scope="col">Last seen</th></tr></thead><tbody>
-${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id ? html` <strong>(this one)</strong>` : ''}</td><td>${when(s.createdAt)}</td><td>${when(s.lastSeenAt)}</td></tr>`)}
-</tbody></table></div>
-<form method="post" action="/account/sign-out-everywhere">${csrfField(session.csrfToken)}<button class="danger" type="submit">Sign out everywhere</button></form>`,
+          <h2>Where you are signed in</h2>
+          <div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Browser</th>
+                  <th scope="col">Signed in</th>
+                  <th scope="col">Last seen</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${live.map(
+                  (s) =>
+                    html`<tr>
+                      <td>
+                        ${s.userAgent ?? 'unknown'}${s.id === session.id ? html` <strong>(this one)</strong>` : ''}
+                      </td>
+                      <td>${when(s.createdAt)}</td>
+                      <td>${when(s.lastSeenAt)}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>
+          <form method="post" action="/account/sign-out-everywhere">
+            ${csrfField(session.csrfToken)}<button class="danger" type="submit">Sign out everywhere</button>
+          </form>`,
       ),
     );
   }
@@ -115,7 +155,8 @@ ${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id 
   private async redeem(kind: 'invite' | 'reset', token: string, req: Request, res: Response): Promise<void> {
     const password = field(req, 'password');
     const email = await this.accounts.linkEmail(kind, token);
-    if (password !== field(req, 'confirm')) return send(res, this.passwordForm(req, kind, token, email, 'The two passwords differ.'), 400);
+    if (password !== field(req, 'confirm'))
+      return send(res, this.passwordForm(req, kind, token, email, 'The two passwords differ.'), 400);
     try {
       const redeemed = await this.accounts.redeemLink(kind, token, password);
       if (!redeemed) return send(res, this.passwordForm(req, kind, token, null), 404);
@@ -131,27 +172,47 @@ ${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id 
     return page(
       { title: 'Sign in', csrf: csrfTokenOf(req) },
       html`${problem ? html`<p class="notice error" role="alert">${problem}</p>` : done ? html`<p class="notice" role="status">Password set. Sign in with it.</p>` : ''}
-<form class="stack" method="post" action="/sign-in">${csrfField(csrfTokenOf(req))}
-  <label>Email <input type="email" name="email" autocomplete="username" required value="${email}"></label>
-  <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
-  <button type="submit">Sign in</button>
-</form>
-<p class="muted">Forgot your password? Your operator can give you a one-time reset link.</p>`,
+        <form class="stack" method="post" action="/sign-in">
+          ${csrfField(csrfTokenOf(req))}
+          <label>Email <input type="email" name="email" autocomplete="username" required value="${email}" /></label>
+          <label>Password <input type="password" name="password" autocomplete="current-password" required /></label>
+          <button type="submit">Sign in</button>
+        </form>
+        <p class="muted">Forgot your password? Your operator can give you a one-time reset link.</p>`,
     );
   }
 
-  private passwordForm(req: Request, kind: 'invite' | 'reset', token: string, email: string | null, problem?: string): Html {
+  private passwordForm(
+    req: Request,
+    kind: 'invite' | 'reset',
+    token: string,
+    email: string | null,
+    problem?: string,
+  ): Html {
     const title = kind === 'invite' ? 'Accept the invitation' : 'Set a new password';
-    if (!email) return page({ title, csrf: csrfTokenOf(req) }, html`<p class="notice error" role="alert">This link is unknown, used or expired. Ask for a new one.</p>`);
+    if (!email)
+      return page(
+        { title, csrf: csrfTokenOf(req) },
+        html`<p class="notice error" role="alert">This link is unknown, used or expired. Ask for a new one.</p>`,
+      );
     return page(
       { title, csrf: csrfTokenOf(req) },
       html`${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ''}
-<form class="stack" method="post" action="/${kind}/${token}">${csrfField(csrfTokenOf(req))}
-  <label>Email <input type="email" name="email" autocomplete="username" value="${email}" readonly></label>
-  <label>New password (${CONSOLE_LIMITS.minPasswordLength} characters or more) <input type="password" name="password" autocomplete="new-password" minlength="${CONSOLE_LIMITS.minPasswordLength}" required></label>
-  <label>The same again <input type="password" name="confirm" autocomplete="new-password" required></label>
-  <button type="submit">Set password</button>
-</form>`,
+        <form class="stack" method="post" action="/${kind}/${token}">
+          ${csrfField(csrfTokenOf(req))}
+          <label>Email <input type="email" name="email" autocomplete="username" value="${email}" readonly /></label>
+          <label
+            >New password (${CONSOLE_LIMITS.minPasswordLength} characters or more)
+            <input
+              type="password"
+              name="password"
+              autocomplete="new-password"
+              minlength="${CONSOLE_LIMITS.minPasswordLength}"
+              required
+          /></label>
+          <label>The same again <input type="password" name="confirm" autocomplete="new-password" required /></label>
+          <button type="submit">Set password</button>
+        </form>`,
     );
   }
 }

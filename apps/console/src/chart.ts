@@ -26,7 +26,13 @@ export async function usageChartSvg(days: readonly DayUsage[]): Promise<string |
       x: { field: 'day', type: 'ordinal', title: null, axis: { labelAngle: -45 } },
       xOffset: { field: 'measure' },
       y: { field: 'value', type: 'quantitative', title: null, axis: { format: 'd', tickMinStep: 1 } },
-      color: { field: 'measure', type: 'nominal', title: null, scale: { range: ['#0b5cad', '#b35900'] }, legend: { orient: 'top' } },
+      color: {
+        field: 'measure',
+        type: 'nominal',
+        title: null,
+        scale: { range: ['#0b5cad', '#b35900'] },
+        legend: { orient: 'top' },
+      },
     },
     config: { view: { stroke: null }, font: 'system-ui, sans-serif' },
   };

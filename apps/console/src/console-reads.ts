@@ -46,7 +46,17 @@ export interface SessionSummary {
 
 export const PAGE_SIZE = 50;
 
-type RequestRow = { request_id: string; session_id: string | null; status: AgentStatus; capabilities: string[]; credits: number; tokens: string; error_code: string | null; created_at: Date; updated_at: Date };
+type RequestRow = {
+  request_id: string;
+  session_id: string | null;
+  status: AgentStatus;
+  capabilities: string[];
+  credits: number;
+  tokens: string;
+  error_code: string | null;
+  created_at: Date;
+  updated_at: Date;
+};
 
 const summary = (r: RequestRow): RequestSummary => ({
   id: r.request_id,
@@ -69,7 +79,10 @@ const summary = (r: RequestRow): RequestSummary => ({
 export class ConsoleReads {
   constructor(private readonly db: DataSource) {}
 
-  async usageThisPeriod(projectId: string, periodStart: Date): Promise<{ requests: number; credits: number; tokens: number }> {
+  async usageThisPeriod(
+    projectId: string,
+    periodStart: Date,
+  ): Promise<{ requests: number; credits: number; tokens: number }> {
     const [row] = (await this.db.query(
       `select requests, credits, input_tokens + output_tokens as tokens from usage_totals where project_id = $1 and period_start = $2`,
       [projectId, periodStart],
@@ -110,13 +123,35 @@ export class ConsoleReads {
   /** One request of the project, its events in order and the content of its stops; null when it is not the project's. */
   /** One request: its figures, its events, the content of its stops, and its generated files (the
    * last stop's, or, as GET /v1/agent/{id} reads them, the request's in `generated_files`). */
-  async request(projectId: string, requestId: string): Promise<{ request: RequestSummary; events: TimelineEvent[]; stops: Map<number, AgentRequestStopView>; files: readonly FileRef[] } | null> {
-    const [row] = (await this.db.query(`select * from request_log where request_id = $1 and project_id = $2`, [requestId, projectId])) as RequestRow[];
+  async request(
+    projectId: string,
+    requestId: string,
+  ): Promise<{
+    request: RequestSummary;
+    events: TimelineEvent[];
+    stops: Map<number, AgentRequestStopView>;
+    files: readonly FileRef[];
+  } | null> {
+    const [row] = (await this.db.query(`select * from request_log where request_id = $1 and project_id = $2`, [
+      requestId,
+      projectId,
+    ])) as RequestRow[];
     if (!row) return null;
-    const events = (await this.db.query(`select version, type, data, recorded_at from events where stream_id = $1 order by version`, [agentRequestStreamId(requestId)])) as { version: number; type: string; data: Record<string, unknown>; recorded_at: Date }[];
-    const views = (await this.db.query(`select stop, view from request_views where request_id = $1 and project_id = $2 order by stop`, [requestId, projectId])) as { stop: number; view: AgentRequestStopView }[];
+    const events = (await this.db.query(
+      `select version, type, data, recorded_at from events where stream_id = $1 order by version`,
+      [agentRequestStreamId(requestId)],
+    )) as { version: number; type: string; data: Record<string, unknown>; recorded_at: Date }[];
+    const views = (await this.db.query(
+      `select stop, view from request_views where request_id = $1 and project_id = $2 order by stop`,
+      [requestId, projectId],
+    )) as { stop: number; view: AgentRequestStopView }[];
     const last = views.at(-1)?.view;
-    const files: readonly FileRef[] = last?.files ?? (await this.db.query(`select id, name from generated_files where request_id = $1 and project_id = $2 order by created_at, id`, [requestId, projectId]));
+    const files: readonly FileRef[] =
+      last?.files ??
+      (await this.db.query(
+        `select id, name from generated_files where request_id = $1 and project_id = $2 order by created_at, id`,
+        [requestId, projectId],
+      ));
     return {
       request: summary(row),
       events: events.map((e) => ({ version: e.version, type: e.type, data: e.data, recordedAt: e.recorded_at })),
@@ -129,12 +164,29 @@ export class ConsoleReads {
     const rows = (await this.db.query(
       `select id, status, message_count, created_at, last_activity_at, expires_at from sessions where project_id = $1 order by created_at desc, id desc limit $2`,
       [projectId, PAGE_SIZE],
-    )) as { id: string; status: string; message_count: number; created_at: Date; last_activity_at: Date; expires_at: Date }[];
-    return rows.map((r) => ({ id: r.id, status: r.status, messages: r.message_count, createdAt: r.created_at, lastActivityAt: r.last_activity_at, expiresAt: r.expires_at }));
+    )) as {
+      id: string;
+      status: string;
+      message_count: number;
+      created_at: Date;
+      last_activity_at: Date;
+      expires_at: Date;
+    }[];
+    return rows.map((r) => ({
+      id: r.id,
+      status: r.status,
+      messages: r.message_count,
+      createdAt: r.created_at,
+      lastActivityAt: r.last_activity_at,
+      expiresAt: r.expires_at,
+    }));
   }
 
   async session(projectId: string, sessionId: string): Promise<SessionSummary | null> {
-    const rows = (await this.db.query(`select id, status, message_count, created_at, last_activity_at, expires_at from sessions where id = $1 and project_id = $2`, [sessionId, projectId])) as {
+    const rows = (await this.db.query(
+      `select id, status, message_count, created_at, last_activity_at, expires_at from sessions where id = $1 and project_id = $2`,
+      [sessionId, projectId],
+    )) as {
       id: string;
       status: string;
       message_count: number;
@@ -143,12 +195,24 @@ export class ConsoleReads {
       expires_at: Date;
     }[];
     const r = rows[0];
-    return r ? { id: r.id, status: r.status, messages: r.message_count, createdAt: r.created_at, lastActivityAt: r.last_activity_at, expiresAt: r.expires_at } : null;
+    return r
+      ? {
+          id: r.id,
+          status: r.status,
+          messages: r.message_count,
+          createdAt: r.created_at,
+          lastActivityAt: r.last_activity_at,
+          expiresAt: r.expires_at,
+        }
+      : null;
   }
 
   /** The requests of one session (its messages' runs), newest first. */
   async sessionRequests(projectId: string, sessionId: string): Promise<RequestSummary[]> {
-    const rows = (await this.db.query(`select * from request_log where project_id = $1 and session_id = $2 order by created_at desc, request_id limit $3`, [projectId, sessionId, PAGE_SIZE])) as RequestRow[];
+    const rows = (await this.db.query(
+      `select * from request_log where project_id = $1 and session_id = $2 order by created_at desc, request_id limit $3`,
+      [projectId, sessionId, PAGE_SIZE],
+    )) as RequestRow[];
     return rows.map(summary);
   }
 }

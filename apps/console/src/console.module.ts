@@ -20,11 +20,16 @@ import { ConsoleErrorFilter } from './web/error.filter.js';
   controllers: [HealthController, StaticController, AuthController, ProjectController, IntegrationsController],
   providers: [
     { provide: APP_FILTER, useClass: ConsoleErrorFilter },
-    { provide: COOKIE_NAMES, inject: [APP_CONFIG], useFactory: (config: AppConfig) => cookieNames(config.console.publicUrl) },
+    {
+      provide: COOKIE_NAMES,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => cookieNames(config.console.publicUrl),
+    },
     {
       provide: ConsoleAccountsService,
       inject: [DataSource, APP_CONFIG, AccountsService],
-      useFactory: (db: DataSource, config: AppConfig, accounts: AccountsService) => new ConsoleAccountsService(db, config, accounts, new Argon2idHasher()),
+      useFactory: (db: DataSource, config: AppConfig, accounts: AccountsService) =>
+        new ConsoleAccountsService(db, config, accounts, new Argon2idHasher()),
     },
     ProjectAccess,
     { provide: ConversationStore, inject: [DataSource], useFactory: (db: DataSource) => new ConversationStore(db) },

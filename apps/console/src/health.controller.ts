@@ -23,8 +23,12 @@ export class HealthController {
   /** PostgreSQL answers; 503 otherwise. */
   @Get('readyz')
   async readyz(@Res({ passthrough: true }) res: Response): Promise<Readiness> {
-    const readiness = await checkReadiness([this.postgres], PROBE_TIMEOUT_MS, (name, e) => this.logger.warn(`${name} is down: ${e instanceof Error ? e.message : String(e)}`));
-    res.status(readiness.status === 'ready' ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE).setHeader('Cache-Control', 'no-store');
+    const readiness = await checkReadiness([this.postgres], PROBE_TIMEOUT_MS, (name, e) =>
+      this.logger.warn(`${name} is down: ${e instanceof Error ? e.message : String(e)}`),
+    );
+    res
+      .status(readiness.status === 'ready' ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE)
+      .setHeader('Cache-Control', 'no-store');
     return readiness;
   }
 }

@@ -16,7 +16,8 @@ const NOTICES: Record<string, string> = {
   revoked: 'The key is revoked: the api refuses it from now on.',
   model: 'Model configuration saved.',
   removed: 'The member is removed.',
-  'webhook-removed': 'The endpoint is removed: nothing more is sent to it, retries included. Its deliveries stay listed.',
+  'webhook-removed':
+    'The endpoint is removed: nothing more is sent to it, retries included. Its deliveries stay listed.',
   resent: 'The delivery is queued to be sent again: it appears below as a new delivery, with its own attempts.',
   ending: 'The session is ending: a worker sends it the end now (its status changes once the session has recorded it).',
   'mcp-tools': 'The allowed tools are saved: runs that start from now on offer those.',
@@ -45,7 +46,21 @@ export class ProjectAccess {
 export const status = (s: string): Html => html`<span class="status-${s}">${s.replaceAll('_', ' ')}</span>`;
 
 /** Sends one of a project's pages, with the notice its query names. */
-export function projectPage(res: Response, a: Access, section: ProjectSection, title: string, body: Html, statusCode = 200): void {
+export function projectPage(
+  res: Response,
+  a: Access,
+  section: ProjectSection,
+  title: string,
+  body: Html,
+  statusCode = 200,
+): void {
   const notice = NOTICES[String(res.req.query['notice'])];
-  send(res, page({ title, csrf: a.session.csrfToken, session: a.session, project: a.member, section }, html`${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}${body}`), statusCode);
+  send(
+    res,
+    page(
+      { title, csrf: a.session.csrfToken, session: a.session, project: a.member, section },
+      html`${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}${body}`,
+    ),
+    statusCode,
+  );
 }

@@ -5,7 +5,13 @@ import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { CAPABILITIES, isUuid, MODEL_PROVIDERS, PROVIDER_GUIDE, type ChatMessage } from '#libs/contracts';
 import { callModel } from '#libs/llm';
 import { redactSecret } from '#libs/observability';
-import { CONVERSATION_RETENTION_HOURS, ConversationStore, FILE_RETENTION_DAYS, FileStore, SessionEndRequests } from '#libs/persistence';
+import {
+  CONVERSATION_RETENTION_HOURS,
+  ConversationStore,
+  FILE_RETENTION_DAYS,
+  FileStore,
+  SessionEndRequests,
+} from '#libs/persistence';
 import { fileDownload } from '#libs/resources';
 import { usageChartSvg } from './chart.js';
 import { ConsoleReads, PAGE_SIZE, type RequestSummary } from './console-reads.js';
@@ -48,20 +54,53 @@ export class ProjectController {
     const a = await this.access(req, projectId);
     const project = await this.accounts.findProject(projectId);
     const plan = this.accounts.plan(project.plan);
-    const [usage, days, failures] = await Promise.all([this.reads.usageThisPeriod(projectId, project.periodStart), this.reads.perDay(projectId, 14), this.reads.recentFailures(projectId)]);
+    const [usage, days, failures] = await Promise.all([
+      this.reads.usageThisPeriod(projectId, project.periodStart),
+      this.reads.perDay(projectId, 14),
+      this.reads.recentFailures(projectId),
+    ]);
     const svg = await usageChartSvg(days);
-    this.page(res, a, 'overview', 'Overview', html`
-<div class="cards">
-  <div class="card"><div>Credits left</div><div class="figure" data-testid="credits-left">${project.creditBalance}</div></div>
-  <div class="card"><div>Requests this period</div><div class="figure" data-testid="requests-used">${project.requestsUsed} <span class="muted">of ${plan.monthlyQuota}</span></div><div class="muted">since ${when(project.periodStart)}</div></div>
-  <div class="card"><div>Credits used this period</div><div class="figure">${usage.credits}</div><div class="muted">${usage.tokens} tokens</div></div>
-</div>
-<h2>Requests and credits per day (last 14 days, UTC)</h2>
-${svg
-  ? html`<figure class="chart" role="img" aria-label="${`Requests and credits per day: ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits`).join('; ')}`}">${trusted(svg)}</figure>`
-  : html`<p class="muted">The chart could not be drawn. ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits. `)}</p>`}
-<h2>Recent failures</h2>
-${failures.length ? this.requestTable(projectId, failures) : html`<p class="muted">No failed or expired requests.</p>`}`);
+    this.page(
+      res,
+      a,
+      'overview',
+      'Overview',
+      html` <div class="cards">
+          <div class="card">
+            <div>Credits left</div>
+            <div class="figure" data-testid="credits-left">${project.creditBalance}</div>
+          </div>
+          <div class="card">
+            <div>Requests this period</div>
+            <div class="figure" data-testid="requests-used">
+              ${project.requestsUsed} <span class="muted">of ${plan.monthlyQuota}</span>
+            </div>
+            <div class="muted">since ${when(project.periodStart)}</div>
+          </div>
+          <div class="card">
+            <div>Credits used this period</div>
+            <div class="figure">${usage.credits}</div>
+            <div class="muted">${usage.tokens} tokens</div>
+          </div>
+        </div>
+        <h2>Requests and credits per day (last 14 days, UTC)</h2>
+        ${
+          svg
+            ? html`<figure
+                class="chart"
+                role="img"
+                aria-label="${`Requests and credits per day: ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits`).join('; ')}`}"
+              >
+                ${trusted(svg)}
+              </figure>`
+            : html`<p class="muted">
+                The chart could not be drawn.
+                ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits. `)}
+              </p>`
+        }
+        <h2>Recent failures</h2>
+        ${failures.length ? this.requestTable(projectId, failures) : html`<p class="muted">No failed or expired requests.</p>`}`,
+    );
   }
 
   @Get('keys')
@@ -78,19 +117,38 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
   }
 
   @Get('keys/:keyId/revoke')
-  async confirmRevoke(@Param('projectId') projectId: string, @Param('keyId') keyId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async confirmRevoke(
+    @Param('projectId') projectId: string,
+    @Param('keyId') keyId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const a = await this.access(req, projectId);
     const key = (await this.accounts.listApiKeys(projectId)).find((k) => k.id === keyId && !k.revokedAt);
     if (!key) throw new NotFoundException();
-    this.page(res, a, 'keys', 'Revoke an API key', html`
-<p class="notice error">Revoke <code>${key.prefix}…</code>${key.label ? html` (${key.label})` : ''}? Every request with it is refused from then on, on every api replica. This cannot be undone.</p>
-<form class="inline" method="post" action="${projectPath(projectId, `keys/${key.id}/revoke`)}">${csrfField(a.session.csrfToken)}
-  <button class="danger" type="submit">Revoke the key</button> <a href="${projectPath(projectId, 'keys')}">Keep it</a>
-</form>`);
+    this.page(
+      res,
+      a,
+      'keys',
+      'Revoke an API key',
+      html` <p class="notice error">
+          Revoke <code>${key.prefix}…</code>${key.label ? html` (${key.label})` : ''}? Every request with it is refused
+          from then on, on every api replica. This cannot be undone.
+        </p>
+        <form class="inline" method="post" action="${projectPath(projectId, `keys/${key.id}/revoke`)}">
+          ${csrfField(a.session.csrfToken)} <button class="danger" type="submit">Revoke the key</button>
+          <a href="${projectPath(projectId, 'keys')}">Keep it</a>
+        </form>`,
+    );
   }
 
   @Post('keys/:keyId/revoke')
-  async revoke(@Param('projectId') projectId: string, @Param('keyId') keyId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async revoke(
+    @Param('projectId') projectId: string,
+    @Param('keyId') keyId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     await this.access(req, projectId);
     try {
       await this.accounts.revokeApiKey(keyId, projectId);
@@ -115,7 +173,11 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
         provider: field(req, 'provider'),
         model: field(req, 'model'),
         baseUrl: field(req, 'base_url').trim() || null,
-        settings: { region: field(req, 'region').trim() || undefined, resourceName: field(req, 'resource').trim() || undefined, apiVersion: field(req, 'api_version').trim() || undefined },
+        settings: {
+          region: field(req, 'region').trim() || undefined,
+          resourceName: field(req, 'resource').trim() || undefined,
+          apiVersion: field(req, 'api_version').trim() || undefined,
+        },
         apiKey: apiKey || null,
         keepSecret: field(req, 'clear_key') !== 'on',
       });
@@ -132,10 +194,21 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
     const a = await this.access(req, projectId);
     const credentials = await this.accounts.modelCredentials(projectId);
     if (!credentials) return this.modelPage(a, req, res, { problem: 'No model is configured yet.' }, 400);
-    const messages: ChatMessage[] = [{ role: 'user', content: 'This is a test request from the console. Reply with a short greeting.' }];
+    const messages: ChatMessage[] = [
+      { role: 'user', content: 'This is a test request from the console. Reply with a short greeting.' },
+    ];
     try {
-      const turn = await callModel({ ...credentials, messages, tools: [], maxOutputTokens: 64, signal: AbortSignal.timeout(TEST_REQUEST_TIMEOUT_MS) });
-      await this.modelPage(a, req, res, { answer: `${turn.content || '(no text)'}`, detail: `${turn.model}: ${turn.usage.inputTokens} input and ${turn.usage.outputTokens} output tokens` });
+      const turn = await callModel({
+        ...credentials,
+        messages,
+        tools: [],
+        maxOutputTokens: 64,
+        signal: AbortSignal.timeout(TEST_REQUEST_TIMEOUT_MS),
+      });
+      await this.modelPage(a, req, res, {
+        answer: `${turn.content || '(no text)'}`,
+        detail: `${turn.model}: ${turn.usage.inputTokens} input and ${turn.usage.outputTokens} output tokens`,
+      });
     } catch (e) {
       const message = e instanceof Error ? e.message : String(e);
       await this.modelPage(a, req, res, { failure: redactSecret(message, credentials.apiKey) });
@@ -147,13 +220,44 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
     const a = await this.access(req, projectId);
     const project = await this.accounts.findProject(projectId);
     const plan = this.accounts.plan(project.plan);
-    this.page(res, a, 'plan', 'Plan and capabilities', html`
-<p>Plan <strong>${plan.name}</strong>: ${plan.monthlyQuota} requests per billing period, which started ${when(project.periodStart)}.</p>
-<p>Credits: ${project.creditBalance}${project.creditsPurchased ? '' : ' (none purchased yet: sessions need purchased credits)'}.</p>
-<div class="table-wrap"><table><thead><tr><th scope="col">Capability</th><th scope="col">In the plan</th><th scope="col">Enabled</th><th scope="col">Credits per use</th></tr></thead><tbody>
-${CAPABILITIES.map((c) => html`<tr><td>${c}</td><td>${plan.capabilities.includes(c) ? 'yes' : 'no'}</td><td>${project.capabilities.includes(c) ? 'yes' : 'no'}</td><td>${this.config.capabilitySurcharges[c]}</td></tr>`)}
-</tbody></table></div>
-<p class="muted">Your operator changes plans and capabilities.</p>`);
+    this.page(
+      res,
+      a,
+      'plan',
+      'Plan and capabilities',
+      html` <p>
+          Plan <strong>${plan.name}</strong>: ${plan.monthlyQuota} requests per billing period, which started
+          ${when(project.periodStart)}.
+        </p>
+        <p>
+          Credits:
+          ${project.creditBalance}${project.creditsPurchased ? '' : ' (none purchased yet: sessions need purchased credits)'}.
+        </p>
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Capability</th>
+                <th scope="col">In the plan</th>
+                <th scope="col">Enabled</th>
+                <th scope="col">Credits per use</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${CAPABILITIES.map(
+                (c) =>
+                  html`<tr>
+                    <td>${c}</td>
+                    <td>${plan.capabilities.includes(c) ? 'yes' : 'no'}</td>
+                    <td>${project.capabilities.includes(c) ? 'yes' : 'no'}</td>
+                    <td>${this.config.capabilitySurcharges[c]}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>
+        <p class="muted">Your operator changes plans and capabilities.</p>`,
+    );
   }
 
   @Get('requests')
@@ -164,54 +268,125 @@ ${CAPABILITIES.map((c) => html`<tr><td>${c}</td><td>${plan.capabilities.includes
     const beforeRaw = queryParam(req, 'before');
     const before = beforeRaw && !Number.isNaN(Date.parse(beforeRaw)) ? new Date(beforeRaw) : undefined;
     const rows = await this.reads.requests(projectId, { status: statusFilter, capability, before });
-    const next = rows.length === PAGE_SIZE ? new URLSearchParams({ ...(statusFilter ? { status: statusFilter } : {}), ...(capability ? { capability } : {}), before: rows.at(-1)!.createdAt.toISOString() }) : null;
-    this.page(res, a, 'requests', 'Requests', html`
-<form class="inline" method="get" action="${projectPath(projectId, 'requests')}" aria-label="Filter requests">
-  <label>Status <select name="status"><option value="">any</option>${STATUSES.map((s) => html`<option value="${s}"${s === statusFilter ? html` selected` : ''}>${s.replaceAll('_', ' ')}</option>`)}</select></label>
-  <label>Capability <select name="capability"><option value="">any</option>${CAPABILITIES.map((c) => html`<option value="${c}"${c === capability ? html` selected` : ''}>${c}</option>`)}</select></label>
-  <button type="submit">Filter</button>
-</form>
-${rows.length ? this.requestTable(projectId, rows) : html`<p class="muted">No requests${statusFilter || capability ? ' match' : ' yet'}.</p>`}
-${next ? html`<p><a href="${projectPath(projectId, 'requests')}?${next.toString()}">Older requests</a></p>` : ''}`);
+    const next =
+      rows.length === PAGE_SIZE
+        ? new URLSearchParams({
+            ...(statusFilter ? { status: statusFilter } : {}),
+            ...(capability ? { capability } : {}),
+            before: rows.at(-1)!.createdAt.toISOString(),
+          })
+        : null;
+    this.page(
+      res,
+      a,
+      'requests',
+      'Requests',
+      html` <form
+          class="inline"
+          method="get"
+          action="${projectPath(projectId, 'requests')}"
+          aria-label="Filter requests"
+        >
+          <label
+            >Status
+            <select name="status">
+              <option value="">any</option>
+              ${STATUSES.map((s) => html`<option value="${s}" ${s === statusFilter ? html` selected` : ''}>${s.replaceAll('_', ' ')}</option>`)}
+            </select></label
+          >
+          <label
+            >Capability
+            <select name="capability">
+              <option value="">any</option>
+              ${CAPABILITIES.map((c) => html`<option value="${c}" ${c === capability ? html` selected` : ''}>${c}</option>`)}
+            </select></label
+          >
+          <button type="submit">Filter</button>
+        </form>
+        ${rows.length ? this.requestTable(projectId, rows) : html`<p class="muted">No requests${statusFilter || capability ? ' match' : ' yet'}.</p>`}
+        ${next ? html`<p><a href="${projectPath(projectId, 'requests')}?${next.toString()}">Older requests</a></p>` : ''}`,
+    );
   }
 
   @Get('requests/:requestId')
-  async request(@Param('projectId') projectId: string, @Param('requestId') requestId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async request(
+    @Param('projectId') projectId: string,
+    @Param('requestId') requestId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const a = await this.access(req, projectId);
     const found = isUuid(requestId) ? await this.reads.request(projectId, requestId) : null;
     if (!found) throw new NotFoundException();
     const { request: r, events, stops, files } = found;
     const last = stops.get(Math.max(0, ...stops.keys()));
-    this.page(res, a, 'requests', `Request ${r.id}`, html`
-<div class="cards">
-  <div class="card"><div>Status</div><div class="figure">${status(r.status)}</div>${r.errorCode ? html`<div>${r.errorCode}</div>` : ''}</div>
-  <div class="card"><div>Credits</div><div class="figure">${r.credits}</div><div class="muted">${r.tokens} tokens</div></div>
-  <div class="card"><div>Capabilities</div><div>${r.capabilities.join(', ') || 'none'}</div>${r.sessionId ? html`<div class="muted">session <code>${r.sessionId}</code></div>` : ''}</div>
-</div>
-<h2>Timeline</h2>
-<ol class="timeline">
-${events.map((e) => {
-  const stop = typeof e.data['stop'] === 'number' ? stops.get(e.data['stop']) : undefined;
-  const figures = [
-    typeof e.data['creditsReserved'] === 'number' ? `${e.data['creditsReserved']} credits reserved` : '',
-    typeof e.data['creditsCharged'] === 'number' ? `${e.data['creditsCharged']} credits charged` : '',
-    typeof e.data['creditsRemaining'] === 'number' ? `${e.data['creditsRemaining']} left` : '',
-    typeof e.data['inputTokens'] === 'number' ? `${Number(e.data['inputTokens']) + Number(e.data['outputTokens'] ?? 0)} tokens` : '',
-    typeof e.data['stop'] === 'number' ? `stop ${e.data['stop']}` : '',
-  ].filter(Boolean).join(', ');
-  return html`<li>${when(e.recordedAt)} <strong>${e.type.replace(/^agent-request\./, '').replace(/\.v\d+$/, '')}</strong>${figures ? html` <span class="muted">(${figures})</span>` : ''}
-  ${stop?.toolCalls?.length ? html`<div>Tool calls: ${stop.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}
-  ${stop?.error ? html`<div class="status-failed">${stop.error.code}: ${stop.error.message}</div>` : ''}</li>`;
-})}
-</ol>
-<h2>Final message</h2>
-${last?.message ? html`<pre>${last.message}</pre>` : html`<p class="muted">No message${r.status === 'in_progress' ? ' yet' : ''}.</p>`}
-${files.length ? html`<h2>Files</h2><ul>${files.map((f) => html`<li><a href="${projectPath(projectId, `files/${f.id}`)}" download>${f.name}</a> <span class="muted">(kept ${FILE_RETENTION_DAYS} days)</span></li>`)}</ul>` : ''}`);
+    this.page(
+      res,
+      a,
+      'requests',
+      `Request ${r.id}`,
+      html` <div class="cards">
+          <div class="card">
+            <div>Status</div>
+            <div class="figure">${status(r.status)}</div>
+            ${r.errorCode ? html`<div>${r.errorCode}</div>` : ''}
+          </div>
+          <div class="card">
+            <div>Credits</div>
+            <div class="figure">${r.credits}</div>
+            <div class="muted">${r.tokens} tokens</div>
+          </div>
+          <div class="card">
+            <div>Capabilities</div>
+            <div>${r.capabilities.join(', ') || 'none'}</div>
+            ${r.sessionId ? html`<div class="muted">session <code>${r.sessionId}</code></div>` : ''}
+          </div>
+        </div>
+        <h2>Timeline</h2>
+        <ol class="timeline">
+          ${events.map((e) => {
+            const stop = typeof e.data['stop'] === 'number' ? stops.get(e.data['stop']) : undefined;
+            const figures = [
+              typeof e.data['creditsReserved'] === 'number' ? `${e.data['creditsReserved']} credits reserved` : '',
+              typeof e.data['creditsCharged'] === 'number' ? `${e.data['creditsCharged']} credits charged` : '',
+              typeof e.data['creditsRemaining'] === 'number' ? `${e.data['creditsRemaining']} left` : '',
+              typeof e.data['inputTokens'] === 'number'
+                ? `${Number(e.data['inputTokens']) + Number(e.data['outputTokens'] ?? 0)} tokens`
+                : '',
+              typeof e.data['stop'] === 'number' ? `stop ${e.data['stop']}` : '',
+            ]
+              .filter(Boolean)
+              .join(', ');
+            return html`<li>
+              ${when(e.recordedAt)}
+              <strong>${e.type.replace(/^agent-request\./, '').replace(/\.v\d+$/, '')}</strong
+              >${figures ? html` <span class="muted">(${figures})</span>` : ''}
+              ${stop?.toolCalls?.length ? html`<div>Tool calls: ${stop.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}
+              ${stop?.error ? html`<div class="status-failed">${stop.error.code}: ${stop.error.message}</div>` : ''}
+            </li>`;
+          })}
+        </ol>
+        <h2>Final message</h2>
+        ${last?.message ? html`<pre>${last.message}</pre>` : html`<p class="muted">No message${r.status === 'in_progress' ? ' yet' : ''}.</p>`}
+        ${
+          files.length
+            ? html`<h2>Files</h2>
+                <ul>
+                  ${files.map((f) => html`<li><a href="${projectPath(projectId, `files/${f.id}`)}" download>${f.name}</a> <span class="muted">(kept ${FILE_RETENTION_DAYS} days)</span></li>`)}
+                </ul>`
+            : ''
+        }`,
+    );
   }
 
   /** A generated file of the project, as the api's GET /v1/files/{id} serves it (same store, same headers). */
   @Get('files/:fileId')
-  async file(@Param('projectId') projectId: string, @Param('fileId') fileId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async file(
+    @Param('projectId') projectId: string,
+    @Param('fileId') fileId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const a = await this.access(req, projectId);
     const file = isUuid(fileId) ? await this.files.get(fileId, a.member.projectId) : undefined;
     if (!file) throw new NotFoundException();
@@ -225,25 +400,66 @@ ${files.length ? html`<h2>Files</h2><ul>${files.map((f) => html`<li><a href="${p
   async sessions(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     const a = await this.access(req, projectId);
     const rows = await this.reads.sessions(projectId);
-    this.page(res, a, 'sessions', 'Sessions', rows.length
-      ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Messages</th><th scope="col">Created</th><th scope="col">Last activity</th></tr></thead><tbody>
-${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `sessions/${s.id}`)}">${s.id.slice(0, 8)}…</a></td><td>${status(s.status)}</td><td>${s.messages}</td><td>${when(s.createdAt)}</td><td>${when(s.lastActivityAt)}</td></tr>`)}
-</tbody></table></div>`
-      : html`<p class="muted">No sessions yet.</p>`);
+    this.page(
+      res,
+      a,
+      'sessions',
+      'Sessions',
+      rows.length
+        ? html`<div class="table-wrap">
+            <table>
+              <thead>
+                <tr>
+                  <th scope="col">Session</th>
+                  <th scope="col">Status</th>
+                  <th scope="col">Messages</th>
+                  <th scope="col">Created</th>
+                  <th scope="col">Last activity</th>
+                </tr>
+              </thead>
+              <tbody>
+                ${rows.map(
+                  (s) =>
+                    html`<tr>
+                      <td>
+                        <a class="mono" href="${projectPath(projectId, `sessions/${s.id}`)}">${s.id.slice(0, 8)}…</a>
+                      </td>
+                      <td>${status(s.status)}</td>
+                      <td>${s.messages}</td>
+                      <td>${when(s.createdAt)}</td>
+                      <td>${when(s.lastActivityAt)}</td>
+                    </tr>`,
+                )}
+              </tbody>
+            </table>
+          </div>`
+        : html`<p class="muted">No sessions yet.</p>`,
+    );
   }
 
   @Get('sessions/:sessionId')
-  async session(@Param('projectId') projectId: string, @Param('sessionId') sessionId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async session(
+    @Param('projectId') projectId: string,
+    @Param('sessionId') sessionId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     await this.sessionPage(await this.access(req, projectId), sessionId, res);
   }
 
   /** Asks for the session's end: a worker sends its workflow the end Update (docs/console.md, "Ending a session"). */
   @Post('sessions/:sessionId/end')
-  async endSession(@Param('projectId') projectId: string, @Param('sessionId') sessionId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async endSession(
+    @Param('projectId') projectId: string,
+    @Param('sessionId') sessionId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const a = await this.access(req, projectId);
     const found = isUuid(sessionId) ? await this.reads.session(a.member.projectId, sessionId) : null;
     if (!found) throw new NotFoundException();
-    if (found.status !== 'active') return this.sessionPage(a, sessionId, res, `The session is ${found.status} already.`, 400);
+    if (found.status !== 'active')
+      return this.sessionPage(a, sessionId, res, `The session is ${found.status} already.`, 400);
     await this.sessionEnds.request(a.member.projectId, sessionId);
     res.redirect(303, `${projectPath(projectId, `sessions/${sessionId}`)}?notice=ending`);
   }
@@ -257,7 +473,11 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
   async invite(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     const a = await this.access(req, projectId, 'owner');
     try {
-      const r = await this.consoleAccounts.invite(projectId, field(req, 'email'), field(req, 'role') === 'owner' ? 'owner' : 'member');
+      const r = await this.consoleAccounts.invite(
+        projectId,
+        field(req, 'email'),
+        field(req, 'role') === 'owner' ? 'owner' : 'member',
+      );
       await this.membersPage(a, req, res, { invited: r.email, link: r.link });
     } catch (e) {
       if (e instanceof AccountsError) return this.membersPage(a, req, res, { problem: e.message }, 400);
@@ -266,7 +486,12 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
   }
 
   @Post('members/:userId/remove')
-  async remove(@Param('projectId') projectId: string, @Param('userId') userId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+  async remove(
+    @Param('projectId') projectId: string,
+    @Param('userId') userId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
     const a = await this.access(req, projectId, 'owner');
     if (!isUuid(userId)) throw new NotFoundException();
     try {
@@ -287,93 +512,318 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
   }
 
   private requestTable(projectId: string, rows: readonly RequestSummary[]): Html {
-    return html`<div class="table-wrap"><table><thead><tr><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Capabilities</th><th scope="col">Credits</th><th scope="col">Created</th></tr></thead><tbody>
-${rows.map((r) => html`<tr><td><a class="mono" href="${projectPath(projectId, `requests/${r.id}`)}">${r.id.slice(0, 8)}…</a></td><td>${status(r.status)}${r.errorCode ? html` <span class="muted">${r.errorCode}</span>` : ''}</td><td>${r.capabilities.join(', ') || html`<span class="muted">none</span>`}</td><td>${r.credits}</td><td>${when(r.createdAt)}</td></tr>`)}
-</tbody></table></div>`;
+    return html`<div class="table-wrap">
+      <table>
+        <thead>
+          <tr>
+            <th scope="col">Request</th>
+            <th scope="col">Status</th>
+            <th scope="col">Capabilities</th>
+            <th scope="col">Credits</th>
+            <th scope="col">Created</th>
+          </tr>
+        </thead>
+        <tbody>
+          ${rows.map(
+            (r) =>
+              html`<tr>
+                <td><a class="mono" href="${projectPath(projectId, `requests/${r.id}`)}">${r.id.slice(0, 8)}…</a></td>
+                <td>${status(r.status)}${r.errorCode ? html` <span class="muted">${r.errorCode}</span>` : ''}</td>
+                <td>${r.capabilities.join(', ') || html`<span class="muted">none</span>`}</td>
+                <td>${r.credits}</td>
+                <td>${when(r.createdAt)}</td>
+              </tr>`,
+          )}
+        </tbody>
+      </table>
+    </div>`;
   }
 
-  private async sessionPage(a: Access, sessionId: string, res: Response, problem?: string, statusCode = 200): Promise<void> {
+  private async sessionPage(
+    a: Access,
+    sessionId: string,
+    res: Response,
+    problem?: string,
+    statusCode = 200,
+  ): Promise<void> {
     const projectId = a.member.projectId;
     const found = isUuid(sessionId) ? await this.reads.session(projectId, sessionId) : null;
     if (!found) throw new NotFoundException();
-    const [ending, messages, requests] = await Promise.all([this.sessionEnds.pending(projectId, sessionId), this.conversations.latest(sessionId, projectId, SESSION_MESSAGES_SHOWN), this.reads.sessionRequests(projectId, sessionId)]);
-    this.page(res, a, 'sessions', `Session ${sessionId}`, html`
-${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ''}
-<div class="cards">
-  <div class="card"><div>Status</div><div class="figure" data-testid="session-status">${status(found.status)}</div>${ending && found.status === 'active' ? html`<div class="muted">ending asked for ${when(ending.requestedAt)}</div>` : ''}</div>
-  <div class="card"><div>Messages</div><div class="figure">${found.messages}</div></div>
-  <div class="card"><div>Created</div><div>${when(found.createdAt)}</div><div class="muted">last activity ${when(found.lastActivityAt)}</div></div>
-</div>
-${found.status === 'active' && !ending
-  ? html`<form class="inline" method="post" action="${projectPath(projectId, `sessions/${sessionId}/end`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit">End the session</button> <span class="muted">Later messages are refused (410 session_ended).</span></form>`
-  : ''}
-<h2>Conversation</h2>
-${messages.length
-  ? html`<ol class="conversation">${messages.map(({ message: m }) => html`<li class="message-${m.role}"><div class="muted">${m.role === 'tool' ? `tool ${m.name}` : m.role}</div>${m.content ? html`<pre>${m.content}</pre>` : ''}${m.role === 'assistant' && m.toolCalls?.length ? html`<div>Tool calls: ${m.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}</li>`)}</ol>`
-  : html`<p class="muted">No messages kept: a session's conversation is kept ${CONVERSATION_RETENTION_HOURS} hours after its last message.</p>`}
-<h2>Requests of this session</h2>
-${requests.length ? this.requestTable(projectId, requests) : html`<p class="muted">None yet.</p>`}`, statusCode);
+    const [ending, messages, requests] = await Promise.all([
+      this.sessionEnds.pending(projectId, sessionId),
+      this.conversations.latest(sessionId, projectId, SESSION_MESSAGES_SHOWN),
+      this.reads.sessionRequests(projectId, sessionId),
+    ]);
+    this.page(
+      res,
+      a,
+      'sessions',
+      `Session ${sessionId}`,
+      html` ${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ''}
+        <div class="cards">
+          <div class="card">
+            <div>Status</div>
+            <div class="figure" data-testid="session-status">${status(found.status)}</div>
+            ${ending && found.status === 'active' ? html`<div class="muted">ending asked for ${when(ending.requestedAt)}</div>` : ''}
+          </div>
+          <div class="card">
+            <div>Messages</div>
+            <div class="figure">${found.messages}</div>
+          </div>
+          <div class="card">
+            <div>Created</div>
+            <div>${when(found.createdAt)}</div>
+            <div class="muted">last activity ${when(found.lastActivityAt)}</div>
+          </div>
+        </div>
+        ${
+          found.status === 'active' && !ending
+            ? html`<form class="inline" method="post" action="${projectPath(projectId, `sessions/${sessionId}/end`)}">
+                ${csrfField(a.session.csrfToken)}<button class="danger" type="submit">End the session</button>
+                <span class="muted">Later messages are refused (410 session_ended).</span>
+              </form>`
+            : ''
+        }
+        <h2>Conversation</h2>
+        ${
+          messages.length
+            ? html`<ol class="conversation">
+                ${messages.map(
+                  ({ message: m }) =>
+                    html`<li class="message-${m.role}">
+                      <div class="muted">${m.role === 'tool' ? `tool ${m.name}` : m.role}</div>
+                      ${m.content ? html`<pre>${m.content}</pre>` : ''}${m.role === 'assistant' && m.toolCalls?.length ? html`<div>Tool calls: ${m.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}
+                    </li>`,
+                )}
+              </ol>`
+            : html`<p class="muted">
+                No messages kept: a session's conversation is kept ${CONVERSATION_RETENTION_HOURS} hours after its last
+                message.
+              </p>`
+        }
+        <h2>Requests of this session</h2>
+        ${requests.length ? this.requestTable(projectId, requests) : html`<p class="muted">None yet.</p>`}`,
+      statusCode,
+    );
   }
 
   private async keysPage(a: Access, _req: Request, res: Response, issued?: string): Promise<void> {
     const keys = await this.accounts.listApiKeys(a.member.projectId);
     const projectId = a.member.projectId;
-    this.page(res, a, 'keys', 'API keys', html`
-${issued ? html`<div class="notice" role="status"><p><strong>Your new key.</strong> It is shown this once: store it now.</p>
-<p class="secret"><code id="new-key" data-testid="new-key">${issued}</code> <button type="button" class="secondary" data-copy="new-key">Copy</button></p></div>` : ''}
-<form class="inline" method="post" action="${projectPath(projectId, 'keys')}">${csrfField(a.session.csrfToken)}
-  <label>Label <input name="label" maxlength="100" placeholder="e.g. production"></label>
-  <button type="submit">Issue a key</button>
-</form>
-<h2>Keys</h2>
-<div class="table-wrap"><table><thead><tr><th scope="col">Prefix</th><th scope="col">Label</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead><tbody>
-${keys.map((k) => html`<tr><td><code>${k.prefix}…</code></td><td>${k.label ?? ''}</td><td>${when(k.createdAt)}</td><td>${when(k.lastUsedAt)}</td><td>${k.revokedAt ? html`revoked ${when(k.revokedAt)}` : html`<a href="${projectPath(projectId, `keys/${k.id}/revoke`)}" aria-label="${`Revoke ${k.prefix}`}">Revoke</a>`}</td></tr>`)}
-</tbody></table></div>`);
+    this.page(
+      res,
+      a,
+      'keys',
+      'API keys',
+      html` ${
+          issued
+            ? html`<div class="notice" role="status">
+                <p><strong>Your new key.</strong> It is shown this once: store it now.</p>
+                <p class="secret">
+                  <code id="new-key" data-testid="new-key">${issued}</code>
+                  <button type="button" class="secondary" data-copy="new-key">Copy</button>
+                </p>
+              </div>`
+            : ''
+        }
+        <form class="inline" method="post" action="${projectPath(projectId, 'keys')}">
+          ${csrfField(a.session.csrfToken)}
+          <label>Label <input name="label" maxlength="100" placeholder="e.g. production" /></label>
+          <button type="submit">Issue a key</button>
+        </form>
+        <h2>Keys</h2>
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Prefix</th>
+                <th scope="col">Label</th>
+                <th scope="col">Created</th>
+                <th scope="col">Last used</th>
+                <th scope="col">State</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${keys.map(
+                (k) =>
+                  html`<tr>
+                    <td><code>${k.prefix}…</code></td>
+                    <td>${k.label ?? ''}</td>
+                    <td>${when(k.createdAt)}</td>
+                    <td>${when(k.lastUsedAt)}</td>
+                    <td>
+                      ${k.revokedAt ? html`revoked ${when(k.revokedAt)}` : html`<a href="${projectPath(projectId, `keys/${k.id}/revoke`)}" aria-label="${`Revoke ${k.prefix}`}">Revoke</a>`}
+                    </td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>`,
+    );
   }
 
-  private async modelPage(a: Access, req: Request, res: Response, outcome: { problem?: string; answer?: string; detail?: string; failure?: string } = {}, statusCode = 200): Promise<void> {
+  private async modelPage(
+    a: Access,
+    req: Request,
+    res: Response,
+    outcome: { problem?: string; answer?: string; detail?: string; failure?: string } = {},
+    statusCode = 200,
+  ): Promise<void> {
     const projectId = a.member.projectId;
     const m = await this.accounts.modelConfig(projectId);
-    const value = (name: string, stored: string | null | undefined): string => (outcome.problem ? field(req, name) : (stored ?? ''));
+    const value = (name: string, stored: string | null | undefined): string =>
+      outcome.problem ? field(req, name) : (stored ?? '');
     const provider = outcome.problem ? field(req, 'provider') : m?.provider;
-    this.page(res, a, 'model', 'Model', html`
-${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
-${outcome.answer !== undefined ? html`<div class="notice" role="status" data-testid="test-answer"><p><strong>The model answered:</strong></p><pre>${outcome.answer}</pre><p class="muted">${outcome.detail}</p></div>` : ''}
-${outcome.failure !== undefined ? html`<div class="notice error" role="alert" data-testid="test-error"><p><strong>The test request failed:</strong></p><pre>${outcome.failure}</pre></div>` : ''}
-<p>${m ? html`Now: <strong>${m.provider}</strong> <code>${m.model}</code>${m.baseUrl ? html` at <code>${m.baseUrl}</code>` : ''}, ${m.hasKey ? 'a key is stored (encrypted; it is never shown)' : 'no key stored'}.` : 'No model is configured: requests fail until one is.'}</p>
-<form class="stack" method="post" action="${projectPath(projectId, 'model')}">${csrfField(a.session.csrfToken)}
-  <label>Provider <select name="provider" required>${MODEL_PROVIDERS.map((p) => html`<option value="${p}"${p === provider ? html` selected` : ''}>${p}</option>`)}</select></label>
-  <label>Model <input name="model" required value="${value('model', m?.model)}"></label>
-  <label>Base URL <span class="muted">(optional: an OpenAI-compatible server, a proxy, a gateway)</span> <input name="base_url" type="url" value="${value('base_url', m?.baseUrl)}"></label>
-  <label>Region <span class="muted">(bedrock)</span> <input name="region" value="${value('region', m?.settings.region)}"></label>
-  <label>Resource <span class="muted">(azure-openai)</span> <input name="resource" value="${value('resource', m?.settings.resourceName)}"></label>
-  <label>API version <span class="muted">(azure-openai)</span> <input name="api_version" value="${value('api_version', m?.settings.apiVersion)}"></label>
-  <label>API key <span class="muted">(write-only; leave empty to keep the stored one)</span> <input name="api_key" type="password" autocomplete="off"></label>
-  <label><span><input type="checkbox" name="clear_key"> Remove the stored key</span></label>
-  <button type="submit">Save</button>
-</form>
-<details><summary>Providers</summary><ul>${MODEL_PROVIDERS.map((p) => html`<li><strong>${p}</strong>: ${PROVIDER_GUIDE[p]}</li>`)}</ul></details>
-<h2>Send a test request</h2>
-<form method="post" action="${projectPath(projectId, 'model/test')}">${csrfField(a.session.csrfToken)}<button type="submit" class="secondary">Send a test request</button></form>`, statusCode);
+    this.page(
+      res,
+      a,
+      'model',
+      'Model',
+      html` ${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
+        ${
+          outcome.answer !== undefined
+            ? html`<div class="notice" role="status" data-testid="test-answer">
+                <p><strong>The model answered:</strong></p>
+                <pre>${outcome.answer}</pre>
+                <p class="muted">${outcome.detail}</p>
+              </div>`
+            : ''
+        }
+        ${
+          outcome.failure !== undefined
+            ? html`<div class="notice error" role="alert" data-testid="test-error">
+                <p><strong>The test request failed:</strong></p>
+                <pre>${outcome.failure}</pre>
+              </div>`
+            : ''
+        }
+        <p>
+          ${m ? html`Now: <strong>${m.provider}</strong> <code>${m.model}</code>${m.baseUrl ? html` at <code>${m.baseUrl}</code>` : ''}, ${m.hasKey ? 'a key is stored (encrypted; it is never shown)' : 'no key stored'}.` : 'No model is configured: requests fail until one is.'}
+        </p>
+        <form class="stack" method="post" action="${projectPath(projectId, 'model')}">
+          ${csrfField(a.session.csrfToken)}
+          <label
+            >Provider
+            <select name="provider" required>
+              ${MODEL_PROVIDERS.map((p) => html`<option value="${p}" ${p === provider ? html` selected` : ''}>${p}</option>`)}
+            </select></label
+          >
+          <label>Model <input name="model" required value="${value('model', m?.model)}" /></label>
+          <label
+            >Base URL <span class="muted">(optional: an OpenAI-compatible server, a proxy, a gateway)</span>
+            <input name="base_url" type="url" value="${value('base_url', m?.baseUrl)}"
+          /></label>
+          <label
+            >Region <span class="muted">(bedrock)</span>
+            <input name="region" value="${value('region', m?.settings.region)}"
+          /></label>
+          <label
+            >Resource <span class="muted">(azure-openai)</span>
+            <input name="resource" value="${value('resource', m?.settings.resourceName)}"
+          /></label>
+          <label
+            >API version <span class="muted">(azure-openai)</span>
+            <input name="api_version" value="${value('api_version', m?.settings.apiVersion)}"
+          /></label>
+          <label
+            >API key <span class="muted">(write-only; leave empty to keep the stored one)</span>
+            <input name="api_key" type="password" autocomplete="off"
+          /></label>
+          <label
+            ><span><input type="checkbox" name="clear_key" /> Remove the stored key</span></label
+          >
+          <button type="submit">Save</button>
+        </form>
+        <details>
+          <summary>Providers</summary>
+          <ul>
+            ${MODEL_PROVIDERS.map((p) => html`<li><strong>${p}</strong>: ${PROVIDER_GUIDE[p]}</li>`)}
+          </ul>
+        </details>
+        <h2>Send a test request</h2>
+        <form method="post" action="${projectPath(projectId, 'model/test')}">
+          ${csrfField(a.session.csrfToken)}<button type="submit" class="secondary">Send a test request</button>
+        </form>`,
+      statusCode,
+    );
   }
 
-  private async membersPage(a: Access, req: Request, res: Response, outcome: { problem?: string; invited?: string; link?: string | null } = {}, statusCode = 200): Promise<void> {
+  private async membersPage(
+    a: Access,
+    req: Request,
+    res: Response,
+    outcome: { problem?: string; invited?: string; link?: string | null } = {},
+    statusCode = 200,
+  ): Promise<void> {
     const projectId = a.member.projectId;
     const owner = a.member.role === 'owner';
     const members = await this.consoleAccounts.members(projectId);
-    this.page(res, a, 'members', 'Members', html`
-${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
-${outcome.invited ? html`<div class="notice" role="status"><p>${outcome.invited} is a member now.</p>${outcome.link ? html`<p>Send them this one-time link to set their password (valid 7 days; shown once):</p><p class="secret"><code id="invite-link" data-testid="invite-link">${outcome.link}</code> <button type="button" class="secondary" data-copy="invite-link">Copy</button></p>` : html`<p>They already have a password and sign in with it.</p>`}</div>` : ''}
-<div class="table-wrap"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : ''}</tr></thead><tbody>
-${members.map((m) => html`<tr><td>${m.email}${m.active ? '' : html` <span class="muted">(invited)</span>`}</td><td>${m.role}</td><td>${when(m.since)}</td>${owner ? html`<td>${m.userId === a.session.userId ? '' : html`<form method="post" action="${projectPath(projectId, `members/${m.userId}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove ${m.email}`}">Remove</button></form>`}</td>` : ''}</tr>`)}
-</tbody></table></div>
-${owner
-  ? html`<h2>Invite someone</h2>
-<form class="inline" method="post" action="${projectPath(projectId, 'members')}">${csrfField(a.session.csrfToken)}
-  <label>Email <input type="email" name="email" required value="${outcome.problem ? field(req, 'email') : ''}"></label>
-  <label>Role <select name="role"><option value="member">member</option><option value="owner">owner</option></select></label>
-  <button type="submit">Invite</button>
-</form>`
-  : html`<p class="muted">The project's owners invite and remove members.</p>`}`, statusCode);
+    this.page(
+      res,
+      a,
+      'members',
+      'Members',
+      html` ${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
+        ${
+          outcome.invited
+            ? html`<div class="notice" role="status">
+                <p>${outcome.invited} is a member now.</p>
+                ${
+                  outcome.link
+                    ? html`<p>Send them this one-time link to set their password (valid 7 days; shown once):</p>
+                        <p class="secret">
+                          <code id="invite-link" data-testid="invite-link">${outcome.link}</code>
+                          <button type="button" class="secondary" data-copy="invite-link">Copy</button>
+                        </p>`
+                    : html`<p>They already have a password and sign in with it.</p>`
+                }
+              </div>`
+            : ''
+        }
+        <div class="table-wrap">
+          <table>
+            <thead>
+              <tr>
+                <th scope="col">Email</th>
+                <th scope="col">Role</th>
+                <th scope="col">Since</th>
+                ${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : ''}
+              </tr>
+            </thead>
+            <tbody>
+              ${members.map(
+                (m) =>
+                  html`<tr>
+                    <td>${m.email}${m.active ? '' : html` <span class="muted">(invited)</span>`}</td>
+                    <td>${m.role}</td>
+                    <td>${when(m.since)}</td>
+                    ${owner ? html`<td>${m.userId === a.session.userId ? '' : html`<form method="post" action="${projectPath(projectId, `members/${m.userId}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove ${m.email}`}">Remove</button></form>`}</td>` : ''}
+                  </tr>`,
+              )}
+            </tbody>
+          </table>
+        </div>
+        ${
+          owner
+            ? html`<h2>Invite someone</h2>
+                <form class="inline" method="post" action="${projectPath(projectId, 'members')}">
+                  ${csrfField(a.session.csrfToken)}
+                  <label
+                    >Email
+                    <input type="email" name="email" required value="${outcome.problem ? field(req, 'email') : ''}"
+                  /></label>
+                  <label
+                    >Role
+                    <select name="role">
+                      <option value="member">member</option>
+                      <option value="owner">owner</option>
+                    </select></label
+                  >
+                  <button type="submit">Invite</button>
+                </form>`
+            : html`<p class="muted">The project's owners invite and remove members.</p>`
+        }`,
+      statusCode,
+    );
   }
 }

@@ -10,7 +10,10 @@ const logger = createLogger({ app: 'relay', format: config.logFormat, level: con
 const app = await NestFactory.createApplicationContext(RelayModule, { logger: new NestPinoLogger(logger) });
 await app.init();
 const metrics = config.metrics.relayPort ? await startMetricsServer(config.metrics.relayPort) : undefined;
-logger.info({ context: 'relay', metrics_port: metrics?.port }, 'relaying the outbox to Kafka and pruning what has passed its retention; SIGINT or SIGTERM stops it');
+logger.info(
+  { context: 'relay', metrics_port: metrics?.port },
+  'relaying the outbox to Kafka and pruning what has passed its retention; SIGINT or SIGTERM stops it',
+);
 await Promise.race([once(process, 'SIGINT'), once(process, 'SIGTERM')]);
 await metrics?.close();
 await app.close();

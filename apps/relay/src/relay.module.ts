@@ -1,4 +1,11 @@
-import { Inject, Injectable, Logger, Module, type OnApplicationBootstrap, type OnApplicationShutdown } from '@nestjs/common';
+import {
+  Inject,
+  Injectable,
+  Logger,
+  Module,
+  type OnApplicationBootstrap,
+  type OnApplicationShutdown,
+} from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { oldestUnsentAgeSeconds, OUTBOX_LAG_LIMIT_S, OutboxRelay } from '#libs/events';
@@ -33,7 +40,8 @@ export class RelayService implements OnApplicationBootstrap, OnApplicationShutdo
     // Its own health, in its log (the api's /readyz shows the same as the `outbox` component).
     this.watch = setInterval(() => {
       oldestUnsentAgeSeconds(this.db).then(
-        (age) => age > OUTBOX_LAG_LIMIT_S && this.logger.warn(`the oldest unsent outbox row is ${Math.round(age)} s old`),
+        (age) =>
+          age > OUTBOX_LAG_LIMIT_S && this.logger.warn(`the oldest unsent outbox row is ${Math.round(age)} s old`),
         (e: unknown) => this.logger.warn(`cannot read the outbox: ${e instanceof Error ? e.message : String(e)}`),
       );
     }, 30_000);

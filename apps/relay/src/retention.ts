@@ -17,35 +17,72 @@ export interface RetentionRule {
 /** The retention windows that are configurable. */
 export type RetentionSettings = Pick<AppConfig, 'streamRetentionSeconds'>;
 
-
 /**
  * Every table that grows with traffic, with its retention (docs/reliability.md lists the same).
  * The event store itself (`events`) is the source of truth and is kept; the read models keep
  * 30 days of requests (issue 13).
  */
 export const RETENTION_RULES: readonly RetentionRule[] = [
-  { table: 'blobs', keeps: 'input files and large tool outputs for 24 hours', prune: (db) => new BlobStore(db).deleteExpired() },
-  { table: 'conversations', keeps: 'conversations (and their messages) for 24 hours after their last message', prune: (db) => new ConversationStore(db).deleteExpired() },
+  {
+    table: 'blobs',
+    keeps: 'input files and large tool outputs for 24 hours',
+    prune: (db) => new BlobStore(db).deleteExpired(),
+  },
+  {
+    table: 'conversations',
+    keeps: 'conversations (and their messages) for 24 hours after their last message',
+    prune: (db) => new ConversationStore(db).deleteExpired(),
+  },
   { table: 'generated_files', keeps: 'generated files for 7 days', prune: (db) => new FileStore(db).deleteExpired() },
   {
     table: 'stream_events',
-    keeps: "a request's stream events while it runs and for 24 hours (STREAM_RETENTION_SECONDS) after its end; a stream that never ended, 24 hours more",
+    keeps:
+      "a request's stream events while it runs and for 24 hours (STREAM_RETENTION_SECONDS) after its end; a stream that never ended, 24 hours more",
     prune: (db, settings) => new StreamStore(db, settings.streamRetentionSeconds).deleteExpired(),
   },
-  { table: 'outbox', keeps: 'published rows for 7 days (unpublished rows are never deleted)', prune: (db) => deleteInBatches(db, 'outbox', `published_at < now() - interval '7 days'`) },
+  {
+    table: 'outbox',
+    keeps: 'published rows for 7 days (unpublished rows are never deleted)',
+    prune: (db) => deleteInBatches(db, 'outbox', `published_at < now() - interval '7 days'`),
+  },
   {
     table: 'projection_processed',
-    keeps: 'processed-event marks for 30 days (a redelivery comes within minutes; a rebuild starts from an empty table)',
+    keeps:
+      'processed-event marks for 30 days (a redelivery comes within minutes; a rebuild starts from an empty table)',
     prune: (db) => deleteInBatches(db, 'projection_processed', `processed_at < now() - interval '30 days'`),
   },
   // The read models keep 30 days (DESIGN.md section 9): what GET /v1/agent/{id} and GET /v1/sessions
   // answer. The events stay in the event store; a rebuild brings rows back and this prunes them again.
-  { table: 'request_log', keeps: 'requests for 30 days after their last change', prune: (db) => deleteInBatches(db, 'request_log', READ_MODEL_EXPIRED.request_log) },
-  { table: 'request_views', keeps: 'the content of stops (message, tool calls) for 30 days', prune: (db) => deleteInBatches(db, 'request_views', `recorded_at < now() - interval '30 days'`) },
-  { table: 'sessions', keeps: 'sessions for 30 days after they expired or ended', prune: (db) => deleteInBatches(db, 'sessions', READ_MODEL_EXPIRED.sessions) },
-  { table: 'webhook_deliveries', keeps: 'finished webhook deliveries and their attempts for 30 days (pending ones until their retries end)', prune: (db) => deleteExpiredWebhookDeliveries(db) },
-  { table: 'idempotency_keys', keeps: 'Idempotency-Keys for their 24-hour window plus an hour', prune: (db) => deleteInBatches(db, 'idempotency_keys', `created_at < now() - interval '25 hours'`) },
-  { table: 'rate_limit_hits', keeps: 'rate-limit hits for their sliding minute', prune: (db) => deleteInBatches(db, 'rate_limit_hits', `at < clock_timestamp() - interval '2 minutes'`) },
+  {
+    table: 'request_log',
+    keeps: 'requests for 30 days after their last change',
+    prune: (db) => deleteInBatches(db, 'request_log', READ_MODEL_EXPIRED.request_log),
+  },
+  {
+    table: 'request_views',
+    keeps: 'the content of stops (message, tool calls) for 30 days',
+    prune: (db) => deleteInBatches(db, 'request_views', `recorded_at < now() - interval '30 days'`),
+  },
+  {
+    table: 'sessions',
+    keeps: 'sessions for 30 days after they expired or ended',
+    prune: (db) => deleteInBatches(db, 'sessions', READ_MODEL_EXPIRED.sessions),
+  },
+  {
+    table: 'webhook_deliveries',
+    keeps: 'finished webhook deliveries and their attempts for 30 days (pending ones until their retries end)',
+    prune: (db) => deleteExpiredWebhookDeliveries(db),
+  },
+  {
+    table: 'idempotency_keys',
+    keeps: 'Idempotency-Keys for their 24-hour window plus an hour',
+    prune: (db) => deleteInBatches(db, 'idempotency_keys', `created_at < now() - interval '25 hours'`),
+  },
+  {
+    table: 'rate_limit_hits',
+    keeps: 'rate-limit hits for their sliding minute',
+    prune: (db) => deleteInBatches(db, 'rate_limit_hits', `at < clock_timestamp() - interval '2 minutes'`),
+  },
   {
     table: 'credit_ledger',
     keeps: 'settled reservations for 400 days (the charges stay in the event store); open reservations until settled',
@@ -61,7 +98,11 @@ export const RETENTION_RULES: readonly RetentionRule[] = [
 ];
 
 /** Runs every rule; a rule that fails does not stop the others. */
-export async function pruneAll(db: DataSource, settings: RetentionSettings, rules: readonly RetentionRule[] = RETENTION_RULES): Promise<{ table: string; deleted: number; error?: string }[]> {
+export async function pruneAll(
+  db: DataSource,
+  settings: RetentionSettings,
+  rules: readonly RetentionRule[] = RETENTION_RULES,
+): Promise<{ table: string; deleted: number; error?: string }[]> {
   const results: { table: string; deleted: number; error?: string }[] = [];
   for (const rule of rules) {
     try {

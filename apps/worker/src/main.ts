@@ -2,7 +2,14 @@ import 'reflect-metadata';
 import { NestFactory } from '@nestjs/core';
 import { Runtime } from '@temporalio/worker';
 import { configFromEnvironment } from '#libs/config';
-import { createLogger, NestPinoLogger, scrape, startMetricsServer, startTracing, temporalLogger } from '#libs/observability';
+import {
+  createLogger,
+  NestPinoLogger,
+  scrape,
+  startMetricsServer,
+  startTracing,
+  temporalLogger,
+} from '#libs/observability';
 import { WorkerModule } from './worker.module.js';
 import { becomeCurrentIfDue, createAgentWorker } from './worker.js';
 
@@ -15,10 +22,28 @@ const sdkPort = config.metrics.temporalSdkPort;
 // Prometheus endpoint that the worker's /metrics merges into its own.
 Runtime.install({
   logger: temporalLogger(logger),
-  ...(sdkPort ? { telemetryOptions: { metrics: { prometheus: { bindAddress: `127.0.0.1:${sdkPort}`, countersTotalSuffix: true, unitSuffix: true, useSecondsForDurations: true } } } } : {}),
+  ...(sdkPort
+    ? {
+        telemetryOptions: {
+          metrics: {
+            prometheus: {
+              bindAddress: `127.0.0.1:${sdkPort}`,
+              countersTotalSuffix: true,
+              unitSuffix: true,
+              useSecondsForDurations: true,
+            },
+          },
+        },
+      }
+    : {}),
 });
 const app = await NestFactory.createApplicationContext(WorkerModule, { logger: new NestPinoLogger(logger) });
-const metrics = config.metrics.workerPort ? await startMetricsServer(config.metrics.workerPort, sdkPort ? scrape(`http://127.0.0.1:${sdkPort}/metrics`) : undefined) : undefined;
+const metrics = config.metrics.workerPort
+  ? await startMetricsServer(
+      config.metrics.workerPort,
+      sdkPort ? scrape(`http://127.0.0.1:${sdkPort}/metrics`) : undefined,
+    )
+  : undefined;
 const { worker, connection, build } = await createAgentWorker(app);
 // Temporal's runtime shuts the worker down on SIGINT/SIGTERM; run() resolves once it has drained.
 const running = worker.run();
@@ -26,10 +51,25 @@ try {
   if (build) {
     // The build registers with its first poll; "polling" is logged once it is known whether it
     // takes new runs (current) or only those pinned to it (an operator promotes it).
-    const { current, promoted } = await Promise.race([becomeCurrentIfDue(app, build), running.then(() => ({ current: undefined, promoted: false }))]);
-    const role = current === build.buildId ? (promoted ? 'made current' : 'current') : `not current (current: ${current ?? 'none'}; \`mas deploy promote ${build.buildId}\` makes it so)`;
-    logger.info({ context: 'worker', metrics_port: metrics?.port, build_id: build.buildId, deployment: build.deploymentName }, `polling task queue ${worker.options.taskQueue} as build ${build.buildId}, ${role}`);
-  } else logger.info({ context: 'worker', metrics_port: metrics?.port }, `polling task queue ${worker.options.taskQueue} (unversioned)`);
+    const { current, promoted } = await Promise.race([
+      becomeCurrentIfDue(app, build),
+      running.then(() => ({ current: undefined, promoted: false })),
+    ]);
+    const role =
+      current === build.buildId
+        ? promoted
+          ? 'made current'
+          : 'current'
+        : `not current (current: ${current ?? 'none'}; \`mas deploy promote ${build.buildId}\` makes it so)`;
+    logger.info(
+      { context: 'worker', metrics_port: metrics?.port, build_id: build.buildId, deployment: build.deploymentName },
+      `polling task queue ${worker.options.taskQueue} as build ${build.buildId}, ${role}`,
+    );
+  } else
+    logger.info(
+      { context: 'worker', metrics_port: metrics?.port },
+      `polling task queue ${worker.options.taskQueue} (unversioned)`,
+    );
   await running;
 } finally {
   await connection.close();

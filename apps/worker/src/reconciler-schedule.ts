@@ -15,7 +15,14 @@ export async function ensureReconcilerSchedule(client: Client, config: AppConfig
     await client.schedule.create({
       scheduleId,
       spec: { intervals: [{ every: `${seconds} seconds` }] },
-      action: { type: 'startWorkflow', workflowType: 'ledgerReconcilerWorkflow', workflowId: `ledger-reconciler-${taskQueue}`, taskQueue, args: [{}], workflowExecutionTimeout: '10 minutes' },
+      action: {
+        type: 'startWorkflow',
+        workflowType: 'ledgerReconcilerWorkflow',
+        workflowId: `ledger-reconciler-${taskQueue}`,
+        taskQueue,
+        args: [{}],
+        workflowExecutionTimeout: '10 minutes',
+      },
       policies: { overlap: ScheduleOverlapPolicy.SKIP, catchupWindow: '1 minute' },
     });
     new Logger('reconciler').log(`created the schedule ${scheduleId} (every ${seconds} s)`);

@@ -25,18 +25,29 @@ describe('SessionEndService', () => {
   });
 
   const row = async (sessionId: string) =>
-    ((await fixtures.db.query(`select attempts, last_error from session_end_requests where session_id = $1`, [sessionId])) as { attempts: number; last_error: string | null }[])[0];
+    (
+      (await fixtures.db.query(`select attempts, last_error from session_end_requests where session_id = $1`, [
+        sessionId,
+      ])) as { attempts: number; last_error: string | null }[]
+    )[0];
 
   it('keeps a request while Temporal cannot be reached, and carries it out once it can', async () => {
     const { project } = await fixtures.project();
     const sessionId = randomUUID();
     await requests.request(project.id, sessionId);
     await requests.request(project.id, sessionId);
-    expect(await requests.pending(project.id, sessionId)).toMatchObject({ sessionId, projectId: project.id, attempts: 0 });
+    expect(await requests.pending(project.id, sessionId)).toMatchObject({
+      sessionId,
+      projectId: project.id,
+      attempts: 0,
+    });
     expect(await requests.pending(randomUUID(), sessionId)).toBeUndefined();
 
     // Nothing listens on port 1.
-    const unreachable = new TemporalClientService({ ...config, temporal: { ...config.temporal, address: '127.0.0.1:1' } });
+    const unreachable = new TemporalClientService({
+      ...config,
+      temporal: { ...config.temporal, address: '127.0.0.1:1' },
+    });
     try {
       await new SessionEndService(requests, unreachable).endWaiting();
     } finally {

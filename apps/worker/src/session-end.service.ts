@@ -48,7 +48,9 @@ export class SessionEndService implements OnApplicationBootstrap, OnApplicationS
       try {
         await this.endWaiting();
       } catch (e) {
-        this.logger.warn(`could not read the session ends to carry out (retrying): ${e instanceof Error ? e.message : String(e)}`);
+        this.logger.warn(
+          `could not read the session ends to carry out (retrying): ${e instanceof Error ? e.message : String(e)}`,
+        );
       }
       await sleep(POLL_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined);
     }
@@ -60,11 +62,15 @@ export class SessionEndService implements OnApplicationBootstrap, OnApplicationS
     for (const request of await this.requests.waiting()) {
       if (this.stopping.signal.aborted) break;
       try {
-        await this.client.workflow.getHandle(sessionWorkflowId(request.sessionId)).executeUpdate(endSessionUpdate, { args: [{ projectId: request.projectId }] });
+        await this.client.workflow
+          .getHandle(sessionWorkflowId(request.sessionId))
+          .executeUpdate(endSessionUpdate, { args: [{ projectId: request.projectId }] });
       } catch (e) {
         if (!settled(e)) {
           const reason = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
-          this.logger.warn(`session ${request.sessionId}: the end could not be sent (kept for the next try): ${reason}`);
+          this.logger.warn(
+            `session ${request.sessionId}: the end could not be sent (kept for the next try): ${reason}`,
+          );
           await this.requests.failed(request.sessionId, reason);
           continue;
         }
@@ -80,6 +86,6 @@ export class SessionEndService implements OnApplicationBootstrap, OnApplicationS
  * longer active) or is closed (its session ended or expired; the reconciler frees what it held). */
 function settled(e: unknown): boolean {
   if (e instanceof WorkflowUpdateFailedError || e instanceof WorkflowNotFoundError) return true;
-  const code = (e as { code?: unknown } | null)?.code ?? ((e as { cause?: { code?: unknown } } | null)?.cause?.code);
+  const code = (e as { code?: unknown } | null)?.code ?? (e as { cause?: { code?: unknown } } | null)?.cause?.code;
   return code === NOT_FOUND || /already completed/i.test(e instanceof Error ? e.message : '');
 }

@@ -18,18 +18,32 @@ import { WebhookResourceRenderer } from './webhook-resources.js';
 export class WebhookDispatchService implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly dispatcher: WebhookDispatcher;
 
-  constructor(@Inject(APP_CONFIG) config: AppConfig, db: DataSource, events: EventStore, requests: RequestStream, files: FileStore, temporal: TemporalClientService, store: WebhookStore) {
+  constructor(
+    @Inject(APP_CONFIG) config: AppConfig,
+    db: DataSource,
+    events: EventStore,
+    requests: RequestStream,
+    files: FileStore,
+    temporal: TemporalClientService,
+    store: WebhookStore,
+  ) {
     if (!temporal.client) throw new Error('the webhook dispatcher needs TEMPORAL_ADDRESS');
-    this.dispatcher = new WebhookDispatcher(createKafka(config, 'mas-webhooks'), temporal.client, store, new WebhookResourceRenderer(db, events, requests, files, config), {
-      groupId: `${config.kafkaGroupPrefix}-webhooks`,
-      taskQueue: config.temporal.taskQueue,
-      retry: {
-        initialIntervalMs: config.webhooks.retryInitialIntervalMs,
-        maximumIntervalMs: config.webhooks.retryMaximumIntervalMs,
-        retryForMs: config.webhooks.retryForMs,
-        attemptTimeoutMs: config.webhooks.requestTimeoutMs,
+    this.dispatcher = new WebhookDispatcher(
+      createKafka(config, 'mas-webhooks'),
+      temporal.client,
+      store,
+      new WebhookResourceRenderer(db, events, requests, files, config),
+      {
+        groupId: `${config.kafkaGroupPrefix}-webhooks`,
+        taskQueue: config.temporal.taskQueue,
+        retry: {
+          initialIntervalMs: config.webhooks.retryInitialIntervalMs,
+          maximumIntervalMs: config.webhooks.retryMaximumIntervalMs,
+          retryForMs: config.webhooks.retryForMs,
+          attemptTimeoutMs: config.webhooks.requestTimeoutMs,
+        },
       },
-    });
+    );
   }
 
   onApplicationBootstrap(): void {

@@ -1,7 +1,14 @@
 import type { DataSource } from 'typeorm';
 import type { AppConfig } from '#libs/config';
 import type { PlanName } from '#libs/contracts';
-import { evolveRequest, evolveSession, fromStored, type DomainEvent, type EventStore, type RequestStream } from '#libs/events';
+import {
+  evolveRequest,
+  evolveSession,
+  fromStored,
+  type DomainEvent,
+  type EventStore,
+  type RequestStream,
+} from '#libs/events';
 import type { FileStore } from '#libs/persistence';
 import type { WebhookResources } from '#libs/webhooks';
 // The api's renderers (libs/resources), so a webhook carries exactly what GET /v1/agent/{id} and
@@ -28,19 +35,36 @@ export class WebhookResourceRenderer implements WebhookResources {
   }
 
   async render(event: DomainEvent): Promise<unknown> {
-    const history = (await this.events.readStream(this.db.manager, event.streamId)).filter((e) => e.version <= event.version).map(fromStored);
+    const history = (await this.events.readStream(this.db.manager, event.streamId))
+      .filter((e) => e.version <= event.version)
+      .map(fromStored);
     if (event.streamId.startsWith('agent-request-')) {
       const state = history.reduce(evolveRequest, undefined);
       if (!state) return undefined;
       const stop = await this.requests.stopOf(state);
-      const [project] = (await this.db.query(`select plan from projects where id = $1`, [stop.projectId])) as { plan: PlanName }[];
+      const [project] = (await this.db.query(`select plan from projects where id = $1`, [stop.projectId])) as {
+        plan: PlanName;
+      }[];
       if (!project) return undefined;
-      return renderAgentResponse(stop, { files: this.files, config: this.config, plan: project.plan, startedAt: performance.now() });
+      return renderAgentResponse(stop, {
+        files: this.files,
+        config: this.config,
+        plan: project.plan,
+        startedAt: performance.now(),
+      });
     }
     if (event.streamId.startsWith('session-')) {
       const s = history.reduce(evolveSession, undefined);
       if (!s) return undefined;
-      return renderRecord({ id: s.sessionId, projectId: s.projectId, status: s.status, messageCount: s.messageCount, createdAt: new Date(s.createdAt), lastActivityAt: new Date(s.lastActivityAt), expiresAt: new Date(s.expiresAt) });
+      return renderRecord({
+        id: s.sessionId,
+        projectId: s.projectId,
+        status: s.status,
+        messageCount: s.messageCount,
+        createdAt: new Date(s.createdAt),
+        lastActivityAt: new Date(s.lastActivityAt),
+        expiresAt: new Date(s.expiresAt),
+      });
     }
     return undefined;
   }

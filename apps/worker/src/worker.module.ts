@@ -22,36 +22,74 @@ import { WebhookDispatchService } from './webhook-dispatch.service.js';
 
 /** The worker's providers; createAgentWorker binds the activities from them. */
 @Module({
-  imports: [ConfigModule, PersistenceModule, EventsModule, AccountsModule, MeteringModule, StreamPublisherModule, TemporalClientModule, WebhooksModule],
+  imports: [
+    ConfigModule,
+    PersistenceModule,
+    EventsModule,
+    AccountsModule,
+    MeteringModule,
+    StreamPublisherModule,
+    TemporalClientModule,
+    WebhooksModule,
+  ],
   providers: [
     {
       provide: ModelCallActivity,
       inject: [AccountsService, BlobStore, StreamPublisherService, ConversationStore],
-      useFactory: (a: AccountsService, b: BlobStore, s: StreamPublisherService, c: ConversationStore) => new ModelCallActivity(a, b, s.publisher, c),
+      useFactory: (a: AccountsService, b: BlobStore, s: StreamPublisherService, c: ConversationStore) =>
+        new ModelCallActivity(a, b, s.publisher, c),
     },
     { provide: ConversationStore, inject: [DataSource], useFactory: (db: DataSource) => new ConversationStore(db) },
-    { provide: ConversationActivityHandlers, inject: [ConversationStore, BlobStore], useFactory: (c: ConversationStore, b: BlobStore) => new ConversationActivityHandlers(c, b) },
-    { provide: MeteringActivities, inject: [MeteringService], useFactory: (m: MeteringService) => new MeteringActivities(m) },
+    {
+      provide: ConversationActivityHandlers,
+      inject: [ConversationStore, BlobStore],
+      useFactory: (c: ConversationStore, b: BlobStore) => new ConversationActivityHandlers(c, b),
+    },
+    {
+      provide: MeteringActivities,
+      inject: [MeteringService],
+      useFactory: (m: MeteringService) => new MeteringActivities(m),
+    },
     {
       provide: BeginRequestActivity,
       inject: [MeteringService, BuiltinToolActivities, ConversationActivityHandlers],
-      useFactory: (m: MeteringService, t: BuiltinToolActivities, c: ConversationActivityHandlers) => new BeginRequestActivity(m, t, c),
+      useFactory: (m: MeteringService, t: BuiltinToolActivities, c: ConversationActivityHandlers) =>
+        new BeginRequestActivity(m, t, c),
     },
-    { provide: RequestEventsActivities, inject: [DataSource, RequestStream], useFactory: (db: DataSource, requests: RequestStream) => new RequestEventsActivities(db, requests) },
+    {
+      provide: RequestEventsActivities,
+      inject: [DataSource, RequestStream],
+      useFactory: (db: DataSource, requests: RequestStream) => new RequestEventsActivities(db, requests),
+    },
     {
       provide: ReconcilerActivities,
       inject: [MeteringService, DataSource, SessionStream, TemporalClientService],
-      useFactory: (m: MeteringService, db: DataSource, sessions: SessionStream, temporal: TemporalClientService) => new ReconcilerActivities(m, db, sessions, temporal.client!),
+      useFactory: (m: MeteringService, db: DataSource, sessions: SessionStream, temporal: TemporalClientService) =>
+        new ReconcilerActivities(m, db, sessions, temporal.client!),
     },
-    { provide: SessionEventsActivities, inject: [DataSource, SessionStream], useFactory: (db: DataSource, sessions: SessionStream) => new SessionEventsActivities(db, sessions) },
+    {
+      provide: SessionEventsActivities,
+      inject: [DataSource, SessionStream],
+      useFactory: (db: DataSource, sessions: SessionStream) => new SessionEventsActivities(db, sessions),
+    },
     {
       provide: BuiltinToolActivities,
       inject: [BlobStore, FileStore, ConversationStore, APP_CONFIG, McpServersService],
       useFactory: (b: BlobStore, f: FileStore, c: ConversationStore, config: AppConfig, mcp: McpServersService) =>
         // MCP servers are reached like fetch_url: the same allow-list of non-public hosts.
-        new BuiltinToolActivities(b, f, c, { fetchUrl: { allowHosts: config.fetchUrlAllowHosts } }, { servers: mcp, options: { allowHosts: config.fetchUrlAllowHosts } }),
+        new BuiltinToolActivities(
+          b,
+          f,
+          c,
+          { fetchUrl: { allowHosts: config.fetchUrlAllowHosts } },
+          { servers: mcp, options: { allowHosts: config.fetchUrlAllowHosts } },
+        ),
     },
-    { provide: WebhookDeliveryActivities, inject: [WebhookStore, APP_CONFIG], useFactory: (store: WebhookStore, config: AppConfig) => new WebhookDeliveryActivities(store, config) },
+    {
+      provide: WebhookDeliveryActivities,
+      inject: [WebhookStore, APP_CONFIG],
+      useFactory: (store: WebhookStore, config: AppConfig) => new WebhookDeliveryActivities(store, config),
+    },
     WebhookDispatchService,
     SessionEndService,
   ],

@@ -1,7 +1,18 @@
 import type { INestApplicationContext } from '@nestjs/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { APP_CONFIG, ConfigError, requireTemporalAddress, temporalConnectionOptions, type AppConfig } from '#libs/config';
-import type { AgentActivities, ReconcilerActivities as ReconcilerContract, SessionActivities, WebhookActivities } from '#libs/contracts';
+import {
+  APP_CONFIG,
+  ConfigError,
+  requireTemporalAddress,
+  temporalConnectionOptions,
+  type AppConfig,
+} from '#libs/config';
+import type {
+  AgentActivities,
+  ReconcilerActivities as ReconcilerContract,
+  SessionActivities,
+  WebhookActivities,
+} from '#libs/contracts';
 import { temporalWorkerTracing, withActivityLogContext } from '#libs/observability';
 import { payloadDataConverter, promoteBuild, TemporalClientService } from '#libs/temporal';
 import { BeginRequestActivity } from './activities/begin-request.activity.js';
@@ -27,7 +38,8 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
   const conversations = app.get(ConversationActivityHandlers);
   return {
     beginRequest: app.get(BeginRequestActivity).beginRequest,
-    recordStop: process.env.MAS_TEST_EXIT_AFTER_RECORD_STOP === '1' ? exitAfter(metering.recordStop) : metering.recordStop,
+    recordStop:
+      process.env.MAS_TEST_EXIT_AFTER_RECORD_STOP === '1' ? exitAfter(metering.recordStop) : metering.recordStop,
     releaseReservation: metering.releaseReservation,
     callModel: model.callModel,
     emitStreamEvents: model.emitStreamEvents,
@@ -78,9 +90,15 @@ export function workerBuild(config: AppConfig): WorkerBuild | undefined {
   const { versioning, taskQueue } = config.temporal;
   if (!versioning.enabled) return undefined;
   const buildId = versioning.buildId ?? builtBuildId();
-  if (!buildId) throw new ConfigError(['TEMPORAL_BUILD_ID is required when there is no build (dist/workflows/build-id, written by `npm run build`) and TEMPORAL_WORKER_VERSIONING is not false']);
+  if (!buildId)
+    throw new ConfigError([
+      'TEMPORAL_BUILD_ID is required when there is no build (dist/workflows/build-id, written by `npm run build`) and TEMPORAL_WORKER_VERSIONING is not false',
+    ]);
   // Temporal's version strings join the two with '.' or ':'.
-  if (/[.:]/.test(taskQueue)) throw new ConfigError([`TEMPORAL_TASK_QUEUE names the worker deployment and may not contain '.' or ':' while TEMPORAL_WORKER_VERSIONING is on, got "${taskQueue}"`]);
+  if (/[.:]/.test(taskQueue))
+    throw new ConfigError([
+      `TEMPORAL_TASK_QUEUE names the worker deployment and may not contain '.' or ':' while TEMPORAL_WORKER_VERSIONING is on, got "${taskQueue}"`,
+    ]);
   return { deploymentName: taskQueue, buildId };
 }
 
@@ -90,12 +108,18 @@ export function workerBuild(config: AppConfig): WorkerBuild | undefined {
  * first start: a fresh machine, a test's own task queue). A versioned build that is not current
  * gets only the runs pinned to it; an operator promotes it (`mas deploy promote`).
  */
-export async function becomeCurrentIfDue(app: INestApplicationContext, build: WorkerBuild): Promise<{ current: string | undefined; promoted: boolean }> {
+export async function becomeCurrentIfDue(
+  app: INestApplicationContext,
+  build: WorkerBuild,
+): Promise<{ current: string | undefined; promoted: boolean }> {
   const config = app.get<AppConfig>(APP_CONFIG);
   const { connection } = app.get(TemporalClientService);
   if (!connection) throw new ConfigError(['TEMPORAL_ADDRESS is required but not set']);
   const identity = `worker ${build.buildId} (${process.pid})`;
-  return promoteBuild(connection.workflowService, config.temporal.namespace, build.deploymentName, build.buildId, { identity, onlyIfNone: config.temporal.versioning.promote === 'if-none' });
+  return promoteBuild(connection.workflowService, config.temporal.namespace, build.deploymentName, build.buildId, {
+    identity,
+    onlyIfNone: config.temporal.versioning.promote === 'if-none',
+  });
 }
 
 /** The Temporal worker of the agent task queue (and the reconciler's schedule on it).
@@ -107,11 +131,18 @@ export async function createAgentWorker(
 ): Promise<{ worker: Worker; connection: NativeConnection; build: WorkerBuild | undefined }> {
   const config = app.get<AppConfig>(APP_CONFIG);
   const build = workerBuild(config);
-  const connection = await NativeConnection.connect({ address: requireTemporalAddress(config), ...temporalConnectionOptions(config.engines.temporal) });
+  const connection = await NativeConnection.connect({
+    address: requireTemporalAddress(config),
+    ...temporalConnectionOptions(config.engines.temporal),
+  });
   // With tracing on: workflow and activity spans continuing the client's trace (nothing when off).
   const traced = temporalWorkerTracing();
-  const workflowModules = [...(traced.interceptors?.workflowModules ?? []), ...(options.workflowInterceptorModules ?? [])];
-  const tracing = workflowModules.length > 0 ? { ...traced, interceptors: { ...traced.interceptors, workflowModules } } : traced;
+  const workflowModules = [
+    ...(traced.interceptors?.workflowModules ?? []),
+    ...(options.workflowInterceptorModules ?? []),
+  ];
+  const tracing =
+    workflowModules.length > 0 ? { ...traced, interceptors: { ...traced.interceptors, workflowModules } } : traced;
   // Calls into the workflows' context without a watchdog thread each (workflow-vm-calls.ts), and
   // the SDK's promise hook only when stack traces are asked for (workflow-promise-hooks.ts).
   callWorkflowsWithoutWatchdog();
@@ -121,7 +152,12 @@ export async function createAgentWorker(
       namespace: config.temporal.namespace,
       taskQueue: config.temporal.taskQueue,
       ...workflowBundleOptions({ withInterceptorModules: Boolean(tracing.interceptors?.workflowModules?.length) }),
-      activities: withActivityLogContext({ ...agentActivities(app), ...sessionActivities(app), ...reconcilerActivities(app), ...webhookActivities(app) }),
+      activities: withActivityLogContext({
+        ...agentActivities(app),
+        ...sessionActivities(app),
+        ...reconcilerActivities(app),
+        ...webhookActivities(app),
+      }),
       // SIGTERM drains: running activities (a model call, a tool) get this long to finish before
       // they are cancelled and retried on another worker; workflow tasks always finish.
       shutdownGraceTime: '30 seconds',
@@ -138,7 +174,15 @@ export async function createAgentWorker(
       // Worker Versioning: agentRequestWorkflow is pinned to the build that started it; the others
       // move to the current build at their next workflow task (each workflow declares which, with
       // setWorkflowOptions; a workflow that does not falls back to AUTO_UPGRADE).
-      ...(build ? { workerDeploymentOptions: { version: build, useWorkerVersioning: true, defaultVersioningBehavior: 'AUTO_UPGRADE' as const } } : {}),
+      ...(build
+        ? {
+            workerDeploymentOptions: {
+              version: build,
+              useWorkerVersioning: true,
+              defaultVersioningBehavior: 'AUTO_UPGRADE' as const,
+            },
+          }
+        : {}),
       // Payloads (inputs, results, updates, signals) encrypted outside the workflow sandbox.
       dataConverter: payloadDataConverter(config),
       ...tracing,

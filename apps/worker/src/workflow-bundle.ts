@@ -21,11 +21,22 @@ export function sourceBundlerOptions(): WorkerOptions['bundlerOptions'] {
  * Under ts-jest the build's bundle is used too when it is newer than every source it is made of
  * (`npm test` builds first): webpack at each test worker's start took 10-20 s of a test file's
  * 30 s setup. Otherwise (sources changed since the build) the TypeScript sources are bundled. */
-export function workflowBundleOptions(options: { withInterceptorModules?: boolean } = {}): Pick<WorkerOptions, 'workflowsPath' | 'bundlerOptions' | 'workflowBundle'> {
+export function workflowBundleOptions(
+  options: { withInterceptorModules?: boolean } = {},
+): Pick<WorkerOptions, 'workflowsPath' | 'bundlerOptions' | 'workflowBundle'> {
   const fromSource = import.meta.url.endsWith('.ts');
-  const prebuilt = fileURLToPath(new URL(fromSource ? '../../../dist/workflows/bundle.js' : '../../../workflows/bundle.js', import.meta.url));
-  if (!options.withInterceptorModules && existsSync(prebuilt) && (!fromSource || statSync(prebuilt).mtimeMs >= newestSourceMs())) return { workflowBundle: { codePath: prebuilt } };
-  const workflowsPath = fileURLToPath(new URL(`../../../workflows/src/index.${fromSource ? 'ts' : 'js'}`, import.meta.url));
+  const prebuilt = fileURLToPath(
+    new URL(fromSource ? '../../../dist/workflows/bundle.js' : '../../../workflows/bundle.js', import.meta.url),
+  );
+  if (
+    !options.withInterceptorModules &&
+    existsSync(prebuilt) &&
+    (!fromSource || statSync(prebuilt).mtimeMs >= newestSourceMs())
+  )
+    return { workflowBundle: { codePath: prebuilt } };
+  const workflowsPath = fileURLToPath(
+    new URL(`../../../workflows/src/index.${fromSource ? 'ts' : 'js'}`, import.meta.url),
+  );
   return { workflowsPath, bundlerOptions: fromSource ? sourceBundlerOptions() : {} };
 }
 
@@ -33,7 +44,9 @@ export function workflowBundleOptions(options: { withInterceptorModules?: boolea
  * package version + commit), or undefined when there is no build. */
 export function builtBuildId(): string | undefined {
   const fromSource = import.meta.url.endsWith('.ts');
-  const file = fileURLToPath(new URL(fromSource ? '../../../dist/workflows/build-id' : '../../../workflows/build-id', import.meta.url));
+  const file = fileURLToPath(
+    new URL(fromSource ? '../../../dist/workflows/build-id' : '../../../workflows/build-id', import.meta.url),
+  );
   return existsSync(file) ? readFileSync(file, 'utf8').trim() || undefined : undefined;
 }
 
@@ -41,6 +54,14 @@ export function builtBuildId(): string | undefined {
  * they import, the failure converter). */
 function newestSourceMs(): number {
   const newest = (path: string): number =>
-    statSync(path).isDirectory() ? readdirSync(path).reduce((latest, name) => Math.max(latest, newest(join(path, name))), 0) : statSync(path).mtimeMs;
-  return Math.max(...['../../../workflows/src', '../../../libs/contracts/src', '../../../libs/temporal/src/failure-converter.cjs'].map((dir) => newest(fileURLToPath(new URL(dir, import.meta.url)))));
+    statSync(path).isDirectory()
+      ? readdirSync(path).reduce((latest, name) => Math.max(latest, newest(join(path, name))), 0)
+      : statSync(path).mtimeMs;
+  return Math.max(
+    ...[
+      '../../../workflows/src',
+      '../../../libs/contracts/src',
+      '../../../libs/temporal/src/failure-converter.cjs',
+    ].map((dir) => newest(fileURLToPath(new URL(dir, import.meta.url)))),
+  );
 }

@@ -6,7 +6,9 @@ import { withWorkflowPromiseHooks } from './workflow-promise-hooks.js';
  * made here and one made in another V8 context (where the workflows run). */
 async function seenBy(stackTraces: boolean): Promise<{ own: boolean; workflow: boolean }> {
   const seen = new Set<Promise<unknown>>();
-  const stop = await withWorkflowPromiseHooks(stackTraces, () => Promise.resolve(promiseHooks.createHook({ init: (promise) => seen.add(promise) })));
+  const stop = await withWorkflowPromiseHooks(stackTraces, () =>
+    Promise.resolve(promiseHooks.createHook({ init: (promise) => seen.add(promise) })),
+  );
   const workflowContext = createContext({});
   try {
     const own = Promise.resolve(1);
@@ -28,7 +30,9 @@ describe('withWorkflowPromiseHooks', () => {
 
   it('puts createHook back once the worker is created, also when creating it fails', async () => {
     const createHook = promiseHooks.createHook;
-    await expect(withWorkflowPromiseHooks(false, () => Promise.reject(new Error('no server')))).rejects.toThrow('no server');
+    await expect(withWorkflowPromiseHooks(false, () => Promise.reject(new Error('no server')))).rejects.toThrow(
+      'no server',
+    );
     expect(promiseHooks.createHook).toBe(createHook);
   });
 });

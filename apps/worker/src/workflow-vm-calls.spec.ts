@@ -19,7 +19,9 @@ describe('callWorkflowsWithoutWatchdog', () => {
 
   it("drops the SDK's no-limit timeout, so that no watchdog thread starts for the call", () => {
     seen.length = 0;
-    expect(new Script('6 * 7').runInContext(createContext({}), { timeout: SDK_NO_LIMIT_MS, displayErrors: true })).toBe(42);
+    expect(new Script('6 * 7').runInContext(createContext({}), { timeout: SDK_NO_LIMIT_MS, displayErrors: true })).toBe(
+      42,
+    );
     expect(seen).toEqual([{ displayErrors: true }]);
   });
 

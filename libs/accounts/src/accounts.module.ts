@@ -13,12 +13,14 @@ import { McpServersService } from './mcp-servers.service.js';
       provide: AccountsService,
       inject: [DataSource, APP_CONFIG, EventStore, PgListener],
       // The apps' caches hear the process's one listener.
-      useFactory: (db: DataSource, config: AppConfig, events: EventStore, listener: PgListener) => new AccountsService(db, config, events, listener),
+      useFactory: (db: DataSource, config: AppConfig, events: EventStore, listener: PgListener) =>
+        new AccountsService(db, config, events, listener),
     },
     {
       provide: McpServersService,
       inject: [DataSource, APP_CONFIG, AccountsService],
-      useFactory: (db: DataSource, config: AppConfig, accounts: AccountsService) => new McpServersService(db, config, accounts),
+      useFactory: (db: DataSource, config: AppConfig, accounts: AccountsService) =>
+        new McpServersService(db, config, accounts),
     },
   ],
   exports: [AccountsService, McpServersService],

@@ -1,12 +1,40 @@
 import { randomUUID } from 'node:crypto';
 import { DataSource, type EntityManager } from 'typeorm';
-import { isCapability, isPlanName, CAPABILITIES, EVENT_TYPES, MODEL_PROVIDERS, type AwsCredentials, type Capability, type ModelProviderSettings, type Plan, type PlanName, isUuid } from '#libs/contracts';
+import {
+  isCapability,
+  isPlanName,
+  CAPABILITIES,
+  EVENT_TYPES,
+  MODEL_PROVIDERS,
+  type AwsCredentials,
+  type Capability,
+  type ModelProviderSettings,
+  type Plan,
+  type PlanName,
+  isUuid,
+} from '#libs/contracts';
 import type { EventStore } from '#libs/events';
 import type { AppConfig } from '#libs/config';
 import { modelTargetProblem } from '#libs/llm';
 import { billingAnchor } from '#libs/metering';
-import { ApiKeyEntity, ModelConfigEntity, NotifiedCache, ProjectEntity, type ModelProvider, type PgListener } from '#libs/persistence';
-import { decryptSecret, displayPrefix, encryptSecret, generateApiKey, hashApiKey, hashesEqual, isWellFormedApiKey, masterKeys } from './secrets.js';
+import {
+  ApiKeyEntity,
+  ModelConfigEntity,
+  NotifiedCache,
+  ProjectEntity,
+  type ModelProvider,
+  type PgListener,
+} from '#libs/persistence';
+import {
+  decryptSecret,
+  displayPrefix,
+  encryptSecret,
+  generateApiKey,
+  hashApiKey,
+  hashesEqual,
+  isWellFormedApiKey,
+  masterKeys,
+} from './secrets.js';
 
 /** A rule broken by an operator's request (unknown project, bad plan name, ...). */
 export class AccountsError extends Error {
@@ -101,7 +129,6 @@ export interface NewProject {
   readonly capabilities?: readonly Capability[];
 }
 
-
 /** Projects, plans, credits, API keys and model configuration. */
 export class AccountsService {
   private keys: NotifiedCache<CachedKey> | undefined;
@@ -112,7 +139,8 @@ export class AccountsService {
    * (the api keeps keys, the worker credentials); without it (the CLI) every read goes to PostgreSQL. */
   constructor(
     private readonly db: DataSource,
-    private readonly config: Pick<AppConfig, 'plans' | 'masterKey' | 'apiKeyPepper'> & Partial<Pick<AppConfig, 'previousMasterKeys' | 'previousApiKeyPeppers'>>,
+    private readonly config: Pick<AppConfig, 'plans' | 'masterKey' | 'apiKeyPepper'> &
+      Partial<Pick<AppConfig, 'previousMasterKeys' | 'previousApiKeyPeppers'>>,
     private readonly events: EventStore,
     private readonly listener?: PgListener,
   ) {}
@@ -135,11 +163,13 @@ export class AccountsService {
 
   async createProject(input: NewProject): Promise<ProjectEntity> {
     if (!input.name.trim()) throw new AccountsError('a project needs a name');
-    if (!isPlanName(input.plan)) throw new AccountsError(`unknown plan "${String(input.plan)}" (plans: free, starter, pro)`);
+    if (!isPlanName(input.plan))
+      throw new AccountsError(`unknown plan "${String(input.plan)}" (plans: free, starter, pro)`);
     const capabilities = input.capabilities ?? this.plan(input.plan).capabilities;
     this.assertCapabilities(capabilities);
     const repo = this.db.getRepository(ProjectEntity);
-    if (await repo.existsBy({ name: input.name })) throw new AccountsError(`a project named "${input.name}" already exists`);
+    if (await repo.existsBy({ name: input.name }))
+      throw new AccountsError(`a project named "${input.name}" already exists`);
     return repo.save(
       repo.create({
         id: randomUUID(),
@@ -171,27 +201,43 @@ export class AccountsService {
     if (!isPlanName(plan)) throw new AccountsError(`unknown plan "${plan}" (plans: free, starter, pro)`);
     const { id } = await this.findProject(ref);
     await this.db.transaction(async (tx) => {
-      const [row] = (await tx.query(`select plan from projects where id = $1 for update`, [id])) as { plan: PlanName }[];
+      const [row] = (await tx.query(`select plan from projects where id = $1 for update`, [id])) as {
+        plan: PlanName;
+      }[];
       await tx.query(`update projects set plan = $2 where id = $1`, [id, plan]);
       await this.events.append(tx, `project-${id}`, 'any', [
-        { eventId: randomUUID(), type: EVENT_TYPES.projectPlanChanged, data: { from: row?.plan, to: plan }, metadata: { projectId: id, correlationId: id, causationId: id } },
+        {
+          eventId: randomUUID(),
+          type: EVENT_TYPES.projectPlanChanged,
+          data: { from: row?.plan, to: plan },
+          metadata: { projectId: id, correlationId: id, causationId: id },
+        },
       ]);
     });
     return this.findProject(id);
   }
 
   /** Enables or disables capabilities; like setPlan, writes only its own column under the row lock. */
-  async setCapabilities(ref: string, change: 'enable' | 'disable', capabilities: readonly string[]): Promise<ProjectEntity> {
+  async setCapabilities(
+    ref: string,
+    change: 'enable' | 'disable',
+    capabilities: readonly string[],
+  ): Promise<ProjectEntity> {
     this.assertCapabilities(capabilities);
     const { id } = await this.findProject(ref);
     await this.db.transaction(async (tx) => {
-      const [row] = (await tx.query(`select capabilities from projects where id = $1 for update`, [id])) as { capabilities: Capability[] }[];
+      const [row] = (await tx.query(`select capabilities from projects where id = $1 for update`, [id])) as {
+        capabilities: Capability[];
+      }[];
       const current = new Set(row?.capabilities ?? []);
       for (const c of capabilities as Capability[]) {
         if (change === 'enable') current.add(c);
         else current.delete(c);
       }
-      await tx.query(`update projects set capabilities = $2 where id = $1`, [id, CAPABILITIES.filter((c) => current.has(c))]);
+      await tx.query(`update projects set capabilities = $2 where id = $1`, [
+        id,
+        CAPABILITIES.filter((c) => current.has(c)),
+      ]);
     });
     return this.findProject(id);
   }
@@ -202,9 +248,17 @@ export class AccountsService {
     const project = await this.findProject(ref);
     await this.db.transaction(async (tx) => {
       // The row lock taken by the update serialises writers of the project stream.
-      const [rows] = (await tx.query(`update projects set credit_balance = credit_balance + $2, credits_purchased = true where id = $1 returning credit_balance`, [project.id, amount])) as [{ credit_balance: number }[], number];
+      const [rows] = (await tx.query(
+        `update projects set credit_balance = credit_balance + $2, credits_purchased = true where id = $1 returning credit_balance`,
+        [project.id, amount],
+      )) as [{ credit_balance: number }[], number];
       await this.events.append(tx, `project-${project.id}`, 'any', [
-        { eventId: randomUUID(), type: EVENT_TYPES.projectCreditsAdded, data: { credits: amount, balance: rows[0]?.credit_balance }, metadata: { projectId: project.id, correlationId: project.id, causationId: project.id } },
+        {
+          eventId: randomUUID(),
+          type: EVENT_TYPES.projectCreditsAdded,
+          data: { credits: amount, balance: rows[0]?.credit_balance },
+          metadata: { projectId: project.id, correlationId: project.id, causationId: project.id },
+        },
       ]);
     });
     return this.findProject(project.id);
@@ -215,13 +269,31 @@ export class AccountsService {
     const settings = definedOnly(input.settings ?? {});
     const aws = input.awsCredentials ?? null;
     const project = await this.findProject(ref);
-    const kept = input.keepSecret && !input.apiKey && !aws ? ((await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId: project.id }))?.keyCiphertext ?? null) : null;
-    const keptCredentials = kept && input.provider === 'bedrock' && decryptSecret(kept, masterKeys(this.config), project.id).startsWith('{');
-    const problem = modelTargetProblem({ provider: input.provider, model: input.model, baseUrl: input.baseUrl ?? null, settings, hasKey: !!input.apiKey || (!!kept && !keptCredentials), hasAwsCredentials: aws !== null || !!keptCredentials });
+    const kept =
+      input.keepSecret && !input.apiKey && !aws
+        ? ((await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId: project.id }))?.keyCiphertext ?? null)
+        : null;
+    const keptCredentials =
+      kept && input.provider === 'bedrock' && decryptSecret(kept, masterKeys(this.config), project.id).startsWith('{');
+    const problem = modelTargetProblem({
+      provider: input.provider,
+      model: input.model,
+      baseUrl: input.baseUrl ?? null,
+      settings,
+      hasKey: !!input.apiKey || (!!kept && !keptCredentials),
+      hasAwsCredentials: aws !== null || !!keptCredentials,
+    });
     if (problem) throw new AccountsError(problem);
-    if (aws && (!aws.accessKeyId || !aws.secretAccessKey)) throw new AccountsError('AWS credentials need an access key id and a secret access key');
+    if (aws && (!aws.accessKeyId || !aws.secretAccessKey))
+      throw new AccountsError('AWS credentials need an access key id and a secret access key');
     // AWS credentials are sealed as one JSON secret; a key as itself (rows written before stay readable).
-    const secret = aws ? JSON.stringify({ accessKeyId: aws.accessKeyId, secretAccessKey: aws.secretAccessKey, ...(aws.sessionToken ? { sessionToken: aws.sessionToken } : {}) }) : input.apiKey || null;
+    const secret = aws
+      ? JSON.stringify({
+          accessKeyId: aws.accessKeyId,
+          secretAccessKey: aws.secretAccessKey,
+          ...(aws.sessionToken ? { sessionToken: aws.sessionToken } : {}),
+        })
+      : input.apiKey || null;
     const repo = this.db.getRepository(ModelConfigEntity);
     await repo.save(
       repo.create({
@@ -238,20 +310,40 @@ export class AccountsService {
 
   async modelConfig(projectId: string): Promise<ModelConfigView | null> {
     const row = await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId });
-    return row && { provider: row.provider, model: row.model, baseUrl: row.baseUrl, settings: row.settings, hasKey: row.keyCiphertext !== null };
+    return (
+      row && {
+        provider: row.provider,
+        model: row.model,
+        baseUrl: row.baseUrl,
+        settings: row.settings,
+        hasKey: row.keyCiphertext !== null,
+      }
+    );
   }
 
   /** Decrypts the model's secret. Call only where the model is called (inside the activity). The
    * row is cached sealed (decrypted on each call, so no plaintext key lives on in memory). */
   async modelCredentials(projectId: string): Promise<ModelCredentials | null> {
     const read = () => this.db.getRepository(ModelConfigEntity).findOneBy({ projectId });
-    if (this.listener) this.models ??= new NotifiedCache(this.listener, { channel: MODEL_CONFIG_CHANNEL, ...CREDENTIAL_CACHE_LIMITS, tagOf: (row) => row.projectId });
+    if (this.listener)
+      this.models ??= new NotifiedCache(this.listener, {
+        channel: MODEL_CONFIG_CHANNEL,
+        ...CREDENTIAL_CACHE_LIMITS,
+        tagOf: (row) => row.projectId,
+      });
     const row = this.models ? await this.models.get(projectId, read) : await read();
     if (!row) return null;
     const secret = row.keyCiphertext ? decryptSecret(row.keyCiphertext, masterKeys(this.config), projectId) : null;
     // Bedrock API keys never start with "{": a JSON secret is a set of AWS credentials.
     const aws = row.provider === 'bedrock' && secret?.startsWith('{') ? (JSON.parse(secret) as AwsCredentials) : null;
-    return { provider: row.provider, model: row.model, baseUrl: row.baseUrl, settings: row.settings, apiKey: aws ? null : secret, awsCredentials: aws };
+    return {
+      provider: row.provider,
+      model: row.model,
+      baseUrl: row.baseUrl,
+      settings: row.settings,
+      apiKey: aws ? null : secret,
+      awsCredentials: aws,
+    };
   }
 
   /** Issues a key; the full key is in the result only, never stored or shown again. */
@@ -303,17 +395,26 @@ export class AccountsService {
    * it and answers the hits before it; libs/metering's `rateLimitVerdict` decides). */
   async authenticateRequest(presented: string): Promise<{ principal: Principal; hits: RecentHits } | null> {
     const found = await this.lookUpKey(presented, true);
-    return found && { principal: found.principal, hits: { count: Number(found.row.n), oldest: found.row.oldest ?? null } };
+    return (
+      found && { principal: found.principal, hits: { count: Number(found.row.n), oldest: found.row.oldest ?? null } }
+    );
   }
 
   /** The key, its project and optionally the rate-limit hit, in one statement (it runs before
    * every request): a revoked or unknown key finds no row, so it is not counted. A key found
    * before is taken from the cache, and the statement reads only its project and the hit. */
-  private async lookUpKey(presented: string, hit: boolean): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null> {
+  private async lookUpKey(
+    presented: string,
+    hit: boolean,
+  ): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null> {
     if (!isWellFormedApiKey(presented)) return null;
     const hash = hashApiKey(presented, this.config.apiKeyPepper);
     if (!this.listener) return this.readKey(presented, hash, hit);
-    this.keys ??= new NotifiedCache(this.listener, { channel: API_KEY_CHANNEL, ...CREDENTIAL_CACHE_LIMITS, tagOf: (key) => key.keyId });
+    this.keys ??= new NotifiedCache(this.listener, {
+      channel: API_KEY_CHANNEL,
+      ...CREDENTIAL_CACHE_LIMITS,
+      tagOf: (key) => key.keyId,
+    });
     let read: { principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null | undefined;
     const key = await this.keys.get(hash.toString('hex'), async () => {
       read = await this.readKey(presented, hash, hit);
@@ -331,7 +432,11 @@ export class AccountsService {
     return rows[0] ? principalOf(rows[0]) : null;
   }
 
-  private async readKey(presented: string, hash: Buffer, hit: boolean): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null> {
+  private async readKey(
+    presented: string,
+    hash: Buffer,
+    hit: boolean,
+  ): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null> {
     // A key stored under a pepper being retired is found by its hash under that pepper.
     const hashes = [hash, ...(this.config.previousApiKeyPeppers ?? []).map((pepper) => hashApiKey(presented, pepper))];
     // A counted request also stamps the key's last use, at most once a minute (a row lock then
@@ -349,14 +454,19 @@ export class AccountsService {
     if (!hashesEqual(row.key_hash, hash)) {
       // Stored again under the current pepper: once every key was used (or revoked), the old
       // pepper can go (docs/operations.md).
-      await this.db.query(`update api_keys set key_hash = $1 where id = $2 and key_hash = $3`, [hash, row.key_id, row.key_hash]);
+      await this.db.query(`update api_keys set key_hash = $1 where id = $2 and key_hash = $3`, [
+        hash,
+        row.key_id,
+        row.key_hash,
+      ]);
     }
     return principalOf(row);
   }
 
   private assertCapabilities(capabilities: readonly unknown[]): void {
     const unknown = capabilities.filter((c) => !isCapability(c));
-    if (unknown.length) throw new AccountsError(`unknown capabilities: ${unknown.join(', ')} (valid: ${CAPABILITIES.join(', ')})`);
+    if (unknown.length)
+      throw new AccountsError(`unknown capabilities: ${unknown.join(', ')} (valid: ${CAPABILITIES.join(', ')})`);
   }
 }
 
@@ -376,6 +486,7 @@ function principalOf(row: Omit<KeyRow, 'key_hash'>): { principal: Principal; row
 }
 
 function definedOnly(settings: ModelProviderSettings): ModelProviderSettings {
-  return Object.fromEntries(Object.entries(settings).filter(([, v]) => v !== undefined && v !== '')) as ModelProviderSettings;
+  return Object.fromEntries(
+    Object.entries(settings).filter(([, v]) => v !== undefined && v !== ''),
+  ) as ModelProviderSettings;
 }
-

@@ -93,8 +93,13 @@ export class ConsoleAccountsService {
    * new role). A user who has not set a password yet gets a one-time invitation link; one who has
    * signs in as before (link null).
    */
-  async invite(projectRef: string, email: string, role: ConsoleRole = 'member'): Promise<{ email: string; projectId: string; projectName: string; link: string | null }> {
-    if (!CONSOLE_ROLES.includes(role)) throw new AccountsError(`unknown role "${String(role)}" (roles: ${CONSOLE_ROLES.join(', ')})`);
+  async invite(
+    projectRef: string,
+    email: string,
+    role: ConsoleRole = 'member',
+  ): Promise<{ email: string; projectId: string; projectName: string; link: string | null }> {
+    if (!CONSOLE_ROLES.includes(role))
+      throw new AccountsError(`unknown role "${String(role)}" (roles: ${CONSOLE_ROLES.join(', ')})`);
     const address = normaliseEmail(email);
     const project = await this.accounts.findProject(projectRef);
     return this.db.transaction(async (tx) => {
@@ -112,7 +117,9 @@ export class ConsoleAccountsService {
   /** A one-time link that sets a new password; the user's sessions end when it is used. */
   async passwordResetLink(email: string): Promise<string> {
     const address = normaliseEmail(email);
-    const [user] = (await this.db.query(`select id from console_users where email = $1`, [address])) as { id: string }[];
+    const [user] = (await this.db.query(`select id from console_users where email = $1`, [address])) as {
+      id: string;
+    }[];
     if (!user) throw new AccountsError(`no console user "${address}"`);
     return this.db.transaction((tx) => this.newLink(tx, 'reset', user.id));
   }
@@ -140,8 +147,13 @@ export class ConsoleAccountsService {
       )) as [{ user_id: string }[], number];
       const userId = row[0]?.user_id;
       if (!userId) return null;
-      const [users] = (await tx.query(`update console_users set password_hash = $2 where id = $1 returning email`, [userId, hash])) as [{ email: string }[], number];
-      await tx.query(`update console_sessions set revoked_at = now() where user_id = $1 and revoked_at is null`, [userId]);
+      const [users] = (await tx.query(`update console_users set password_hash = $2 where id = $1 returning email`, [
+        userId,
+        hash,
+      ])) as [{ email: string }[], number];
+      await tx.query(`update console_sessions set revoked_at = now() where user_id = $1 and revoked_at is null`, [
+        userId,
+      ]);
       return users[0]!.email;
     });
   }
@@ -150,15 +162,27 @@ export class ConsoleAccountsService {
    * Checks a password, throttled per email and per client address: past the limit the password is
    * not even checked. A failure is recorded for both; success forgets the email's failures.
    */
-  async signIn(email: string, password: string, clientAddress: string, userAgent: string | null): Promise<SignInResult> {
+  async signIn(
+    email: string,
+    password: string,
+    clientAddress: string,
+    userAgent: string | null,
+  ): Promise<SignInResult> {
     const address = email.trim().toLowerCase();
     const retryAfterSeconds = await this.throttled(address, clientAddress);
     if (retryAfterSeconds > 0) return { ok: false, reason: 'throttled', retryAfterSeconds };
-    const [user] = (await this.db.query(`select id, email, password_hash from console_users where email = $1`, [address])) as { id: string; email: string; password_hash: string | null }[];
+    const [user] = (await this.db.query(`select id, email, password_hash from console_users where email = $1`, [
+      address,
+    ])) as { id: string; email: string; password_hash: string | null }[];
     // An unknown address costs what a known one does.
-    const ok = user?.password_hash ? await this.hasher.verify(user.password_hash, password) : (await this.hasher.verify(await this.dummy(), password), false);
+    const ok = user?.password_hash
+      ? await this.hasher.verify(user.password_hash, password)
+      : (await this.hasher.verify(await this.dummy(), password), false);
     if (!ok || !user) {
-      await this.db.query(`insert into console_signin_failures (scope) values ($1), ($2)`, [`email:${address}`, `address:${clientAddress}`]);
+      await this.db.query(`insert into console_signin_failures (scope) values ($1), ($2)`, [
+        `email:${address}`,
+        `address:${clientAddress}`,
+      ]);
       await this.db.query(`delete from console_signin_failures where at < now() - interval '1 day'`);
       return { ok: false, reason: 'wrong' };
     }
@@ -167,7 +191,14 @@ export class ConsoleAccountsService {
     const session: ConsoleSession = { id: randomUUID(), userId: user.id, email: user.email, csrfToken: newToken() };
     await this.db.query(
       `insert into console_sessions (id, token_hash, user_id, csrf_token, user_agent, expires_at) values ($1, $2, $3, $4, $5, now() + $6 * interval '1 millisecond')`,
-      [session.id, sha256(token), user.id, session.csrfToken, userAgent?.slice(0, 300) ?? null, CONSOLE_LIMITS.sessionTtlMs],
+      [
+        session.id,
+        sha256(token),
+        user.id,
+        session.csrfToken,
+        userAgent?.slice(0, 300) ?? null,
+        CONSOLE_LIMITS.sessionTtlMs,
+      ],
     );
     return { ok: true, token, session };
   }
@@ -189,12 +220,17 @@ export class ConsoleAccountsService {
   }
 
   async signOut(sessionId: string): Promise<void> {
-    await this.db.query(`update console_sessions set revoked_at = now() where id = $1 and revoked_at is null`, [sessionId]);
+    await this.db.query(`update console_sessions set revoked_at = now() where id = $1 and revoked_at is null`, [
+      sessionId,
+    ]);
   }
 
   /** Ends every session of the user, on every console replica at their next request. */
   async signOutEverywhere(userId: string): Promise<number> {
-    const [, count] = (await this.db.query(`update console_sessions set revoked_at = now() where user_id = $1 and revoked_at is null`, [userId])) as [unknown, number];
+    const [, count] = (await this.db.query(
+      `update console_sessions set revoked_at = now() where user_id = $1 and revoked_at is null`,
+      [userId],
+    )) as [unknown, number];
     return count;
   }
 
@@ -205,7 +241,12 @@ export class ConsoleAccountsService {
         order by last_seen_at desc`,
       [userId, CONSOLE_LIMITS.sessionIdleMs],
     )) as { id: string; user_agent: string | null; created_at: Date; last_seen_at: Date }[];
-    return rows.map((r) => ({ id: r.id, userAgent: r.user_agent, createdAt: r.created_at, lastSeenAt: r.last_seen_at }));
+    return rows.map((r) => ({
+      id: r.id,
+      userAgent: r.user_agent,
+      createdAt: r.created_at,
+      lastSeenAt: r.last_seen_at,
+    }));
   }
 
   /** The projects a user is a member of. */
@@ -234,17 +275,21 @@ export class ConsoleAccountsService {
   /** Removes a member; a project keeps at least one owner. */
   async removeMember(projectId: string, userId: string): Promise<void> {
     await this.db.transaction(async (tx) => {
-      const rows = (await tx.query(`select user_id, role from console_members where project_id = $1 for update`, [projectId])) as { user_id: string; role: ConsoleRole }[];
+      const rows = (await tx.query(`select user_id, role from console_members where project_id = $1 for update`, [
+        projectId,
+      ])) as { user_id: string; role: ConsoleRole }[];
       const member = rows.find((r) => r.user_id === userId);
       if (!member) throw new AccountsError('no such member');
-      if (member.role === 'owner' && rows.filter((r) => r.role === 'owner').length === 1) throw new AccountsError('a project keeps at least one owner');
+      if (member.role === 'owner' && rows.filter((r) => r.role === 'owner').length === 1)
+        throw new AccountsError('a project keeps at least one owner');
       await tx.query(`delete from console_members where project_id = $1 and user_id = $2`, [projectId, userId]);
     });
   }
 
   assertPassword(password: string): void {
     const { minPasswordLength: min, maxPasswordLength: max } = CONSOLE_LIMITS;
-    if (password.length < min || password.length > max) throw new AccountsError(`a password has ${min} to ${max} characters`);
+    if (password.length < min || password.length > max)
+      throw new AccountsError(`a password has ${min} to ${max} characters`);
   }
 
   /** Seconds until another attempt is allowed, or 0. */
@@ -258,21 +303,31 @@ export class ConsoleAccountsService {
     for (const r of rows) {
       const limit = r.scope.startsWith('email:') ? CONSOLE_LIMITS.failuresPerEmail : CONSOLE_LIMITS.failuresPerAddress;
       // At least a second: the oldest failure may leave the window while this answer travels.
-      if (r.n >= limit) wait = Math.max(wait, 1, Math.ceil((r.oldest.getTime() + CONSOLE_LIMITS.throttleWindowMs - Date.now()) / 1000));
+      if (r.n >= limit)
+        wait = Math.max(wait, 1, Math.ceil((r.oldest.getTime() + CONSOLE_LIMITS.throttleWindowMs - Date.now()) / 1000));
     }
     return wait;
   }
 
   private async userFor(tx: EntityManager, email: string): Promise<{ id: string; hasPassword: boolean }> {
-    await tx.query(`insert into console_users (id, email) values ($1, $2) on conflict (email) do nothing`, [randomUUID(), email]);
-    const [row] = (await tx.query(`select id, password_hash is not null as has_password from console_users where email = $1`, [email])) as { id: string; has_password: boolean }[];
+    await tx.query(`insert into console_users (id, email) values ($1, $2) on conflict (email) do nothing`, [
+      randomUUID(),
+      email,
+    ]);
+    const [row] = (await tx.query(
+      `select id, password_hash is not null as has_password from console_users where email = $1`,
+      [email],
+    )) as { id: string; has_password: boolean }[];
     return { id: row!.id, hasPassword: row!.has_password };
   }
 
   private async newLink(tx: EntityManager, kind: 'invite' | 'reset', userId: string): Promise<string> {
     const token = newToken();
     const ttl = kind === 'invite' ? CONSOLE_LIMITS.inviteTtlMs : CONSOLE_LIMITS.resetTtlMs;
-    await tx.query(`insert into console_links (token_hash, kind, user_id, expires_at) values ($1, $2, $3, now() + $4 * interval '1 millisecond')`, [sha256(token), kind, userId, ttl]);
+    await tx.query(
+      `insert into console_links (token_hash, kind, user_id, expires_at) values ($1, $2, $3, now() + $4 * interval '1 millisecond')`,
+      [sha256(token), kind, userId, ttl],
+    );
     return `${this.config.console.publicUrl}/${kind}/${token}`;
   }
 

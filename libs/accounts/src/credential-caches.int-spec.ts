@@ -20,7 +20,14 @@ interface Proc {
 
 async function startProcess(): Promise<Proc> {
   const proc = { queries: 0 } as { -readonly [K in keyof Proc]: Proc[K] };
-  const logger: TypeOrmLogger = { logQuery: () => void proc.queries++, logQueryError: () => undefined, logQuerySlow: () => undefined, logSchemaBuild: () => undefined, logMigration: () => undefined, log: () => undefined };
+  const logger: TypeOrmLogger = {
+    logQuery: () => void proc.queries++,
+    logQueryError: () => undefined,
+    logQuerySlow: () => undefined,
+    logSchemaBuild: () => undefined,
+    logMigration: () => undefined,
+    log: () => undefined,
+  };
   proc.db = new DataSource({ ...dataSourceOptions(config), logging: ['query'], logger });
   await proc.db.initialize();
   proc.listener = new PgListener(config.databaseUrl);
@@ -90,7 +97,10 @@ describe('caches of API keys and model credentials', () => {
     const before = a.queries;
     const found = await a.accounts.authenticateRequest(key);
     expect(a.queries - before).toBe(1);
-    expect(found).toMatchObject({ principal: { keyId: record.id, project: { id: project.id } }, hits: { count: expect.any(Number) } });
+    expect(found).toMatchObject({
+      principal: { keyId: record.id, project: { id: project.id } },
+      hits: { count: expect.any(Number) },
+    });
 
     // Requests keep coming on both processes while the operator revokes the key.
     let running = true;
@@ -117,7 +127,11 @@ describe('caches of API keys and model credentials', () => {
     const project = await newProject();
     const key = generateApiKey();
     expect(await a.accounts.authenticateRequest(key)).toBeNull();
-    await operatorDb.query(`insert into api_keys (id, project_id, key_hash, prefix) values ($1, $2, $3, 'mas_test')`, [randomUUID(), project.id, hashApiKey(key, config.apiKeyPepper)]);
+    await operatorDb.query(`insert into api_keys (id, project_id, key_hash, prefix) values ($1, $2, $3, 'mas_test')`, [
+      randomUUID(),
+      project.id,
+      hashApiKey(key, config.apiKeyPepper),
+    ]);
     expect((await a.accounts.authenticateRequest(key))?.principal.project.id).toBe(project.id);
   });
 
@@ -138,7 +152,12 @@ describe('caches of API keys and model credentials', () => {
 
     await operator.setModel(project.id, { provider: 'openai', model: 'gpt-test', apiKey: 'sk-after-rotation' });
     for (const proc of [a, b]) {
-      expect(await until(async () => (await proc.accounts.modelCredentials(project.id))?.apiKey === 'sk-after-rotation', WAIT_MS)).toBeDefined();
+      expect(
+        await until(
+          async () => (await proc.accounts.modelCredentials(project.id))?.apiKey === 'sk-after-rotation',
+          WAIT_MS,
+        ),
+      ).toBeDefined();
     }
   });
 

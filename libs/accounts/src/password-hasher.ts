@@ -6,7 +6,10 @@ export interface PasswordHasher {
 
 /** The part of @node-rs/argon2 this uses. */
 interface Argon2Binding {
-  hash(password: string, options: { algorithm: number; memoryCost: number; timeCost: number; parallelism: number }): Promise<string>;
+  hash(
+    password: string,
+    options: { algorithm: number; memoryCost: number; timeCost: number; parallelism: number },
+  ): Promise<string>;
   verify(hashed: string, password: string): Promise<boolean>;
 }
 
@@ -25,7 +28,9 @@ function argon2(): Promise<Argon2Binding> {
     (m) => (typeof m.hash === 'function' ? (m as Argon2Binding) : m.default!),
     (e: unknown) => {
       binding = undefined;
-      throw new Error(`${ARGON2_PACKAGE} is not installed (npm install): the console hashes passwords with argon2id (${e instanceof Error ? e.message : String(e)})`);
+      throw new Error(
+        `${ARGON2_PACKAGE} is not installed (npm install): the console hashes passwords with argon2id (${e instanceof Error ? e.message : String(e)})`,
+      );
     },
   );
   return binding;

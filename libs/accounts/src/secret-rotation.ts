@@ -7,7 +7,12 @@ import { decryptSecret, encryptSecret } from './secrets.js';
 const SEALED = [
   { table: 'model_configs', key: 'project_id', column: 'key_ciphertext', context: (r: Row) => r.project_id! },
   { table: 'mcp_servers', key: 'id', column: 'header_ciphertext', context: (r: Row) => `${r.project_id}/mcp/${r.id}` },
-  { table: 'webhook_subscriptions', key: 'id', column: 'secret_ciphertext', context: (r: Row) => `webhook-subscription:${r.id}` },
+  {
+    table: 'webhook_subscriptions',
+    key: 'id',
+    column: 'secret_ciphertext',
+    context: (r: Row) => `webhook-subscription:${r.id}`,
+  },
 ] as const;
 
 interface Row {
@@ -27,12 +32,17 @@ export interface ReencryptReport {
  * docs/operations.md). Row by row, each update only if the row still holds what was read (a
  * secret changed meanwhile was written under the current key already); safe to run again.
  */
-export async function reencryptSecrets(db: DataSource, config: Pick<AppConfig, 'masterKey' | 'previousMasterKeys'>): Promise<ReencryptReport> {
+export async function reencryptSecrets(
+  db: DataSource,
+  config: Pick<AppConfig, 'masterKey' | 'previousMasterKeys'>,
+): Promise<ReencryptReport> {
   const tables: ReencryptReport['tables'] = {};
   for (const spec of SEALED) {
     const counts = { reencrypted: 0, current: 0, unreadable: 0 };
     tables[spec.table] = counts;
-    const rows: Row[] = await db.query(`select ${spec.table === 'model_configs' ? 'project_id' : 'id, project_id'}, ${spec.column} as sealed from ${spec.table} where ${spec.column} is not null`);
+    const rows: Row[] = await db.query(
+      `select ${spec.table === 'model_configs' ? 'project_id' : 'id, project_id'}, ${spec.column} as sealed from ${spec.table} where ${spec.column} is not null`,
+    );
     for (const row of rows) {
       const context = spec.context(row);
       try {
@@ -50,7 +60,11 @@ export async function reencryptSecrets(db: DataSource, config: Pick<AppConfig, '
         continue;
       }
       const keyValue = spec.key === 'project_id' ? row.project_id : row.id;
-      await db.query(`update ${spec.table} set ${spec.column} = $1 where ${spec.key} = $2 and ${spec.column} = $3`, [encryptSecret(plaintext, config.masterKey, context), keyValue, row.sealed]);
+      await db.query(`update ${spec.table} set ${spec.column} = $1 where ${spec.key} = $2 and ${spec.column} = $3`, [
+        encryptSecret(plaintext, config.masterKey, context),
+        keyValue,
+        row.sealed,
+      ]);
       counts.reencrypted++;
     }
   }

@@ -1,4 +1,12 @@
-import { decryptSecret, displayPrefix, encryptSecret, generateApiKey, hashApiKey, hashesEqual, isWellFormedApiKey } from './secrets.js';
+import {
+  decryptSecret,
+  displayPrefix,
+  encryptSecret,
+  generateApiKey,
+  hashApiKey,
+  hashesEqual,
+  isWellFormedApiKey,
+} from './secrets.js';
 
 const pepper = Buffer.alloc(32, 1);
 const masterKey = Buffer.alloc(32, 2);

@@ -1,4 +1,13 @@
-import { createCipheriv, createDecipheriv, createHmac, createSecretKey, randomBytes, randomInt, timingSafeEqual, type KeyObject } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  createSecretKey,
+  randomBytes,
+  randomInt,
+  timingSafeEqual,
+  type KeyObject,
+} from 'node:crypto';
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 /** 43 base62 characters carry 256.06 bits of entropy. */
@@ -72,7 +81,10 @@ export function decryptSecret(sealed: Buffer, keys: Buffer | readonly Buffer[], 
 }
 
 /** The master keys that may open a secret: the current one first, then those being retired. */
-export function masterKeys(config: { readonly masterKey: Buffer; readonly previousMasterKeys?: readonly Buffer[] }): readonly Buffer[] {
+export function masterKeys(config: {
+  readonly masterKey: Buffer;
+  readonly previousMasterKeys?: readonly Buffer[];
+}): readonly Buffer[] {
   return [config.masterKey, ...(config.previousMasterKeys ?? [])];
 }
 

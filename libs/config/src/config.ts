@@ -140,7 +140,12 @@ export interface AppConfig {
   /** Ports of the /metrics listeners of the apps that serve no HTTP otherwise (0: none; the api
    * serves /metrics on PORT). `temporalSdkPort` is where the worker's Temporal runtime exposes its
    * own Prometheus metrics on loopback, merged into the worker's /metrics. */
-  readonly metrics: { readonly workerPort: number; readonly relayPort: number; readonly projectorPort: number; readonly temporalSdkPort: number };
+  readonly metrics: {
+    readonly workerPort: number;
+    readonly relayPort: number;
+    readonly projectorPort: number;
+    readonly temporalSdkPort: number;
+  };
   /** `json`: one JSON object a line; `pretty`: pino-pretty; unset: pretty on a terminal, JSON otherwise (LOG_FORMAT). */
   readonly logFormat: 'json' | 'pretty' | undefined;
   /** The lowest level logged (LOG_LEVEL: trace, debug, info, warn, error, fatal; info). */
@@ -202,14 +207,16 @@ class Reader {
     const raw = this.optional(name);
     if (raw === undefined) return 0;
     const n = Number(raw);
-    if (!Number.isInteger(n) || n < 0 || n > 65535) this.problems.push(`${name} must be a TCP port (1-65535) or 0 for none, got "${raw}"`);
+    if (!Number.isInteger(n) || n < 0 || n > 65535)
+      this.problems.push(`${name} must be a TCP port (1-65535) or 0 for none, got "${raw}"`);
     return n;
   }
 
   oneOf<T extends string>(name: string, values: readonly T[]): T | undefined {
     const raw = this.optional(name);
     if (raw === undefined) return undefined;
-    if (!(values as readonly string[]).includes(raw)) this.problems.push(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
+    if (!(values as readonly string[]).includes(raw))
+      this.problems.push(`${name} must be one of ${values.join(', ')}, got "${raw}"`);
     return raw as T;
   }
 
@@ -283,11 +290,16 @@ class Reader {
       if (!isPlanName(planName)) {
         this.problems.push(`${name}: unknown plan "${planName}" (plans: free, starter, pro)`);
       } else if (
-        typeof v !== 'object' || v === null ||
-        !Number.isInteger(v.monthlyQuota) || (v.monthlyQuota as number) < 0 ||
-        !Array.isArray(v.capabilities) || !v.capabilities.every(isCapability)
+        typeof v !== 'object' ||
+        v === null ||
+        !Number.isInteger(v.monthlyQuota) ||
+        (v.monthlyQuota as number) < 0 ||
+        !Array.isArray(v.capabilities) ||
+        !v.capabilities.every(isCapability)
       ) {
-        this.problems.push(`${name}: plan "${planName}" needs an integer monthlyQuota >= 0 and capabilities from ${CAPABILITIES.join(', ')}`);
+        this.problems.push(
+          `${name}: plan "${planName}" needs an integer monthlyQuota >= 0 and capabilities from ${CAPABILITIES.join(', ')}`,
+        );
       } else {
         plans[planName] = { name: planName, monthlyQuota: v.monthlyQuota as number, capabilities: v.capabilities };
       }
@@ -300,7 +312,9 @@ class Reader {
     const raw = this.json(name);
     if (raw === undefined) return caps;
     if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
-      this.problems.push(`${name} must be a JSON object of plan name to { openStreams, runsInFlight, inputBytesPerDay } (any of them)`);
+      this.problems.push(
+        `${name} must be a JSON object of plan name to { openStreams, runsInFlight, inputBytesPerDay } (any of them)`,
+      );
       return caps;
     }
     for (const [planName, value] of Object.entries(raw)) {
@@ -309,9 +323,13 @@ class Reader {
         continue;
       }
       const v = (typeof value === 'object' && value !== null ? value : {}) as Record<string, unknown>;
-      const bad = Object.entries(v).filter(([k, n]) => !(k in DEFAULT_PROJECT_CAPS.free) || !Number.isSafeInteger(n) || (n as number) < 1);
+      const bad = Object.entries(v).filter(
+        ([k, n]) => !(k in DEFAULT_PROJECT_CAPS.free) || !Number.isSafeInteger(n) || (n as number) < 1,
+      );
       if (typeof value !== 'object' || value === null || bad.length > 0) {
-        this.problems.push(`${name}: plan "${planName}" takes positive integers openStreams, runsInFlight and inputBytesPerDay`);
+        this.problems.push(
+          `${name}: plan "${planName}" takes positive integers openStreams, runsInFlight and inputBytesPerDay`,
+        );
       } else {
         caps[planName] = { ...caps[planName], ...(v as Partial<ProjectCaps>) };
       }
@@ -346,7 +364,9 @@ class Reader {
       const key = Buffer.from(item.slice(colon + 1), 'base64');
       // The key itself must never reach a log line: name the id only.
       if (!/^[A-Za-z0-9._-]{1,64}$/.test(id) || key.length !== 32 || key.toString('base64') !== item.slice(colon + 1)) {
-        this.problems.push(`${name} must be a comma-separated list of id:key, each id [A-Za-z0-9._-] and each key 32 random bytes in base64 (e.g. \`k1:$(head -c 32 /dev/urandom | base64)\`); ${id ? `"${id}"` : 'an entry'} is not`);
+        this.problems.push(
+          `${name} must be a comma-separated list of id:key, each id [A-Za-z0-9._-] and each key 32 random bytes in base64 (e.g. \`k1:$(head -c 32 /dev/urandom | base64)\`); ${id ? `"${id}"` : 'an entry'} is not`,
+        );
       } else if (keys.has(id)) {
         this.problems.push(`${name} names the key id "${id}" twice`);
       } else {
@@ -355,8 +375,10 @@ class Reader {
     }
     let current = this.optional(currentName) ?? '';
     if (!current && keys.size === 1) current = [...keys.keys()][0]!;
-    else if (!current && keys.size > 1) this.problems.push(`${currentName} is required when ${name} holds more than one key`);
-    else if (current && raw && !keys.has(current)) this.problems.push(`${currentName} names "${current}", which is not a key id of ${name}`);
+    else if (!current && keys.size > 1)
+      this.problems.push(`${currentName} is required when ${name} holds more than one key`);
+    else if (current && raw && !keys.has(current))
+      this.problems.push(`${currentName} names "${current}", which is not a key id of ${name}`);
     return { current, keys };
   }
 
@@ -372,7 +394,10 @@ class Reader {
   secrets(name: string, bytes: number): Buffer[] {
     const raw = this.optional(name);
     if (!raw) return [];
-    const items = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    const items = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const keys = items.map((item) => Buffer.from(item, 'base64'));
     // Lengths only: the values themselves must never reach a log line.
     if (keys.some((key, i) => key.length !== bytes || key.toString('base64') !== items[i])) {
@@ -387,7 +412,9 @@ class Reader {
     const buf = Buffer.from(raw, 'base64');
     // Length only: the value itself must never reach a log line.
     if (buf.length !== bytes || buf.toString('base64') !== raw) {
-      this.problems.push(`${name} must be ${bytes} random bytes in base64 (e.g. \`head -c ${bytes} /dev/urandom | base64\`)`);
+      this.problems.push(
+        `${name} must be ${bytes} random bytes in base64 (e.g. \`head -c ${bytes} /dev/urandom | base64\`)`,
+      );
     }
     return buf;
   }
@@ -396,7 +423,12 @@ class Reader {
 function consoleConfig(r: Reader): AppConfig['console'] {
   const before = r.problems.length;
   const port = r.port('CONSOLE_PORT', 3001);
-  return { port, publicUrl: r.url('CONSOLE_PUBLIC_URL', ['http:', 'https:'], `http://localhost:${r.problems.length === before ? port : 3001}`).replace(/\/+$/, '') };
+  return {
+    port,
+    publicUrl: r
+      .url('CONSOLE_PUBLIC_URL', ['http:', 'https:'], `http://localhost:${r.problems.length === before ? port : 3001}`)
+      .replace(/\/+$/, ''),
+  };
 }
 
 /** Reads and validates the configuration; throws one ConfigError naming every bad variable. */
@@ -406,7 +438,9 @@ export function loadConfig(env: Env): AppConfig {
   const problemsBefore = r.problems.length;
   const config: AppConfig = {
     port,
-    publicBaseUrl: r.url('PUBLIC_BASE_URL', ['http:', 'https:'], `http://localhost:${problemsBefore === 0 ? port : 3000}`).replace(/\/+$/, ''),
+    publicBaseUrl: r
+      .url('PUBLIC_BASE_URL', ['http:', 'https:'], `http://localhost:${problemsBefore === 0 ? port : 3000}`)
+      .replace(/\/+$/, ''),
     console: consoleConfig(r),
     databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     kafkaBrokers: r.hostPorts('KAFKA_BROKERS'),
@@ -424,16 +458,25 @@ export function loadConfig(env: Env): AppConfig {
         promote: r.oneOf('TEMPORAL_DEPLOYMENT_PROMOTE', ['if-none', 'on-start'] as const) ?? 'if-none',
       },
     },
-    runs: { maxInFlight: r.positiveInt('API_MAX_RUNS_IN_FLIGHT', 64), maxWaitMs: r.positiveInt('API_RUN_WAIT_MS', 5_000) },
+    runs: {
+      maxInFlight: r.positiveInt('API_MAX_RUNS_IN_FLIGHT', 64),
+      maxWaitMs: r.positiveInt('API_RUN_WAIT_MS', 5_000),
+    },
     masterKey: r.secret('MAS_MASTER_KEY', 32),
     previousMasterKeys: r.secrets('MAS_MASTER_KEYS_PREVIOUS', 32),
     apiKeyPepper: r.secret('MAS_API_KEY_PEPPER', 32),
     previousApiKeyPeppers: r.secrets('MAS_API_KEY_PEPPERS_PREVIOUS', 32),
     payloadKeys: r.payloadKeys('MAS_PAYLOAD_KEYS', 'MAS_PAYLOAD_KEY_CURRENT'),
     codecToken: r.token('MAS_CODEC_TOKEN', 32),
-    fetchUrlAllowHosts: (r.optional('FETCH_URL_ALLOW_HOSTS') ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+    fetchUrlAllowHosts: (r.optional('FETCH_URL_ALLOW_HOSTS') ?? '')
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean),
     webhooks: {
-      allowHosts: (r.optional('WEBHOOK_ALLOW_HOSTS') ?? '').split(',').map((h) => h.trim()).filter(Boolean),
+      allowHosts: (r.optional('WEBHOOK_ALLOW_HOSTS') ?? '')
+        .split(',')
+        .map((h) => h.trim())
+        .filter(Boolean),
       retryInitialIntervalMs: r.positiveInt('WEBHOOK_RETRY_INITIAL_INTERVAL_MS', 5_000),
       retryMaximumIntervalMs: r.positiveInt('WEBHOOK_RETRY_MAXIMUM_INTERVAL_MS', 60 * 60 * 1000),
       retryForMs: r.positiveInt('WEBHOOK_RETRY_FOR_MS', 24 * 60 * 60 * 1000),

@@ -24,7 +24,9 @@ export interface TemporalSecurity {
 export const KAFKA_SASL_MECHANISMS = ['plain', 'scram-sha-256', 'scram-sha-512'] as const;
 export type KafkaSaslMechanism = (typeof KAFKA_SASL_MECHANISMS)[number];
 /** One per mechanism, as kafkajs's SASLOptions is. */
-export type KafkaSasl = { [M in KafkaSaslMechanism]: { readonly mechanism: M; readonly username: string; readonly password: string } }[KafkaSaslMechanism];
+export type KafkaSasl = {
+  [M in KafkaSaslMechanism]: { readonly mechanism: M; readonly username: string; readonly password: string };
+}[KafkaSaslMechanism];
 
 /** How the apps reach Kafka beyond KAFKA_BROKERS. */
 export interface KafkaSecurity {
@@ -55,7 +57,8 @@ function flag(env: Env, name: string, problems: string[]): boolean | undefined {
 function pair(env: Env, cert: string, key: string, problems: string[]): [string | undefined, string | undefined] {
   const c = value(env, cert);
   const k = value(env, key);
-  if (!!c !== !!k) problems.push(`${cert} and ${key} go together (a client certificate and its key): set both or neither`);
+  if (!!c !== !!k)
+    problems.push(`${cert} and ${key} go together (a client certificate and its key): set both or neither`);
   return [c, k];
 }
 
@@ -67,11 +70,19 @@ export function readTemporalSecurity(env: Env, problems: string[]): TemporalSecu
   const [clientCertFile, clientKeyFile] = pair(env, 'TEMPORAL_TLS_CERT_FILE', 'TEMPORAL_TLS_KEY_FILE', problems);
   const serverName = value(env, 'TEMPORAL_TLS_SERVER_NAME');
   const apiKey = value(env, 'TEMPORAL_API_KEY');
-  const needsTls = [caFile && 'TEMPORAL_TLS_CA_FILE', clientCertFile && 'TEMPORAL_TLS_CERT_FILE', serverName && 'TEMPORAL_TLS_SERVER_NAME', apiKey && 'TEMPORAL_API_KEY'].filter(Boolean);
-  if (explicit === false && needsTls.length > 0) problems.push(`TEMPORAL_TLS is false but ${needsTls.join(', ')} needs TLS`);
-  if (apiKey && clientCertFile) problems.push('TEMPORAL_API_KEY and TEMPORAL_TLS_CERT_FILE are two ways to authenticate: set one');
+  const needsTls = [
+    caFile && 'TEMPORAL_TLS_CA_FILE',
+    clientCertFile && 'TEMPORAL_TLS_CERT_FILE',
+    serverName && 'TEMPORAL_TLS_SERVER_NAME',
+    apiKey && 'TEMPORAL_API_KEY',
+  ].filter(Boolean);
+  if (explicit === false && needsTls.length > 0)
+    problems.push(`TEMPORAL_TLS is false but ${needsTls.join(', ')} needs TLS`);
+  if (apiKey && clientCertFile)
+    problems.push('TEMPORAL_API_KEY and TEMPORAL_TLS_CERT_FILE are two ways to authenticate: set one');
   // The key must never reach a log line: its length and characters only.
-  if (apiKey !== undefined && !/^[\x21-\x7e]{16,}$/.test(apiKey)) problems.push('TEMPORAL_API_KEY must be at least 16 printable characters without spaces');
+  if (apiKey !== undefined && !/^[\x21-\x7e]{16,}$/.test(apiKey))
+    problems.push('TEMPORAL_API_KEY must be at least 16 printable characters without spaces');
   return { tls: explicit ?? needsTls.length > 0, caFile, clientCertFile, clientKeyFile, serverName, apiKey };
 }
 
@@ -89,7 +100,10 @@ export function readKafkaSecurity(env: Env, problems: string[]): KafkaSecurity {
   const password = env['KAFKA_SASL_PASSWORD'] || undefined; // a password may begin or end with spaces
   let sasl: KafkaSecurity['sasl'];
   if (rawMechanism === undefined) {
-    if (username || password) problems.push('KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD need KAFKA_SASL_MECHANISM (plain, scram-sha-256 or scram-sha-512)');
+    if (username || password)
+      problems.push(
+        'KAFKA_SASL_USERNAME and KAFKA_SASL_PASSWORD need KAFKA_SASL_MECHANISM (plain, scram-sha-256 or scram-sha-512)',
+      );
   } else if (!(KAFKA_SASL_MECHANISMS as readonly string[]).includes(rawMechanism)) {
     problems.push(`KAFKA_SASL_MECHANISM must be one of ${KAFKA_SASL_MECHANISMS.join(', ')}, got "${rawMechanism}"`);
   } else if (!username || !password) {

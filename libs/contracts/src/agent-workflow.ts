@@ -1,6 +1,16 @@
 import { defineSearchAttributeKey, SearchAttributeType, type SearchAttributePair } from '@temporalio/common';
 import { defineQuery, defineUpdate } from '@temporalio/workflow';
-import type { AgentError, AgentStatus, ChatMessage, FileRef, InputFileRef, StreamEvent, ToolCall, ToolDefinition, ToolSpec } from './agent.js';
+import type {
+  AgentError,
+  AgentStatus,
+  ChatMessage,
+  FileRef,
+  InputFileRef,
+  StreamEvent,
+  ToolCall,
+  ToolDefinition,
+  ToolSpec,
+} from './agent.js';
 import type { Capability, PlanName } from './capabilities.js';
 import type { AgentRequestStopView } from './events.js';
 
@@ -23,7 +33,11 @@ export interface AgentRequestStartOptions {
 }
 
 /** The start options every agent request's workflow shares, whoever starts it. */
-export function agentRequestStartOptions(input: { readonly requestId: string; readonly projectId: string; readonly capabilities: readonly Capability[] }): AgentRequestStartOptions {
+export function agentRequestStartOptions(input: {
+  readonly requestId: string;
+  readonly projectId: string;
+  readonly capabilities: readonly Capability[];
+}): AgentRequestStartOptions {
   return {
     workflowId: agentRequestWorkflowId(input.requestId),
     workflowIdReusePolicy: 'REJECT_DUPLICATE',
@@ -194,13 +208,25 @@ export type BuiltinTool = ToolSpec & { readonly capability: Capability };
 
 /** The tools a request's model is offered, the caller's own first, as stored with its conversation. */
 export function offeredTools(custom: readonly ToolDefinition[], builtin: readonly BuiltinTool[]): OfferedTool[] {
-  const spec = ({ name, description, parameters }: ToolSpec, isCustom: boolean): OfferedTool => ({ name, description, parameters, custom: isCustom });
+  const spec = ({ name, description, parameters }: ToolSpec, isCustom: boolean): OfferedTool => ({
+    name,
+    description,
+    parameters,
+    custom: isCustom,
+  });
   return [...custom.map((t) => spec(t, true)), ...builtin.map((t) => spec(t, false))];
 }
 
 /** What a request begins with: its admission, and (when admitted) its tools and conversation. */
 export type BeginRequestResult =
-  | { ok: true; balance: number; requestsUsed: number; builtin: readonly BuiltinTool[]; notes: readonly string[]; length: number }
+  | {
+      ok: true;
+      balance: number;
+      requestsUsed: number;
+      builtin: readonly BuiltinTool[];
+      notes: readonly string[];
+      length: number;
+    }
   | { ok: false; error: AgentError; balance: number; requestsUsed: number };
 
 /** Activities of the agent loop; the workflow imports only this interface. */
@@ -247,7 +273,12 @@ export interface AgentActivities extends ConversationActivities {
    * every token it wrote), so a re-run of the step writes the same events at the same seqs, which
    * the store keeps once; without `fromSeq` (runs started before it existed), numbered after the
    * last stored event. Returns the next free seq. */
-  emitStreamEvents(input: { requestId: string; projectId: string; events: readonly Omit<StreamEvent, 'seq'>[]; fromSeq?: number }): Promise<{ nextSeq: number }>;
+  emitStreamEvents(input: {
+    requestId: string;
+    projectId: string;
+    events: readonly Omit<StreamEvent, 'seq'>[];
+    fromSeq?: number;
+  }): Promise<{ nextSeq: number }>;
   /** The text of the token events stored from `fromSeq` on: what a model call cut short by a
    * cancellation had streamed, which the cancelled stop keeps as its partial message. */
   streamedText(input: { requestId: string; projectId: string; fromSeq: number }): Promise<string>;
@@ -258,10 +289,23 @@ export interface AgentActivities extends ConversationActivities {
    * records nothing and answers the stop as first recorded (`recorded`), which the workflow adopts. */
   recordStop(input: StopRecord): Promise<StopRecorded>;
   /** Records that tool outputs arrived for a paused request. Idempotent by request id and stop. */
-  recordToolOutputs(input: { requestId: string; projectId: string; stop: number; toolCallIds: readonly string[] }): Promise<void>;
+  recordToolOutputs(input: {
+    requestId: string;
+    projectId: string;
+    stop: number;
+    toolCallIds: readonly string[];
+  }): Promise<void>;
   /** Runs one built-in tool call by reference: its arguments are read from the assistant message at
    * seq `callSeq`, its output is stored as the tool message at seq `at`. */
-  runBuiltinTool(input: { requestId: string; projectId: string; conversationId: string; callSeq: number; callId: string; at: number; files: readonly InputFileRef[] }): Promise<{
+  runBuiltinTool(input: {
+    requestId: string;
+    projectId: string;
+    conversationId: string;
+    callSeq: number;
+    callId: string;
+    at: number;
+    files: readonly InputFileRef[];
+  }): Promise<{
     ok: boolean;
     files: readonly FileRef[];
   }>;
@@ -271,10 +315,22 @@ export interface AgentActivities extends ConversationActivities {
 export interface ConversationActivities {
   /** Stores messages at seq `at` onwards (a tool message whose content is a blob marker is stored
    * with the blob's text). Idempotent. */
-  appendMessages(input: { projectId: string; conversationId: string; at: number; messages: readonly ChatMessage[] }): Promise<void>;
+  appendMessages(input: {
+    projectId: string;
+    conversationId: string;
+    at: number;
+    messages: readonly ChatMessage[];
+  }): Promise<void>;
   /** Appends a finished exchange of a session's request (its user message at `userSeq` and its
    * final reply) to the session's conversation at `at`, keeping only the last `keep` messages. */
-  appendExchange(input: { projectId: string; sessionId: string; at: number; requestId: string; userSeq: number; keep: number }): Promise<void>;
+  appendExchange(input: {
+    projectId: string;
+    sessionId: string;
+    at: number;
+    requestId: string;
+    userSeq: number;
+    keep: number;
+  }): Promise<void>;
 }
 
 /** A tool output stored by reference stands in the conversation as this marker; the model
@@ -305,7 +361,11 @@ export const ledgerReconcilerScheduleId = (taskQueue: string): string => `ledger
  * what the workflow publishes, and what a replay shows for a run whose own end event is not stored. */
 export function endEvents(stop: AgentStop): Omit<StreamEvent, 'seq'>[] {
   if (stop.status === 'completed') {
-    const usage = { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed };
+    const usage = {
+      credits_this_request: stop.creditsThisRequest,
+      credits_remaining: stop.creditsRemaining,
+      tokens_used: stop.tokensUsed,
+    };
     return [{ type: 'done', data: { id: stop.requestId, status: stop.status, usage } }];
   }
   if (stop.status === 'cancelled') {
@@ -319,7 +379,11 @@ export function endEvents(stop: AgentStop): Omit<StreamEvent, 'seq'>[] {
 }
 
 /** A request before its first stop; the workflows and the api (a background run's first answer) build it here alone. */
-export function initialStop(request: { readonly requestId: string; readonly projectId: string; readonly sessionId?: string }): AgentStop {
+export function initialStop(request: {
+  readonly requestId: string;
+  readonly projectId: string;
+  readonly sessionId?: string;
+}): AgentStop {
   return {
     requestId: request.requestId,
     projectId: request.projectId,

@@ -11,12 +11,19 @@ const PREFIX = 'mcp_';
 
 /** Why `name` cannot name an MCP server, or undefined when it can. */
 export function mcpServerNameProblem(name: string): string | undefined {
-  return MCP_SERVER_NAME.test(name) ? undefined : `"${name}" is not a valid MCP server name (1 to 24 characters: a-z, 0-9 and "-", starting with a letter or digit)`;
+  return MCP_SERVER_NAME.test(name)
+    ? undefined
+    : `"${name}" is not a valid MCP server name (1 to 24 characters: a-z, 0-9 and "-", starting with a letter or digit)`;
 }
 
 /** A server name made from a URL's host when the operator gives none: `mcp.example.com` -> `mcp-example-com`. */
 export function mcpServerNameFromUrl(url: URL): string {
-  const name = url.hostname.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+/, '').slice(0, 24).replace(/-+$/, '');
+  const name = url.hostname
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+/, '')
+    .slice(0, 24)
+    .replace(/-+$/, '');
   return name || 'mcp';
 }
 

@@ -1,5 +1,13 @@
 /** The language-model providers a project can use (DESIGN 6 and 9). */
-export const MODEL_PROVIDERS = ['openai', 'anthropic', 'google', 'mistral', 'azure-openai', 'bedrock', 'scripted'] as const;
+export const MODEL_PROVIDERS = [
+  'openai',
+  'anthropic',
+  'google',
+  'mistral',
+  'azure-openai',
+  'bedrock',
+  'scripted',
+] as const;
 
 export type ModelProvider = (typeof MODEL_PROVIDERS)[number];
 
@@ -10,12 +18,16 @@ export function isModelProvider(value: unknown): value is ModelProvider {
 /** What each provider reaches, which settings it takes and how it authenticates (README, CLI
  * help; here rather than in libs/llm so that the CLI's help loads none of the service's libs). */
 export const PROVIDER_GUIDE: Readonly<Record<ModelProvider, string>> = {
-  openai: 'OpenAI Chat Completions (@ai-sdk/openai); with --base-url any OpenAI-compatible server (@ai-sdk/openai-compatible: Ollama, vLLM, llama.cpp), key optional there',
+  openai:
+    'OpenAI Chat Completions (@ai-sdk/openai); with --base-url any OpenAI-compatible server (@ai-sdk/openai-compatible: Ollama, vLLM, llama.cpp), key optional there',
   anthropic: 'Anthropic Messages API (@ai-sdk/anthropic); --base-url is the API origin (a proxy)',
-  google: 'Google Gemini API (@ai-sdk/google, generateContent); --base-url defaults to https://generativelanguage.googleapis.com/v1beta',
+  google:
+    'Google Gemini API (@ai-sdk/google, generateContent); --base-url defaults to https://generativelanguage.googleapis.com/v1beta',
   mistral: 'Mistral chat completions (@ai-sdk/mistral); --base-url defaults to https://api.mistral.ai/v1',
-  'azure-openai': 'Azure OpenAI (@ai-sdk/azure, chat completions); --model is the deployment name, --resource or --base-url, --api-version v1 (default) or a dated version',
-  bedrock: 'Amazon Bedrock Converse API (@ai-sdk/amazon-bedrock); --region required; AWS credentials (SigV4) or a Bedrock API key',
+  'azure-openai':
+    'Azure OpenAI (@ai-sdk/azure, chat completions); --model is the deployment name, --resource or --base-url, --api-version v1 (default) or a dated version',
+  bedrock:
+    'Amazon Bedrock Converse API (@ai-sdk/amazon-bedrock); --region required; AWS credentials (SigV4) or a Bedrock API key',
   scripted: 'the deterministic offline model (tests, the demo); no key',
 };
 

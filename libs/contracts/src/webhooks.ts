@@ -11,7 +11,8 @@ export const WEBHOOK_EVENTS = [
 
 export type WebhookEventType = (typeof WEBHOOK_EVENTS)[number];
 
-export const isWebhookEventType = (value: unknown): value is WebhookEventType => (WEBHOOK_EVENTS as readonly unknown[]).includes(value);
+export const isWebhookEventType = (value: unknown): value is WebhookEventType =>
+  (WEBHOOK_EVENTS as readonly unknown[]).includes(value);
 
 /** The workflow that delivers one webhook: what an operator types into the Temporal UI. */
 export const webhookWorkflowId = (deliveryId: string): string => `webhook-${deliveryId}`;

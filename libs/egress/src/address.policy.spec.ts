@@ -1,4 +1,11 @@
-import { HostAllowList, checkResolvedHost, classifyAddress, parseCidr, parseIp, type ResolvedAddress } from './address.policy.js';
+import {
+  HostAllowList,
+  checkResolvedHost,
+  classifyAddress,
+  parseCidr,
+  parseIp,
+  type ResolvedAddress,
+} from './address.policy.js';
 
 function allowList(entries: string[]): HostAllowList {
   const list = HostAllowList.parse(entries);
@@ -24,12 +31,21 @@ describe('parseIp', () => {
     expect(parseIp(text)).toEqual({ family, value });
   });
 
-  it.each(['', 'localhost', '1.2.3', '1.2.3.4.5', '256.0.0.1', '01.2.3.4', '1::2::3', '1:2:3:4:5:6:7:8:9', 'fe80::1%eth0', '::ffff:1.2.3.999', '12345::'])(
-    'refuses %p',
-    (text) => {
-      expect(parseIp(text)).toBeUndefined();
-    },
-  );
+  it.each([
+    '',
+    'localhost',
+    '1.2.3',
+    '1.2.3.4.5',
+    '256.0.0.1',
+    '01.2.3.4',
+    '1::2::3',
+    '1:2:3:4:5:6:7:8:9',
+    'fe80::1%eth0',
+    '::ffff:1.2.3.999',
+    '12345::',
+  ])('refuses %p', (text) => {
+    expect(parseIp(text)).toBeUndefined();
+  });
 });
 
 describe('classifyAddress', () => {
@@ -128,7 +144,9 @@ describe('checkResolvedHost', () => {
   const none = allowList([]);
 
   it('accepts a name whose every address is public', () => {
-    expect(checkResolvedHost('example.com', [v4('93.184.216.34'), v6('2606:2800:220:1::1')], none)).toEqual({ ok: true });
+    expect(checkResolvedHost('example.com', [v4('93.184.216.34'), v6('2606:2800:220:1::1')], none)).toEqual({
+      ok: true,
+    });
   });
 
   it('refuses a name when any one address is private (no mixing a private answer in)', () => {
@@ -139,28 +157,46 @@ describe('checkResolvedHost', () => {
   });
 
   it('names the kind of address refused', () => {
-    expect(checkResolvedHost('localhost', [v6('::1')], none)).toEqual({ ok: false, reason: 'localhost resolves to ::1, which is a loopback address' });
+    expect(checkResolvedHost('localhost', [v6('::1')], none)).toEqual({
+      ok: false,
+      reason: 'localhost resolves to ::1, which is a loopback address',
+    });
     expect(checkResolvedHost('meta.example', [v4('169.254.169.254')], none)).toEqual({
       ok: false,
       reason: 'meta.example resolves to 169.254.169.254, which is a link-local address',
     });
-    expect(checkResolvedHost('0.0.0.0', [v4('0.0.0.0')], none)).toEqual({ ok: false, reason: '0.0.0.0 is an unspecified address' });
-    expect(checkResolvedHost('100.64.1.1', [v4('100.64.1.1')], none)).toEqual({ ok: false, reason: '100.64.1.1 is a carrier-grade NAT address' });
+    expect(checkResolvedHost('0.0.0.0', [v4('0.0.0.0')], none)).toEqual({
+      ok: false,
+      reason: '0.0.0.0 is an unspecified address',
+    });
+    expect(checkResolvedHost('100.64.1.1', [v4('100.64.1.1')], none)).toEqual({
+      ok: false,
+      reason: '100.64.1.1 is a carrier-grade NAT address',
+    });
   });
 
   it('refuses a name that resolved to nothing', () => {
-    expect(checkResolvedHost('nothing.example', [], none)).toEqual({ ok: false, reason: 'nothing.example did not resolve to any address' });
+    expect(checkResolvedHost('nothing.example', [], none)).toEqual({
+      ok: false,
+      reason: 'nothing.example did not resolve to any address',
+    });
   });
 
   it('accepts a listed name whatever it resolves to, but only that name', () => {
     const list = allowList(['localhost']);
     expect(checkResolvedHost('localhost', [v4('127.0.0.1')], list)).toEqual({ ok: true });
-    expect(checkResolvedHost('127.0.0.1', [v4('127.0.0.1')], list)).toEqual({ ok: false, reason: '127.0.0.1 is a loopback address' });
+    expect(checkResolvedHost('127.0.0.1', [v4('127.0.0.1')], list)).toEqual({
+      ok: false,
+      reason: '127.0.0.1 is a loopback address',
+    });
   });
 
   it('accepts a non-public address inside a listed network', () => {
     const list = allowList(['192.168.0.0/16']);
     expect(checkResolvedHost('printer.lan', [v4('192.168.1.20')], list)).toEqual({ ok: true });
-    expect(checkResolvedHost('router.lan', [v4('10.0.0.1')], list)).toEqual({ ok: false, reason: 'router.lan resolves to 10.0.0.1, which is a private address' });
+    expect(checkResolvedHost('router.lan', [v4('10.0.0.1')], list)).toEqual({
+      ok: false,
+      reason: 'router.lan resolves to 10.0.0.1, which is a private address',
+    });
   });
 });

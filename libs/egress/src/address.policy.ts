@@ -161,7 +161,8 @@ function rawContains(range: Cidr, ip: IpAddress): boolean {
 /** Classifies an address; addresses that embed an IPv4 address (mapped, NAT64, 6to4) are judged by it. */
 export function classifyIp(ip: IpAddress): AddressKind {
   if (ip.family === 4) return IPV4_RANGES.find(([range]) => rawContains(range, ip))?.[1] ?? 'public';
-  if (rawContains(IPV4_MAPPED, ip) || rawContains(NAT64, ip)) return classifyIp({ family: 4, value: ip.value & 0xffffffffn });
+  if (rawContains(IPV4_MAPPED, ip) || rawContains(NAT64, ip))
+    return classifyIp({ family: 4, value: ip.value & 0xffffffffn });
   if (rawContains(SIX_TO_FOUR, ip)) return classifyIp({ family: 4, value: (ip.value >> 80n) & 0xffffffffn });
   const special = IPV6_RANGES.find(([range]) => rawContains(range, ip))?.[1];
   if (special) return special;
@@ -198,7 +199,9 @@ export class HostAllowList {
       } else if (/^[a-z0-9-_]+(\.[a-z0-9-_]+)*\.?$/.test(entry)) {
         list.names.add(normaliseHostname(entry));
       } else {
-        return { error: `allowHosts entry "${raw}" is neither a hostname, a "*.domain" pattern, an IP address nor a CIDR` };
+        return {
+          error: `allowHosts entry "${raw}" is neither a hostname, a "*.domain" pattern, an IP address nor a CIDR`,
+        };
       }
     }
     return list;

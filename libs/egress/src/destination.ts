@@ -39,7 +39,9 @@ export async function checkedDestination(
     ({ addresses } = await abortable(addressesOf(url, resolve), signal));
   } catch (e) {
     if (signal.aborted) throw e;
-    throw new DestinationRefused(`Could not ${what}: the name ${hostname} did not resolve (${describeNetworkError(e)}).`);
+    throw new DestinationRefused(
+      `Could not ${what}: the name ${hostname} did not resolve (${describeNetworkError(e)}).`,
+    );
   }
   const verdict = checkResolvedHost(hostname, addresses, allow);
   if (!verdict.ok) throw new DestinationRefused(`Refused to ${what}: ${verdict.reason}. ${policyNote}`);
@@ -50,7 +52,10 @@ export async function checkedDestination(
 const hostOf = (url: URL): string => (url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname);
 
 /** The addresses a URL's host stands for: the literal address itself, or the resolver's answers. */
-export async function addressesOf(url: URL, resolve: Resolve = systemResolve): Promise<{ readonly hostname: string; readonly addresses: readonly ResolvedAddress[] }> {
+export async function addressesOf(
+  url: URL,
+  resolve: Resolve = systemResolve,
+): Promise<{ readonly hostname: string; readonly addresses: readonly ResolvedAddress[] }> {
   const hostname = hostOf(url);
   const literal = parseIp(hostname);
   return { hostname, addresses: literal ? [{ address: hostname, family: literal.family }] : await resolve(hostname) };
@@ -74,7 +79,10 @@ export function pinnedLookup(addresses: readonly ResolvedAddress[]): LookupFunct
     if (!first) {
       callback(Object.assign(new Error('no checked address of the requested family'), { code: 'ENOTFOUND' }), '', 0);
     } else if (options.all) {
-      callback(null, usable.map((a) => ({ address: a.address, family: a.family })));
+      callback(
+        null,
+        usable.map((a) => ({ address: a.address, family: a.family })),
+      );
     } else {
       callback(null, first.address, first.family);
     }
@@ -91,7 +99,8 @@ export function describeNetworkError(e: unknown): string {
 
 // Duck-typed: errors from Node internals may come from another realm (e.g. under a test runner's VM).
 function messageOf(e: unknown): string {
-  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string')
+    return (e as { message: string }).message;
   return typeof e === 'string' ? e : (JSON.stringify(e) ?? String(e));
 }
 

@@ -66,13 +66,33 @@ describe('event store and outbox', () => {
     const appended = await db.transaction((tx) => store.append(tx, stream, 'any', group));
     const stored = await store.readStream(db.manager, stream);
     expect(appended).toEqual(stored.slice(1));
-    expect(stored.map((e) => [e.version, e.data])).toEqual([[1, { n: 1 }], [2, { n: 2 }], [3, { n: 3 }], [4, { n: 4 }]]);
-    const queued: { payload: Record<string, unknown> }[] = await db.query(`select payload from outbox where key = $1 and topic = $2 order by id`, [stream, TOPICS.events]);
+    expect(stored.map((e) => [e.version, e.data])).toEqual([
+      [1, { n: 1 }],
+      [2, { n: 2 }],
+      [3, { n: 3 }],
+      [4, { n: 4 }],
+    ]);
+    const queued: { payload: Record<string, unknown> }[] = await db.query(
+      `select payload from outbox where key = $1 and topic = $2 order by id`,
+      [stream, TOPICS.events],
+    );
     expect(queued.map((r) => r.payload)).toEqual(
-      stored.map((e) => expect.objectContaining({ id: e.eventId, subject: stream, type: e.type, streamversion: e.version, time: e.recordedAt, data: e.data, projectid: projectId })),
+      stored.map((e) =>
+        expect.objectContaining({
+          id: e.eventId,
+          subject: stream,
+          type: e.type,
+          streamversion: e.version,
+          time: e.recordedAt,
+          data: e.data,
+          projectid: projectId,
+        }),
+      ),
     );
     // A stream that moved since it was read refuses a group at the old version, and queues nothing.
-    await expect(db.transaction((tx) => store.append(tx, stream, 2, [event(projectId, 5)]))).rejects.toBeInstanceOf(ConcurrencyError);
+    await expect(db.transaction((tx) => store.append(tx, stream, 2, [event(projectId, 5)]))).rejects.toBeInstanceOf(
+      ConcurrencyError,
+    );
     expect(await db.query(`select 1 from outbox where key = $1`, [stream])).toHaveLength(4);
   });
 
@@ -80,11 +100,15 @@ describe('event store and outbox', () => {
     const projectId = randomUUID();
     // A relay whose broker address answers nothing: Kafka is down as far as it can tell.
     const down = new OutboxRelay(db, createKafka({ kafkaBrokers: ['127.0.0.1:1'] }, 'relay-down'), listener);
-    for (let n = 1; n <= 5; n++) await db.transaction((tx) => store.append(tx, `project-${projectId}`, 'any', [event(projectId, n)]));
+    for (let n = 1; n <= 5; n++)
+      await db.transaction((tx) => store.append(tx, `project-${projectId}`, 'any', [event(projectId, n)]));
     await down.start();
     await new Promise((r) => setTimeout(r, 1500));
     await down.stop();
-    const waiting: { n: string }[] = await db.query(`select count(*) as n from outbox where key = $1 and published_at is null`, [`project-${projectId}`]);
+    const waiting: { n: string }[] = await db.query(
+      `select count(*) as n from outbox where key = $1 and published_at is null`,
+      [`project-${projectId}`],
+    );
     expect(Number(waiting[0]?.n)).toBe(5);
 
     const kafka = createKafka(config, 'relay-test');
@@ -97,21 +121,34 @@ describe('event store and outbox', () => {
       await new Promise((r) => setTimeout(r, 1000)); // anything duplicated would arrive by now
       const delivered = mine(reader.messages);
       expect(delivered.map((m) => (m.data as { n: number }).n)).toEqual([1, 2, 3, 4, 5]);
-      expect(delivered[0]).toMatchObject({ specversion: '1.0', type: EVENT_TYPES.projectCreditsAdded, source: '/managed-agent-service', subject: `project-${projectId}`, _key: `project-${projectId}` });
+      expect(delivered[0]).toMatchObject({
+        specversion: '1.0',
+        type: EVENT_TYPES.projectCreditsAdded,
+        source: '/managed-agent-service',
+        subject: `project-${projectId}`,
+        _key: `project-${projectId}`,
+      });
     } finally {
       await up.stop();
       await reader.stop();
     }
   });
 
-  it('keeps each stream\'s order on Kafka with two relays publishing the same outbox (issue 28, 31)', async () => {
+  it("keeps each stream's order on Kafka with two relays publishing the same outbox (issue 28, 31)", async () => {
     // A backlog (as after a Kafka outage) of three streams, larger than several batches, then two
     // relays started at once: each batch must go out after the one before it, whichever relay has it.
     const streams = Array.from({ length: 3 }, () => randomUUID());
     const perStream = 600;
     for (let from = 1; from <= perStream; from += 100) {
       for (const projectId of streams) {
-        await db.transaction((tx) => store.append(tx, `project-${projectId}`, 'any', Array.from({ length: 100 }, (_, i) => event(projectId, from + i))));
+        await db.transaction((tx) =>
+          store.append(
+            tx,
+            `project-${projectId}`,
+            'any',
+            Array.from({ length: 100 }, (_, i) => event(projectId, from + i)),
+          ),
+        );
       }
     }
     const kafka = createKafka(config, 'relay-order-test');
@@ -137,9 +174,11 @@ describe('event store and outbox', () => {
     await firstSend;
     await relays[1]!.start();
     try {
-      const mine = (projectId: string) => reader.messages.filter((x) => x.projectid === projectId).map((m) => (m.data as { n: number }).n);
+      const mine = (projectId: string) =>
+        reader.messages.filter((x) => x.projectid === projectId).map((m) => (m.data as { n: number }).n);
       await reader.waitFor(() => streams.every((p) => mine(p).length >= perStream), 60_000);
-      for (const projectId of streams) expect(mine(projectId)).toEqual(Array.from({ length: perStream }, (_, i) => i + 1));
+      for (const projectId of streams)
+        expect(mine(projectId)).toEqual(Array.from({ length: perStream }, (_, i) => i + 1));
     } finally {
       await Promise.all(relays.map((r) => r.stop()));
       await reader.stop();

@@ -47,7 +47,12 @@ export class EventStore {
    * Round trips: one to move the stream, one per event for the event and its outbox row (the
    * relay's wake-up is the outbox's insert trigger).
    */
-  async append(tx: EntityManager, streamId: string, expectedVersion: number | 'any', events: readonly NewEvent[]): Promise<StoredEvent[]> {
+  async append(
+    tx: EntityManager,
+    streamId: string,
+    expectedVersion: number | 'any',
+    events: readonly NewEvent[],
+  ): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
     const ids = events.map((e) => e.eventId);
     const version = await this.advance(tx, streamId, expectedVersion, ids, events[0]!.metadata.projectId);
@@ -65,7 +70,15 @@ export class EventStore {
     const stored: StoredEvent[] = [];
     try {
       for (const [i, e] of events.entries()) {
-        const event: StoredEvent = { eventId: e.eventId, streamId, version: version + i + 1, type: e.type, data: e.data, metadata: e.metadata, recordedAt: recordedAt.toISOString() };
+        const event: StoredEvent = {
+          eventId: e.eventId,
+          streamId,
+          version: version + i + 1,
+          type: e.type,
+          data: e.data,
+          metadata: e.metadata,
+          recordedAt: recordedAt.toISOString(),
+        };
         const cloudEvent = toCloudEvent({
           id: event.eventId,
           type: event.type,
@@ -80,12 +93,23 @@ export class EventStore {
         await tx.query(
           `with appended as (insert into events (event_id, stream_id, version, type, data, metadata, recorded_at) values ($1, $2, $3, $4, $5, $6, $7))
            ${queueMessage({ eventId: '$1', topic: '$8', key: '$2', payload: '$9' })}`,
-          [e.eventId, streamId, event.version, e.type, JSON.stringify(e.data), JSON.stringify(e.metadata), recordedAt, TOPICS.events, JSON.stringify(cloudEvent)],
+          [
+            e.eventId,
+            streamId,
+            event.version,
+            e.type,
+            JSON.stringify(e.data),
+            JSON.stringify(e.metadata),
+            recordedAt,
+            TOPICS.events,
+            JSON.stringify(cloudEvent),
+          ],
         );
         stored.push(event);
       }
     } catch (e) {
-      if (isUniqueViolation(e) && /stream_id/.test((e as { detail?: string }).detail ?? '')) throw new ConcurrencyError(streamId, version);
+      if (isUniqueViolation(e) && /stream_id/.test((e as { detail?: string }).detail ?? ''))
+        throw new ConcurrencyError(streamId, version);
       throw e;
     }
     return stored;
@@ -93,7 +117,13 @@ export class EventStore {
 
   /** Moves the stream's version row by the group's size unless one of `ids` is stored already; the
    * version before the move, or undefined when nothing moved (stored already, or not at `expected`). */
-  private async advance(tx: EntityManager, streamId: string, expected: number | 'any', ids: readonly string[], projectId: string): Promise<number | undefined> {
+  private async advance(
+    tx: EntityManager,
+    streamId: string,
+    expected: number | 'any',
+    ids: readonly string[],
+    projectId: string,
+  ): Promise<number | undefined> {
     const fresh = `not exists (select 1 from events where event_id = any($4::uuid[]))`;
     const count = ids.length;
     if (expected === 'any') {
@@ -106,15 +136,16 @@ export class EventStore {
     }
     if (expected === 0) {
       // A stream another writer created first is left alone (do nothing), and the caller is told.
-      const rows: unknown[] = await tx.query(`insert into streams (stream_id, version, project_id) select $1, $2, $3 where ${fresh} on conflict (stream_id) do nothing returning version`, [
-        streamId,
-        count,
-        projectId,
-        ids,
-      ]);
+      const rows: unknown[] = await tx.query(
+        `insert into streams (stream_id, version, project_id) select $1, $2, $3 where ${fresh} on conflict (stream_id) do nothing returning version`,
+        [streamId, count, projectId, ids],
+      );
       return rows.length > 0 ? 0 : undefined;
     }
-    const [rows] = (await tx.query(`update streams set version = version + $2 where stream_id = $1 and version = $3 and ${fresh} returning version`, [streamId, count, expected, ids])) as [unknown[], number];
+    const [rows] = (await tx.query(
+      `update streams set version = version + $2 where stream_id = $1 and version = $3 and ${fresh} returning version`,
+      [streamId, count, expected, ids],
+    )) as [unknown[], number];
     return rows.length > 0 ? expected : undefined;
   }
 
@@ -136,10 +167,26 @@ export class EventStore {
 
   /** The stream's events after `afterVersion` (all of them by default), in order. */
   async readStream(tx: EntityManager, streamId: string, afterVersion = 0): Promise<StoredEvent[]> {
-    const rows: { event_id: string; stream_id: string; version: number; type: EventType; data: Record<string, unknown>; metadata: EventMetadata; recorded_at: Date }[] = await tx.query(
+    const rows: {
+      event_id: string;
+      stream_id: string;
+      version: number;
+      type: EventType;
+      data: Record<string, unknown>;
+      metadata: EventMetadata;
+      recorded_at: Date;
+    }[] = await tx.query(
       `select event_id, stream_id, version, type, data, metadata, recorded_at from events where stream_id = $1 and version > $2 order by version`,
       [streamId, afterVersion],
     );
-    return rows.map((r) => ({ eventId: r.event_id, streamId: r.stream_id, version: r.version, type: r.type, data: r.data, metadata: r.metadata, recordedAt: r.recorded_at.toISOString() }));
+    return rows.map((r) => ({
+      eventId: r.event_id,
+      streamId: r.stream_id,
+      version: r.version,
+      type: r.type,
+      data: r.data,
+      metadata: r.metadata,
+      recordedAt: r.recorded_at.toISOString(),
+    }));
   }
 }

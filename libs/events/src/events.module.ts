@@ -9,7 +9,11 @@ import { SessionStream } from './streams/session-stream.js';
   providers: [
     { provide: EventStore, useValue: new EventStore() },
     { provide: SessionStream, inject: [EventStore], useFactory: (store: EventStore) => new SessionStream(store) },
-    { provide: RequestStream, inject: [EventStore, SessionStream], useFactory: (store: EventStore, sessions: SessionStream) => new RequestStream(store, sessions) },
+    {
+      provide: RequestStream,
+      inject: [EventStore, SessionStream],
+      useFactory: (store: EventStore, sessions: SessionStream) => new RequestStream(store, sessions),
+    },
   ],
   exports: [EventStore, SessionStream, RequestStream],
 })

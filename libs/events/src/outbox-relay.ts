@@ -45,10 +45,24 @@ export class OutboxRelay {
   ) {}
 
   async start(): Promise<void> {
-    this.producer = this.kafka.producer({ idempotent: true, maxInFlightRequests: 1, retry: { retries: 3, maxRetryTime: 2000 } });
+    this.producer = this.kafka.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      retry: { retries: 3, maxRetryTime: 2000 },
+    });
     // Listening again after a drop wakes it too: rows committed meanwhile go out at once.
-    this.unlisten = this.listener.subscribe(OUTBOX_CHANNEL, { notify: () => this.wake?.(), up: () => this.wake?.(), down: () => undefined });
-    await this.listener.start().catch((e: unknown) => this.logger.warn(`not listening on ${OUTBOX_CHANNEL} yet (polling): ${e instanceof Error ? e.message : String(e)}`));
+    this.unlisten = this.listener.subscribe(OUTBOX_CHANNEL, {
+      notify: () => this.wake?.(),
+      up: () => this.wake?.(),
+      down: () => undefined,
+    });
+    await this.listener
+      .start()
+      .catch((e: unknown) =>
+        this.logger.warn(
+          `not listening on ${OUTBOX_CHANNEL} yet (polling): ${e instanceof Error ? e.message : String(e)}`,
+        ),
+      );
     this.running = this.loop();
   }
 
@@ -74,10 +88,17 @@ export class OutboxRelay {
       const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
       for (const row of rows) {
         const messages = byTopic.get(row.topic) ?? [];
-        messages.push({ key: row.key, value: JSON.stringify(row.payload), headers: { 'content-type': 'application/cloudevents+json' } });
+        messages.push({
+          key: row.key,
+          value: JSON.stringify(row.payload),
+          headers: { 'content-type': 'application/cloudevents+json' },
+        });
         byTopic.set(row.topic, messages);
       }
-      await producer.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+      await producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      });
       await tx.query(`update outbox set published_at = now() where id = any($1::bigint[])`, [rows.map((r) => r.id)]);
       for (const [topic, messages] of byTopic) outboxPublished.inc({ topic }, messages.length);
       return rows.length;

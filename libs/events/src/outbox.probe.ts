@@ -7,7 +7,9 @@ export const OUTBOX_LAG_LIMIT_S = 60;
 
 /** The age of the oldest unsent outbox row (what a stuck relay looks like from outside). */
 export async function oldestUnsentAgeSeconds(db: DataSource): Promise<number> {
-  const rows: { age: number | null }[] = await db.query(`select extract(epoch from now() - min(created_at))::float8 as age from outbox where published_at is null`);
+  const rows: { age: number | null }[] = await db.query(
+    `select extract(epoch from now() - min(created_at))::float8 as age from outbox where published_at is null`,
+  );
   return rows[0]?.age ?? 0;
 }
 
@@ -22,6 +24,9 @@ export class OutboxProbe implements ReadinessProbe {
 
   async check(): Promise<void> {
     const age = await oldestUnsentAgeSeconds(this.db);
-    if (age > OUTBOX_LAG_LIMIT_S) throw new ProbeFailure(`the oldest unsent outbox row is ${Math.round(age)} s old: the relay is stuck or Kafka is unreachable`);
+    if (age > OUTBOX_LAG_LIMIT_S)
+      throw new ProbeFailure(
+        `the oldest unsent outbox row is ${Math.round(age)} s old: the relay is stuck or Kafka is unreachable`,
+      );
   }
 }

@@ -32,7 +32,11 @@ export interface Readiness {
 }
 
 /** Runs every probe concurrently, each bounded by `timeoutMs`, so a dead component cannot hang the answer. */
-export async function checkReadiness(probes: readonly ReadinessProbe[], timeoutMs: number, onDown?: (name: string, error: unknown) => void): Promise<Readiness> {
+export async function checkReadiness(
+  probes: readonly ReadinessProbe[],
+  timeoutMs: number,
+  onDown?: (name: string, error: unknown) => void,
+): Promise<Readiness> {
   const results = await Promise.all(
     probes.map(async (probe): Promise<[string, ComponentStatus, boolean]> => {
       const started = performance.now();
@@ -46,13 +50,26 @@ export async function checkReadiness(probes: readonly ReadinessProbe[], timeoutM
       });
       try {
         await Promise.race([probe.check(controller.signal), timeout]);
-        return [probe.name, { status: 'up', latency_ms: Math.round(performance.now() - started) }, probe.critical ?? true];
+        return [
+          probe.name,
+          { status: 'up', latency_ms: Math.round(performance.now() - started) },
+          probe.critical ?? true,
+        ];
       } catch (e) {
         // /readyz is unauthenticated: a fixed reason for callers, the driver's message (addresses,
         // hosts, user names) for the operator's log only.
         onDown?.(probe.name, e);
-        const error = e instanceof ProbeFailure ? e.message : controller.signal.aborted ? `no answer within ${timeoutMs} ms` : 'unreachable';
-        return [probe.name, { status: 'down', latency_ms: Math.round(performance.now() - started), error }, probe.critical ?? true];
+        const error =
+          e instanceof ProbeFailure
+            ? e.message
+            : controller.signal.aborted
+              ? `no answer within ${timeoutMs} ms`
+              : 'unreachable';
+        return [
+          probe.name,
+          { status: 'down', latency_ms: Math.round(performance.now() - started), error },
+          probe.critical ?? true,
+        ];
       } finally {
         clearTimeout(timer);
       }

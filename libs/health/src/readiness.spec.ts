@@ -38,6 +38,9 @@ describe('checkReadiness', () => {
     };
     const result = await checkReadiness([up, lagging], 1000);
     expect(result.status).toBe('ready');
-    expect(result.components.outbox).toMatchObject({ status: 'down', error: 'the oldest unsent outbox row is 95 s old' });
+    expect(result.components.outbox).toMatchObject({
+      status: 'down',
+      error: 'the oldest unsent outbox row is 95 s old',
+    });
   });
 });

@@ -12,7 +12,10 @@ const LEVELS: Record<number, 'error' | 'warn' | 'log' | 'debug'> = {
 
 /** A kafkajs client for one app, logging through Nest's Logger; SSL and SASL as configured
  * (KAFKA_SSL*, KAFKA_SASL_*: docs/deploy.md). */
-export function createKafka(config: Pick<AppConfig, 'kafkaBrokers'> & Partial<Pick<AppConfig, 'engines'>>, clientId: string): Kafka {
+export function createKafka(
+  config: Pick<AppConfig, 'kafkaBrokers'> & Partial<Pick<AppConfig, 'engines'>>,
+  clientId: string,
+): Kafka {
   const logger = new Logger(`kafka:${clientId}`);
   return new Kafka({
     clientId,

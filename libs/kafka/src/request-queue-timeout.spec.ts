@@ -15,7 +15,11 @@ const RequestQueue = require('kafkajs/src/network/requestQueue/index.js') as { p
 
 /** A request queue's state with kafkajs's own methods (as patched); no connection. */
 function queue(state: Partial<QueueState>): QueueState & { checks: number } {
-  const q = Object.assign(Object.create(RequestQueue.prototype) as QueueState & { checks: number }, { throttledUntil: -1, throttleCheckTimeoutId: null, pending: [], checks: 0 }, state);
+  const q = Object.assign(
+    Object.create(RequestQueue.prototype) as QueueState & { checks: number },
+    { throttledUntil: -1, throttleCheckTimeoutId: null, pending: [], checks: 0 },
+    state,
+  );
   q.checkPendingRequests = () => {
     q.checks++;
     q.scheduleCheckPendingRequests();

@@ -3,7 +3,13 @@ import type { ChatMessage, ToolSpec } from '#libs/contracts';
 import { startModelServer, type ModelServer } from '../../../test/support/model-server.js';
 import { callModel, ModelError, type ModelRequest } from './index.js';
 
-const tools: ToolSpec[] = [{ name: 'run_javascript', description: 'Runs JavaScript', parameters: { type: 'object', properties: { code: { type: 'string' } }, required: ['code'] } }];
+const tools: ToolSpec[] = [
+  {
+    name: 'run_javascript',
+    description: 'Runs JavaScript',
+    parameters: { type: 'object', properties: { code: { type: 'string' } }, required: ['code'] },
+  },
+];
 const question: ChatMessage[] = [
   { role: 'system', content: 'Be brief.' },
   { role: 'user', content: 'What is 1+1?' },
@@ -51,16 +57,28 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
   it('sends the protocol request and reads a JSON reply', async () => {
     server.reply({ content: 'It is two.', usage: { input: 12, output: 3 } });
     const turn = await callModel(request());
-    expect(turn).toEqual({ content: 'It is two.', toolCalls: [], usage: { inputTokens: 12, outputTokens: 3 }, model: 'test-model' });
+    expect(turn).toEqual({
+      content: 'It is two.',
+      toolCalls: [],
+      usage: { inputTokens: 12, outputTokens: 3 },
+      model: 'test-model',
+    });
     const [sent] = server.requests;
     if (provider === 'openai') {
       expect(sent).toMatchObject({ path: '/v1/chat/completions', headers: { authorization: `Bearer ${key}` } });
       expect(sent!.body.messages[0]).toEqual({ role: 'system', content: 'Be brief.' });
       expect(sent!.body.tools[0].function.name).toBe('run_javascript');
     } else {
-      expect(sent).toMatchObject({ path: '/v1/messages', headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' } });
+      expect(sent).toMatchObject({
+        path: '/v1/messages',
+        headers: { 'x-api-key': key, 'anthropic-version': '2023-06-01' },
+      });
       // The SDK sends the documented block form of `system` and of message content.
-      expect(sent!.body).toMatchObject({ system: [{ type: 'text', text: 'Be brief.' }], max_tokens: 1024, messages: [{ role: 'user', content: [{ type: 'text', text: 'What is 1+1?' }] }] });
+      expect(sent!.body).toMatchObject({
+        system: [{ type: 'text', text: 'Be brief.' }],
+        max_tokens: 1024,
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'What is 1+1?' }] }],
+      });
       expect(sent!.body.tools[0].input_schema).toEqual(tools[0]!.parameters);
     }
     expect(sent!.body.stream).toBeUndefined();
@@ -70,7 +88,12 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
     server.reply({ content: 'One plus one makes two, as expected.', usage: { input: 9, output: 8 } });
     const tokens: string[] = [];
     const turn = await callModel(request({ onToken: (t) => tokens.push(t) }));
-    expect(turn).toEqual({ content: 'One plus one makes two, as expected.', toolCalls: [], usage: { inputTokens: 9, outputTokens: 8 }, model: 'test-model' });
+    expect(turn).toEqual({
+      content: 'One plus one makes two, as expected.',
+      toolCalls: [],
+      usage: { inputTokens: 9, outputTokens: 8 },
+      model: 'test-model',
+    });
     expect(tokens.length).toBeGreaterThan(3);
     expect(tokens.join('')).toBe(turn.content);
     expect(server.requests[0]!.body.stream).toBe(true);
@@ -79,11 +102,16 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
   it.each([false, true])('completes a tool-call round trip (streaming: %s)', async (streaming) => {
     const tokens: string[] = [];
     const onToken = streaming ? (t: string): void => void tokens.push(t) : undefined;
-    server.reply({ toolCalls: [{ name: 'run_javascript', arguments: { code: '1+1', nested: { a: [1, 2] } } }] }, { content: 'The answer is 2.' });
+    server.reply(
+      { toolCalls: [{ name: 'run_javascript', arguments: { code: '1+1', nested: { a: [1, 2] } } }] },
+      { content: 'The answer is 2.' },
+    );
 
     const first = await callModel(request({ onToken }));
     expect(first.content).toBe('');
-    expect(first.toolCalls).toEqual([{ id: expect.any(String), name: 'run_javascript', arguments: { code: '1+1', nested: { a: [1, 2] } } }]);
+    expect(first.toolCalls).toEqual([
+      { id: expect.any(String), name: 'run_javascript', arguments: { code: '1+1', nested: { a: [1, 2] } } },
+    ]);
 
     const call = first.toolCalls[0]!;
     const messages: ChatMessage[] = [
@@ -98,26 +126,42 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
     const sent = server.requests[1]!.body.messages;
     if (provider === 'openai') {
       expect(sent.slice(-2)).toEqual([
-        { role: 'assistant', content: null, tool_calls: [{ id: call.id, type: 'function', function: { name: 'run_javascript', arguments: JSON.stringify(call.arguments) } }] },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            {
+              id: call.id,
+              type: 'function',
+              function: { name: 'run_javascript', arguments: JSON.stringify(call.arguments) },
+            },
+          ],
+        },
         { role: 'tool', tool_call_id: call.id, content: '2' },
       ]);
     } else {
       expect(sent.slice(-2)).toEqual([
-        { role: 'assistant', content: [{ type: 'tool_use', id: call.id, name: 'run_javascript', input: call.arguments }] },
+        {
+          role: 'assistant',
+          content: [{ type: 'tool_use', id: call.id, name: 'run_javascript', input: call.arguments }],
+        },
         { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: '2' }] },
       ]);
     }
   });
 
-  it.each([false, true])('fails a wrong key at once with the provider message and without the key (streaming: %s)', async (streaming) => {
-    server.requireKey('the-right-key');
-    const error = await failure(callModel(request({ onToken: streaming ? () => undefined : undefined })));
-    expect(error).toMatchObject({ kind: 'rejected', retryable: false, status: 401 });
-    expect(error.message).toMatch(new RegExp(`^${provider} rejected the request \\(401\\): \\S`));
-    expect(error.message).not.toContain(key);
-    expect(error.message).not.toContain('0123456789');
-    expect(JSON.stringify(error)).not.toContain(key);
-  });
+  it.each([false, true])(
+    'fails a wrong key at once with the provider message and without the key (streaming: %s)',
+    async (streaming) => {
+      server.requireKey('the-right-key');
+      const error = await failure(callModel(request({ onToken: streaming ? () => undefined : undefined })));
+      expect(error).toMatchObject({ kind: 'rejected', retryable: false, status: 401 });
+      expect(error.message).toMatch(new RegExp(`^${provider} rejected the request \\(401\\): \\S`));
+      expect(error.message).not.toContain(key);
+      expect(error.message).not.toContain('0123456789');
+      expect(JSON.stringify(error)).not.toContain(key);
+    },
+  );
 
   it.each([
     [500, 'unavailable'],
@@ -135,23 +179,36 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
     [400, 'rejected', false],
     [429, 'unavailable', true],
     [500, 'unavailable', true],
-  ] as const)('maps HTTP %i to %s in one HTTP request: the SDK does not retry, the activity does', async (status, kind, retryable) => {
-    server.reply({ status, errorMessage: 'scripted failure' });
-    await expect(failure(callModel(request({ onToken: () => undefined })))).resolves.toMatchObject({ kind, retryable, status });
-    expect(server.requests).toHaveLength(1);
-  });
+  ] as const)(
+    'maps HTTP %i to %s in one HTTP request: the SDK does not retry, the activity does',
+    async (status, kind, retryable) => {
+      server.reply({ status, errorMessage: 'scripted failure' });
+      await expect(failure(callModel(request({ onToken: () => undefined })))).resolves.toMatchObject({
+        kind,
+        retryable,
+        status,
+      });
+      expect(server.requests).toHaveLength(1);
+    },
+  );
 
   it('makes a stream cut before its end retryable', async () => {
     server.reply({ content: 'one two three four five six', failAfterEvents: 3 });
     const error = await failure(callModel(request({ onToken: () => undefined })));
     expect(error).toMatchObject({ kind: 'unavailable', retryable: true });
-    expect(error.message).toMatch(new RegExp(`^${provider} (stream broke off|stream ended before the reply was complete)`));
+    expect(error.message).toMatch(
+      new RegExp(`^${provider} (stream broke off|stream ended before the reply was complete)`),
+    );
   });
 
   it('makes a refused connection retryable and unavailable', async () => {
     const origin = `http://127.0.0.1:${await closedPort()}`;
     const error = await failure(callModel(request({ baseUrl: provider === 'openai' ? `${origin}/v1` : origin })));
-    expect(error).toMatchObject({ kind: 'unavailable', retryable: true, message: `${provider} could not be reached (ECONNREFUSED)` });
+    expect(error).toMatchObject({
+      kind: 'unavailable',
+      retryable: true,
+      message: `${provider} could not be reached (ECONNREFUSED)`,
+    });
     expect(error.status).toBeUndefined();
   });
 
@@ -163,6 +220,10 @@ describe.each(['openai', 'anthropic'] as const)('the %s adapter against a script
     await expect(callModel(request({ signal: controller.signal }))).rejects.toBe(reason);
 
     const error = await failure(callModel(request({ signal: AbortSignal.timeout(50), onToken: () => undefined })));
-    expect(error).toMatchObject({ kind: 'unavailable', retryable: true, message: `${provider} did not answer in time` });
+    expect(error).toMatchObject({
+      kind: 'unavailable',
+      retryable: true,
+      message: `${provider} did not answer in time`,
+    });
   });
 });

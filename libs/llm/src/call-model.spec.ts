@@ -1,6 +1,13 @@
 import { callModel, ModelError, type ModelRequest } from './index.js';
 
-const base: ModelRequest = { provider: 'scripted', model: 'scripted', baseUrl: null, apiKey: null, messages: [{ role: 'user', content: 'stream me please' }], tools: [] };
+const base: ModelRequest = {
+  provider: 'scripted',
+  model: 'scripted',
+  baseUrl: null,
+  apiKey: null,
+  messages: [{ role: 'user', content: 'stream me please' }],
+  tools: [],
+};
 
 describe('callModel with the scripted provider (no network)', () => {
   it('streams the reply word by word, tokens concatenating to the content', async () => {

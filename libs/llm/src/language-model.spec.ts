@@ -6,7 +6,12 @@ const base = { model: 'm', messages: [], tools: [] } satisfies Partial<ModelRequ
 describe('languageModel: which SDK client a configuration gets (no I/O)', () => {
   it("uses OpenAI's own client for api.openai.com and the OpenAI-compatible client for any other base URL", async () => {
     const official = await languageModel({ ...base, provider: 'openai', baseUrl: null, apiKey: 'sk-x' });
-    const compatible = await languageModel({ ...base, provider: 'openai', baseUrl: 'http://127.0.0.1:11434/v1', apiKey: null });
+    const compatible = await languageModel({
+      ...base,
+      provider: 'openai',
+      baseUrl: 'http://127.0.0.1:11434/v1',
+      apiKey: null,
+    });
     expect(official.constructor.name).toBe('OpenAIChatLanguageModel');
     expect(compatible.constructor.name).toBe('OpenAICompatibleChatLanguageModel');
   });
@@ -16,8 +21,23 @@ describe('languageModel: which SDK client a configuration gets (no I/O)', () => 
       languageModel({ ...base, provider: 'anthropic', baseUrl: null, apiKey: 'k' }),
       languageModel({ ...base, provider: 'google', baseUrl: null, apiKey: 'k' }),
       languageModel({ ...base, provider: 'mistral', baseUrl: null, apiKey: 'k' }),
-      languageModel({ ...base, provider: 'azure-openai', model: 'deploy-1', baseUrl: null, apiKey: 'k', settings: { resourceName: 'acme' } }),
-      languageModel({ ...base, provider: 'bedrock', model: 'amazon.nova-lite-v1:0', baseUrl: null, apiKey: null, settings: { region: 'eu-west-1' }, awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' } }),
+      languageModel({
+        ...base,
+        provider: 'azure-openai',
+        model: 'deploy-1',
+        baseUrl: null,
+        apiKey: 'k',
+        settings: { resourceName: 'acme' },
+      }),
+      languageModel({
+        ...base,
+        provider: 'bedrock',
+        model: 'amazon.nova-lite-v1:0',
+        baseUrl: null,
+        apiKey: null,
+        settings: { region: 'eu-west-1' },
+        awsCredentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+      }),
     ]);
     expect(models.map((m) => [m.provider, m.modelId])).toEqual([
       ['anthropic.messages', 'm'],

@@ -27,7 +27,16 @@ const models = new Map<string, LanguageModel>();
  */
 export async function cachedLanguageModel(req: ModelRequest & { provider: SdkProvider }): Promise<LanguageModel> {
   const key = createHash('sha256')
-    .update(JSON.stringify([req.provider, req.model, req.baseUrl, req.apiKey, req.settings ?? null, req.awsCredentials ?? null]))
+    .update(
+      JSON.stringify([
+        req.provider,
+        req.model,
+        req.baseUrl,
+        req.apiKey,
+        req.settings ?? null,
+        req.awsCredentials ?? null,
+      ]),
+    )
     .digest('base64');
   let model = models.get(key);
   if (model) {
@@ -58,12 +67,19 @@ export async function languageModel(req: ModelRequest & { provider: SdkProvider 
         return createOpenAI({ apiKey, baseURL }).chat(req.model);
       }
       const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
-      return createOpenAICompatible({ name: 'openai', baseURL, ...(req.apiKey ? { apiKey: req.apiKey } : {}), includeUsage: true }).chatModel(req.model);
+      return createOpenAICompatible({
+        name: 'openai',
+        baseURL,
+        ...(req.apiKey ? { apiKey: req.apiKey } : {}),
+        includeUsage: true,
+      }).chatModel(req.model);
     }
     case 'anthropic': {
       const { createAnthropic } = await import('@ai-sdk/anthropic');
       // The configured base URL is the API's origin (as the Messages API documents it), the SDK's ends in /v1.
-      return createAnthropic({ apiKey, baseURL: `${baseUrlOf('anthropic', req.baseUrl, ANTHROPIC_URL)}/v1` })(req.model);
+      return createAnthropic({ apiKey, baseURL: `${baseUrlOf('anthropic', req.baseUrl, ANTHROPIC_URL)}/v1` })(
+        req.model,
+      );
     }
     case 'google': {
       const { createGoogleGenerativeAI } = await import('@ai-sdk/google');
@@ -88,10 +104,14 @@ export async function languageModel(req: ModelRequest & { provider: SdkProvider 
  */
 async function azureModel(req: ModelRequest): Promise<LanguageModel> {
   const { resourceName, apiVersion = 'v1' } = req.settings ?? {};
-  if (!req.baseUrl && !resourceName) throw new ModelError('azure-openai needs a resource name or a base URL', { kind: 'rejected' });
+  if (!req.baseUrl && !resourceName)
+    throw new ModelError('azure-openai needs a resource name or a base URL', { kind: 'rejected' });
   const { createAzure } = await import('@ai-sdk/azure');
   const base = baseUrlOf('azure-openai', req.baseUrl, `https://${resourceName ?? ''}.openai.azure.com/openai`);
-  if (apiVersion !== 'v1') return createAzure({ apiKey: req.apiKey ?? '', baseURL: base, apiVersion, useDeploymentBasedUrls: true }).chat(req.model);
+  if (apiVersion !== 'v1')
+    return createAzure({ apiKey: req.apiKey ?? '', baseURL: base, apiVersion, useDeploymentBasedUrls: true }).chat(
+      req.model,
+    );
   return createAzure({ apiKey: req.apiKey ?? '', baseURL: `${base}/v1`, apiVersion }).chat(req.model);
 }
 
@@ -105,8 +125,14 @@ async function bedrockModel(req: ModelRequest): Promise<LanguageModel> {
   const aws = req.awsCredentials;
   if (aws) {
     // An empty apiKey keeps the SDK from reading AWS_BEARER_TOKEN_BEDROCK; the credentials provider from AWS_* variables.
-    const credentials = { accessKeyId: aws.accessKeyId, secretAccessKey: aws.secretAccessKey, ...(aws.sessionToken ? { sessionToken: aws.sessionToken } : {}) };
-    return createAmazonBedrock({ apiKey: '', region, baseURL, credentialProvider: () => Promise.resolve(credentials) })(req.model);
+    const credentials = {
+      accessKeyId: aws.accessKeyId,
+      secretAccessKey: aws.secretAccessKey,
+      ...(aws.sessionToken ? { sessionToken: aws.sessionToken } : {}),
+    };
+    return createAmazonBedrock({ apiKey: '', region, baseURL, credentialProvider: () => Promise.resolve(credentials) })(
+      req.model,
+    );
   }
   if (!req.apiKey) throw new ModelError('bedrock needs AWS credentials or a Bedrock API key', { kind: 'rejected' });
   return createAmazonBedrock({ apiKey: req.apiKey, region, baseURL })(req.model);

@@ -9,7 +9,10 @@ export class ModelError extends Error {
   /** The provider's HTTP status, when it answered with one. */
   readonly status?: number;
 
-  constructor(message: string, options: { kind: ModelErrorKind; status?: number; retryable?: boolean; cause?: unknown }) {
+  constructor(
+    message: string,
+    options: { kind: ModelErrorKind; status?: number; retryable?: boolean; cause?: unknown },
+  ) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.kind = options.kind;
     // Only an unavailable provider may answer differently on a second try.

@@ -30,7 +30,9 @@ export function modelTargetProblem(target: ModelTarget): string | null {
   const { provider, settings } = target;
   if (!isModelProvider(provider)) return `unknown provider "${provider}" (providers: ${MODEL_PROVIDERS.join(', ')})`;
   if (!target.model.trim()) return 'a model name is required';
-  const foreign = (Object.keys(settings) as (keyof ModelProviderSettings)[]).filter((k) => settings[k] !== undefined && !SETTINGS_OF[provider].includes(k));
+  const foreign = (Object.keys(settings) as (keyof ModelProviderSettings)[]).filter(
+    (k) => settings[k] !== undefined && !SETTINGS_OF[provider].includes(k),
+  );
   if (foreign.length > 0) return `${foreign.map(settingName).join(', ')} does not apply to provider "${provider}"`;
   if (target.baseUrl) {
     let url: URL;
@@ -42,23 +44,31 @@ export function modelTargetProblem(target: ModelTarget): string | null {
     if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'base URL must be http or https';
   }
   if (target.hasAwsCredentials && provider !== 'bedrock') return `AWS credentials apply to provider "bedrock" only`;
-  if (target.hasAwsCredentials && target.hasKey) return 'give bedrock either AWS credentials or a Bedrock API key, not both';
+  if (target.hasAwsCredentials && target.hasKey)
+    return 'give bedrock either AWS credentials or a Bedrock API key, not both';
   switch (provider) {
     case 'scripted':
       return target.hasKey ? 'the scripted model takes no key' : null;
     case 'azure-openai':
-      if (!settings.resourceName && !target.baseUrl) return 'provider "azure-openai" needs a resource name (--resource) or a base URL';
+      if (!settings.resourceName && !target.baseUrl)
+        return 'provider "azure-openai" needs a resource name (--resource) or a base URL';
       if (settings.resourceName && target.baseUrl) return 'give azure-openai a resource name or a base URL, not both';
-      if (settings.resourceName && !AZURE_RESOURCE.test(settings.resourceName)) return `"${settings.resourceName}" is not an Azure resource name (letters, digits and hyphens, 2 to 64)`;
-      if (settings.apiVersion && !AZURE_API_VERSION.test(settings.apiVersion)) return `"${settings.apiVersion}" is not an Azure OpenAI API version (v1, or a date such as 2024-10-21)`;
+      if (settings.resourceName && !AZURE_RESOURCE.test(settings.resourceName))
+        return `"${settings.resourceName}" is not an Azure resource name (letters, digits and hyphens, 2 to 64)`;
+      if (settings.apiVersion && !AZURE_API_VERSION.test(settings.apiVersion))
+        return `"${settings.apiVersion}" is not an Azure OpenAI API version (v1, or a date such as 2024-10-21)`;
       return target.hasKey ? null : 'provider "azure-openai" needs a model key';
     case 'bedrock':
       if (!settings.region) return 'provider "bedrock" needs a region (--region)';
       if (!REGION.test(settings.region)) return `"${settings.region}" is not an AWS region (e.g. us-east-1)`;
-      return target.hasKey || target.hasAwsCredentials ? null : 'provider "bedrock" needs AWS credentials or a Bedrock API key';
+      return target.hasKey || target.hasAwsCredentials
+        ? null
+        : 'provider "bedrock" needs AWS credentials or a Bedrock API key';
     default:
       // A compatible server (or a proxy) may need no key; the providers' own APIs always do.
-      return target.hasKey || target.baseUrl ? null : `provider "${provider}" needs a model key (or a base URL of a server that needs none)`;
+      return target.hasKey || target.baseUrl
+        ? null
+        : `provider "${provider}" needs a model key (or a base URL of a server that needs none)`;
   }
 }
 

@@ -6,7 +6,15 @@ import { ModelError } from './model-error.js';
 
 const MAX_DETAIL = 500;
 /** Error types (Anthropic's, Bedrock's) that blame the request when they arrive inside a stream. */
-const REQUEST_ERROR_TYPES = new Set(['invalid_request_error', 'authentication_error', 'permission_error', 'not_found_error', 'request_too_large', 'validationException', 'accessDeniedException']);
+const REQUEST_ERROR_TYPES = new Set([
+  'invalid_request_error',
+  'authentication_error',
+  'permission_error',
+  'not_found_error',
+  'request_too_large',
+  'validationException',
+  'accessDeniedException',
+]);
 
 /** The base URL without its trailing slash; a malformed one is the request's fault, not the network's. */
 export function baseUrlOf(provider: ModelProvider, configured: string | null, fallback: string): string {
@@ -17,7 +25,8 @@ export function baseUrlOf(provider: ModelProvider, configured: string | null, fa
   } catch {
     throw new ModelError(`${provider} base URL is not a valid URL`, { kind: 'rejected' });
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ModelError(`${provider} base URL must use http or https`, { kind: 'rejected' });
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new ModelError(`${provider} base URL must use http or https`, { kind: 'rejected' });
   return baseUrl;
 }
 
@@ -31,12 +40,20 @@ export function invalidResponse(provider: ModelProvider, what: string): ModelErr
  * is the request's fault (`rejected`), with the provider's own message, which is what a customer
  * needs to fix a bad key or model name. The secrets are redacted from it.
  */
-export function errorForStatus(provider: ModelProvider, status: number, body: string, secrets: readonly (string | null | undefined)[]): ModelError {
+export function errorForStatus(
+  provider: ModelProvider,
+  status: number,
+  body: string,
+  secrets: readonly (string | null | undefined)[],
+): ModelError {
   const detail = providerMessage(body, secrets);
   const suffix = detail ? `: ${detail}` : '';
-  if (status === 429) return new ModelError(`${provider} rate-limited the request (429)${suffix}`, { kind: 'unavailable', status });
-  if (status >= 500 || status === 408) return new ModelError(`${provider} is unavailable (${status})${suffix}`, { kind: 'unavailable', status });
-  if (status >= 400) return new ModelError(`${provider} rejected the request (${status})${suffix}`, { kind: 'rejected', status });
+  if (status === 429)
+    return new ModelError(`${provider} rate-limited the request (429)${suffix}`, { kind: 'unavailable', status });
+  if (status >= 500 || status === 408)
+    return new ModelError(`${provider} is unavailable (${status})${suffix}`, { kind: 'unavailable', status });
+  if (status >= 400)
+    return new ModelError(`${provider} rejected the request (${status})${suffix}`, { kind: 'rejected', status });
   return new ModelError(`${provider} answered with unexpected status ${status}`, { kind: 'invalid_response', status });
 }
 
@@ -70,7 +87,12 @@ function messageOf(parsed: Record<string, unknown>): string {
  * a stream (the provider failed after accepting the request) is retryable unless it blames the
  * request; a failed connection is retryable and names its code.
  */
-export function sdkFailure(provider: ModelProvider, error: unknown, signal: AbortSignal | undefined, secrets: readonly (string | null | undefined)[]): unknown {
+export function sdkFailure(
+  provider: ModelProvider,
+  error: unknown,
+  signal: AbortSignal | undefined,
+  secrets: readonly (string | null | undefined)[],
+): unknown {
   if (error instanceof ModelError) return error;
   if (signal?.aborted) {
     const reason: unknown = signal.reason;
@@ -81,9 +103,14 @@ export function sdkFailure(provider: ModelProvider, error: unknown, signal: Abor
     return reason;
   }
   if (isApiCallError(error)) {
-    if (error.statusCode !== undefined && error.statusCode >= 400) return errorForStatus(provider, error.statusCode, error.responseBody ?? '', secrets);
+    if (error.statusCode !== undefined && error.statusCode >= 400)
+      return errorForStatus(provider, error.statusCode, error.responseBody ?? '', secrets);
     // A 2xx whose body broke off: the SDK reports a stream cut with the response's status.
-    if (error.statusCode !== undefined) return new ModelError(`${provider} stream broke off (${errorCode(error) ?? 'connection closed'})`, { kind: 'unavailable', cause: error });
+    if (error.statusCode !== undefined)
+      return new ModelError(`${provider} stream broke off (${errorCode(error) ?? 'connection closed'})`, {
+        kind: 'unavailable',
+        cause: error,
+      });
     return unreachable(provider, error, secrets);
   }
   if (isRecord(error) && !isError(error)) return streamedError(provider, error, secrets);
@@ -94,7 +121,11 @@ export function sdkFailure(provider: ModelProvider, error: unknown, signal: Abor
 }
 
 // An error object inside a stream or a 200 body: OpenAI's `{message, type}`, Anthropic's `{type, message}`, Bedrock's exceptions.
-function streamedError(provider: ModelProvider, error: Record<string, unknown>, secrets: readonly (string | null | undefined)[]): ModelError {
+function streamedError(
+  provider: ModelProvider,
+  error: Record<string, unknown>,
+  secrets: readonly (string | null | undefined)[],
+): ModelError {
   const inner = isRecord(error['error']) ? error['error'] : error;
   const detail = providerMessage(JSON.stringify({ error: inner }), secrets);
   const type = String(inner['type'] ?? Object.keys(error)[0] ?? '');
@@ -103,7 +134,11 @@ function streamedError(provider: ModelProvider, error: Record<string, unknown>, 
     : new ModelError(`${provider} failed while answering${detail ? `: ${detail}` : ''}`, { kind: 'unavailable' });
 }
 
-function unreachable(provider: ModelProvider, error: unknown, secrets: readonly (string | null | undefined)[]): ModelError {
+function unreachable(
+  provider: ModelProvider,
+  error: unknown,
+  secrets: readonly (string | null | undefined)[],
+): ModelError {
   const code = errorCode(error);
   const detail = code ?? (isError(error) ? bounded(redactAll(error.message, secrets)) : 'unknown error');
   return new ModelError(`${provider} could not be reached (${detail})`, { kind: 'unavailable', cause: error });

@@ -41,7 +41,9 @@ export function scriptedTurn(req: ScriptedInput): ModelTurn {
   let content = '';
   let toolCalls: ToolCall[] = [];
   if (messages.at(-1)?.role === 'tool') {
-    const roundsDone = messages.slice(lastUser + 1).filter((m) => m.role === 'assistant' && (m.toolCalls?.length ?? 0) > 0).length;
+    const roundsDone = messages
+      .slice(lastUser + 1)
+      .filter((m) => m.role === 'assistant' && (m.toolCalls?.length ?? 0) > 0).length;
     if (named.length > 0 && roundsDone < requestedRounds(userText)) toolCalls = named;
     else content = summary(messages);
   } else if (named.length > 0) {
@@ -54,7 +56,10 @@ export function scriptedTurn(req: ScriptedInput): ModelTurn {
     content,
     toolCalls,
     usage: {
-      inputTokens: messages.reduce((n, m) => n + countWords(m.content) + callWords(m.role === 'assistant' ? (m.toolCalls ?? []) : []), 0),
+      inputTokens: messages.reduce(
+        (n, m) => n + countWords(m.content) + callWords(m.role === 'assistant' ? (m.toolCalls ?? []) : []),
+        0,
+      ),
       outputTokens: countWords(content) + callWords(toolCalls),
     },
     model: req.model || 'scripted',
@@ -174,7 +179,9 @@ function valueFor(schema: unknown, userText: string): unknown {
       return null;
     case 'object': {
       const properties = isRecord(schema['properties']) ? schema['properties'] : {};
-      const required = Array.isArray(schema['required']) ? schema['required'].filter((r): r is string => typeof r === 'string') : [];
+      const required = Array.isArray(schema['required'])
+        ? schema['required'].filter((r): r is string => typeof r === 'string')
+        : [];
       return Object.fromEntries(required.map((name) => [name, valueFor(properties[name], userText)]));
     }
     default:

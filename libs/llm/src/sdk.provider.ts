@@ -27,7 +27,8 @@ export async function callSdk(req: ModelRequest & { provider: SdkProvider }): Pr
   const secrets = [req.apiKey, req.awsCredentials?.secretAccessKey, req.awsCredentials?.sessionToken];
   try {
     const model = await cachedLanguageModel(req);
-    const maxOutputTokens = req.maxOutputTokens ?? (req.provider === 'anthropic' ? ANTHROPIC_DEFAULT_MAX_TOKENS : undefined);
+    const maxOutputTokens =
+      req.maxOutputTokens ?? (req.provider === 'anthropic' ? ANTHROPIC_DEFAULT_MAX_TOKENS : undefined);
     const options: CallOptions = {
       prompt: sdkPrompt(req.messages),
       ...(req.tools.length > 0 ? { tools: sdkTools(req.tools) } : {}),
@@ -51,7 +52,13 @@ export async function callSdk(req: ModelRequest & { provider: SdkProvider }): Pr
   }
 }
 
-async function streamTurn(provider: SdkProvider, model: LanguageModel, options: CallOptions, onToken: (text: string) => void, requestedModel: string): Promise<ModelTurn> {
+async function streamTurn(
+  provider: SdkProvider,
+  model: LanguageModel,
+  options: CallOptions,
+  onToken: (text: string) => void,
+  requestedModel: string,
+): Promise<ModelTurn> {
   const { stream } = await model.doStream(options);
   const reader = stream.getReader();
   let content = '';
@@ -98,8 +105,17 @@ async function streamTurn(provider: SdkProvider, model: LanguageModel, options: 
 }
 
 function turnOf(content: string, calls: readonly ToolCallPart[], usage: Usage, model: string): ModelTurn {
-  const toolCalls = calls.map((c, index): ToolCall => ({ id: c.toolCallId || `call_${index}`, name: c.toolName, arguments: toolArguments(c.input) }));
-  return { content, toolCalls, usage: { inputTokens: tokenCount(usage.inputTokens.total), outputTokens: tokenCount(usage.outputTokens.total) }, model };
+  const toolCalls = calls.map((c, index): ToolCall => ({
+    id: c.toolCallId || `call_${index}`,
+    name: c.toolName,
+    arguments: toolArguments(c.input),
+  }));
+  return {
+    content,
+    toolCalls,
+    usage: { inputTokens: tokenCount(usage.inputTokens.total), outputTokens: tokenCount(usage.outputTokens.total) },
+    model,
+  };
 }
 
 /**
@@ -125,13 +141,28 @@ export function sdkPrompt(conversation: readonly ChatMessage[]): Prompt {
           role: 'assistant',
           content: [
             ...(message.content === '' ? [] : [{ type: 'text' as const, text: message.content }]),
-            ...calls.map((c) => ({ type: 'tool-call' as const, toolCallId: c.id, toolName: c.name, input: c.arguments })),
+            ...calls.map((c) => ({
+              type: 'tool-call' as const,
+              toolCallId: c.id,
+              toolName: c.name,
+              input: c.arguments,
+            })),
           ],
         });
         break;
       }
       case 'tool':
-        prompt.push({ role: 'tool', content: [{ type: 'tool-result', toolCallId: message.toolCallId, toolName: message.name, output: { type: 'text', value: message.content } }] });
+        prompt.push({
+          role: 'tool',
+          content: [
+            {
+              type: 'tool-result',
+              toolCallId: message.toolCallId,
+              toolName: message.name,
+              output: { type: 'text', value: message.content },
+            },
+          ],
+        });
         break;
     }
   }

@@ -52,8 +52,14 @@ describe('MeteringService admission in the api', () => {
     expect(await metering.admitRequest(first)).toEqual({ ok: true, balance: 2, requestsUsed: 1 });
     // A retry (same Idempotency-Key, same request id) is admitted again, without a second reservation.
     expect(await metering.admitRequest(first)).toEqual({ ok: true, balance: 2, requestsUsed: 1 });
-    expect(await metering.admitRequest(admission(project.id, project.createdAt))).toMatchObject({ ok: false, error: { code: 'insufficient_credits' }, balance: 2 });
-    expect(await metering.admitRequest(admission(project.id, project.createdAt, { credits: 1, monthlyQuota: 1 }))).toMatchObject({ ok: false, error: { code: 'quota_exceeded' }, requestsUsed: 1 });
+    expect(await metering.admitRequest(admission(project.id, project.createdAt))).toMatchObject({
+      ok: false,
+      error: { code: 'insufficient_credits' },
+      balance: 2,
+    });
+    expect(
+      await metering.admitRequest(admission(project.id, project.createdAt, { credits: 1, monthlyQuota: 1 })),
+    ).toMatchObject({ ok: false, error: { code: 'quota_exceeded' }, requestsUsed: 1 });
     const rows: unknown[] = await fixtures.db.query(`select 1 from credit_ledger where project_id = $1`, [project.id]);
     expect(rows).toHaveLength(1);
     expect(await balance(project.id)).toBe(2);
@@ -65,7 +71,10 @@ describe('MeteringService admission in the api', () => {
     await metering.admitRequest(inTime);
     expect(await metering.pickUp(inTime)).toEqual({ ok: true, balance: 17, requestsUsed: 1 });
     expect(await metering.pickUp(inTime)).toEqual({ ok: true, balance: 17, requestsUsed: 1 });
-    const accepted: unknown[] = await fixtures.db.query(`select 1 from events where stream_id = $1 and type = $2`, [`agent-request-${inTime.requestId}`, EVENT_TYPES.agentRequestAccepted]);
+    const accepted: unknown[] = await fixtures.db.query(`select 1 from events where stream_id = $1 and type = $2`, [
+      `agent-request-${inTime.requestId}`,
+      EVENT_TYPES.agentRequestAccepted,
+    ]);
     expect(accepted).toHaveLength(1);
     // Taken up, then settled at its first stop: a re-run of the step still goes on.
     await metering.recordStop(stop(inTime.requestId, project.id));
@@ -76,7 +85,11 @@ describe('MeteringService admission in the api', () => {
     expect(await balance(project.id)).toBe(16);
     expect(await metering.pickUp(late)).toMatchObject({ ok: false, error: { code: 'compute_unavailable' } });
     expect(await balance(project.id)).toBe(19);
-    expect(await fixtures.db.query(`select reason from credit_ledger where request_id = $1 and kind = 'settle'`, [late.requestId])).toEqual([{ reason: 'release' }]);
+    expect(
+      await fixtures.db.query(`select reason from credit_ledger where request_id = $1 and kind = 'settle'`, [
+        late.requestId,
+      ]),
+    ).toEqual([{ reason: 'release' }]);
   });
 
   it('lets the reconciler release a reservation not taken up by its deadline, and never one taken up or not yet due', async () => {
@@ -89,9 +102,30 @@ describe('MeteringService admission in the api', () => {
     const open = await metering.openReservations(new Date(Date.now() + 1000), 10_000);
     expect(open.find((r) => r.requestId === missed.requestId)?.pickupBy).toEqual(missed.pickupBy);
     expect(open.find((r) => r.requestId === taken.requestId)?.pickupBy).toBeUndefined();
-    expect(await metering.release({ requestId: missed.requestId, projectId: project.id, reason: 'reconciled', untakenOnly: true })).toBe(true);
-    expect(await metering.release({ requestId: due.requestId, projectId: project.id, reason: 'reconciled', untakenOnly: true })).toBe(false);
-    expect(await metering.release({ requestId: taken.requestId, projectId: project.id, reason: 'reconciled', untakenOnly: true })).toBe(false);
+    expect(
+      await metering.release({
+        requestId: missed.requestId,
+        projectId: project.id,
+        reason: 'reconciled',
+        untakenOnly: true,
+      }),
+    ).toBe(true);
+    expect(
+      await metering.release({
+        requestId: due.requestId,
+        projectId: project.id,
+        reason: 'reconciled',
+        untakenOnly: true,
+      }),
+    ).toBe(false);
+    expect(
+      await metering.release({
+        requestId: taken.requestId,
+        projectId: project.id,
+        reason: 'reconciled',
+        untakenOnly: true,
+      }),
+    ).toBe(false);
     expect(await balance(project.id)).toBe(14);
     // A workflow that starts after the release runs nothing.
     expect(await metering.pickUp(missed)).toMatchObject({ ok: false, error: { code: 'compute_unavailable' } });
@@ -101,17 +135,27 @@ describe('MeteringService admission in the api', () => {
   it('caps the runs in flight by the open reservations: a settled or released one frees its place', async () => {
     const { project } = await fixtures.project({ credits: 20 });
     const caps = { runsInFlight: 2, inputBytesPerDay: 1_000_000 };
-    const [a, b] = [admission(project.id, project.createdAt, { caps }), admission(project.id, project.createdAt, { caps })];
+    const [a, b] = [
+      admission(project.id, project.createdAt, { caps }),
+      admission(project.id, project.createdAt, { caps }),
+    ];
     expect(await metering.admitRequest(a)).toMatchObject({ ok: true });
     expect(await metering.admitRequest(b)).toMatchObject({ ok: true });
-    expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps }))).toMatchObject({ ok: false, error: { code: 'rate_limited' }, retryAfterSeconds: 1 });
+    expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps }))).toMatchObject({
+      ok: false,
+      error: { code: 'rate_limited' },
+      retryAfterSeconds: 1,
+    });
     // A retry of an admitted request is not a new run.
     expect(await metering.admitRequest(a)).toMatchObject({ ok: true });
     // The first stop settles a: its place is free.
     await metering.pickUp(a);
     await metering.recordStop(stop(a.requestId, project.id));
     expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps }))).toMatchObject({ ok: true });
-    expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps }))).toMatchObject({ ok: false, error: { code: 'rate_limited' } });
+    expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps }))).toMatchObject({
+      ok: false,
+      error: { code: 'rate_limited' },
+    });
     // A run that crashed holds its place until its reservation is released (the reconciler's).
     await metering.release({ requestId: b.requestId, projectId: project.id, reason: 'reconciled' });
     expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps }))).toMatchObject({ ok: true });
@@ -120,19 +164,31 @@ describe('MeteringService admission in the api', () => {
   it('caps the input bytes of a day: 429 with the seconds until the oldest leave the window, 413 for a request over the whole cap', async () => {
     const { project } = await fixtures.project({ credits: 20 });
     const caps = { runsInFlight: 100, inputBytesPerDay: 1000 };
-    expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps, inputBytes: 600 }))).toMatchObject({ ok: true });
+    expect(
+      await metering.admitRequest(admission(project.id, project.createdAt, { caps, inputBytes: 600 })),
+    ).toMatchObject({ ok: true });
     const refused = await metering.admitRequest(admission(project.id, project.createdAt, { caps, inputBytes: 600 }));
     expect(refused).toMatchObject({ ok: false, error: { code: 'rate_limited' } });
     expect(refused.ok === false && refused.retryAfterSeconds).toBeGreaterThan(23 * 3600);
-    expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps, inputBytes: 400 }))).toMatchObject({ ok: true });
-    expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps, inputBytes: 1001 }))).toMatchObject({ ok: false, error: { code: 'payload_too_large' } });
+    expect(
+      await metering.admitRequest(admission(project.id, project.createdAt, { caps, inputBytes: 400 })),
+    ).toMatchObject({ ok: true });
+    expect(
+      await metering.admitRequest(admission(project.id, project.createdAt, { caps, inputBytes: 1001 })),
+    ).toMatchObject({ ok: false, error: { code: 'payload_too_large' } });
     // A request without files is not counted against it.
     expect(await metering.admitRequest(admission(project.id, project.createdAt, { caps }))).toMatchObject({ ok: true });
   });
 
   it('never lets concurrent admissions overdraw the balance or pass the runs-in-flight cap', async () => {
     const { project } = await fixtures.project({ credits: 10 });
-    const results = await Promise.all(Array.from({ length: 8 }, () => metering.admitRequest(admission(project.id, project.createdAt, { caps: { runsInFlight: 2, inputBytesPerDay: 1000 } }))));
+    const results = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        metering.admitRequest(
+          admission(project.id, project.createdAt, { caps: { runsInFlight: 2, inputBytesPerDay: 1000 } }),
+        ),
+      ),
+    );
     expect(results.filter((r) => r.ok)).toHaveLength(2);
     expect(await balance(project.id)).toBe(4);
   });
@@ -159,8 +215,12 @@ describe('MeteringService admission in the api', () => {
     const inApi = admission(project.id, project.createdAt);
     const api = await roundTrips(() => metering.admitRequest(inApi));
     const pickup = await roundTrips(() => metering.pickUp(inApi));
-    const inWorkflow = await roundTrips(() => metering.admit({ requestId: randomUUID(), projectId: project.id, credits: 3, monthlyQuota: 100 }));
-    process.stdout.write(`admission round trips: api ${api}, pickup in the workflow ${pickup}; admission in the workflow (before) ${inWorkflow}\n`);
+    const inWorkflow = await roundTrips(() =>
+      metering.admit({ requestId: randomUUID(), projectId: project.id, credits: 3, monthlyQuota: 100 }),
+    );
+    process.stdout.write(
+      `admission round trips: api ${api}, pickup in the workflow ${pickup}; admission in the workflow (before) ${inWorkflow}\n`,
+    );
     expect(api).toBe(1);
   });
 });

@@ -10,7 +10,8 @@ import { MeteringService } from './metering.service.js';
     {
       provide: MeteringService,
       inject: [DataSource, EventStore, RequestStream],
-      useFactory: (db: DataSource, events: EventStore, requests: RequestStream) => new MeteringService(db, events, requests),
+      useFactory: (db: DataSource, events: EventStore, requests: RequestStream) =>
+        new MeteringService(db, events, requests),
     },
   ],
   exports: [MeteringService],

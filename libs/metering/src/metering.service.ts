@@ -1,5 +1,14 @@
 import type { DataSource, EntityManager } from 'typeorm';
-import { EVENT_TYPES, TOPICS, USAGE_EVENT_TYPE, type AgentError, type AgentStatus, type StopRecord, type StopRecorded, type UsageEventData } from '#libs/contracts';
+import {
+  EVENT_TYPES,
+  TOPICS,
+  USAGE_EVENT_TYPE,
+  type AgentError,
+  type AgentStatus,
+  type StopRecord,
+  type StopRecorded,
+  type UsageEventData,
+} from '#libs/contracts';
 import { deterministicUuid, EventStore, RequestStream, SessionStream, toCloudEvent } from '#libs/events';
 import { agentCapabilityUses, agentRequests, creditsCharged } from '#libs/observability';
 import { billingAnchor, currentPeriod } from './billing-period.js';
@@ -50,7 +59,10 @@ export interface OpenReservation {
 }
 
 /** The refusal of a request first taken up after the api stopped waiting for it (and told its caller). */
-export const PICKUP_MISSED: AgentError = { code: 'compute_unavailable', message: 'No agent worker took the request up in time. Nothing was run or charged.' };
+export const PICKUP_MISSED: AgentError = {
+  code: 'compute_unavailable',
+  message: 'No agent worker took the request up in time. Nothing was run or charged.',
+};
 
 const quotaExceeded = (monthlyQuota: number): AgentError => ({
   code: 'quota_exceeded',
@@ -66,7 +78,8 @@ const CHARGEABLE: ReadonlySet<AgentStatus> = new Set(['completed', 'requires_too
 
 /** Whether a first stop is charged: one at which the run answered, or a cancelled run whose model
  * answered at least once (every model step counts `chat` as used); a failure never is. */
-const chargeable = (stop: StopRecord): boolean => CHARGEABLE.has(stop.status) || (stop.status === 'cancelled' && stop.capabilitiesUsed.includes('chat'));
+const chargeable = (stop: StopRecord): boolean =>
+  CHARGEABLE.has(stop.status) || (stop.status === 'cancelled' && stop.capabilitiesUsed.includes('chat'));
 
 /**
  * The money path, in one place: admission (quota and credit reservation), settlement with the stop
@@ -85,18 +98,39 @@ export class MeteringService {
    * request id (a retried activity finds its reservation and changes nothing). Past `acceptBy` (the
    * api's pickup deadline) a request not admitted yet is refused without a reservation; one admitted
    * already goes on, however late its step is re-run. */
-  async admit(input: { requestId: string; projectId: string; credits: number; monthlyQuota: number; acceptBy?: number }): Promise<Admission> {
+  async admit(input: {
+    requestId: string;
+    projectId: string;
+    credits: number;
+    monthlyQuota: number;
+    acceptBy?: number;
+  }): Promise<Admission> {
     return this.db.transaction(async (tx) => {
       const { project, ledger } = await this.lockProject(tx, input.projectId, input.requestId);
       if (ledger.reserve) return { ok: true, balance: project.credit_balance, requestsUsed: project.requests_used };
       if (input.acceptBy !== undefined && Date.now() > input.acceptBy) {
-        return { ok: false, error: PICKUP_MISSED, balance: project.credit_balance, requestsUsed: project.requests_used };
+        return {
+          ok: false,
+          error: PICKUP_MISSED,
+          balance: project.credit_balance,
+          requestsUsed: project.requests_used,
+        };
       }
       if (project.requests_used >= input.monthlyQuota) {
-        return { ok: false, error: quotaExceeded(input.monthlyQuota), balance: project.credit_balance, requestsUsed: project.requests_used };
+        return {
+          ok: false,
+          error: quotaExceeded(input.monthlyQuota),
+          balance: project.credit_balance,
+          requestsUsed: project.requests_used,
+        };
       }
       if (project.credit_balance < input.credits) {
-        return { ok: false, error: insufficientCredits(input.credits, project.credit_balance), balance: project.credit_balance, requestsUsed: project.requests_used };
+        return {
+          ok: false,
+          error: insufficientCredits(input.credits, project.credit_balance),
+          balance: project.credit_balance,
+          requestsUsed: project.requests_used,
+        };
       }
       // The reservation and its ledger row in one statement.
       const [row] = (await tx.query(
@@ -107,7 +141,12 @@ export class MeteringService {
         [input.requestId, input.projectId, input.credits],
       )) as [{ credit_balance: number; requests_used: number }];
       const balance = row.credit_balance;
-      await this.requests.accepted(tx, input.projectId, { requestId: input.requestId, creditsReserved: input.credits, requestsUsed: row.requests_used, creditsRemaining: balance });
+      await this.requests.accepted(tx, input.projectId, {
+        requestId: input.requestId,
+        creditsReserved: input.credits,
+        requestsUsed: row.requests_used,
+        creditsRemaining: balance,
+      });
       return { ok: true, balance, requestsUsed: row.requests_used };
     });
   }
@@ -123,19 +162,27 @@ export class MeteringService {
    * up (pickUp).
    */
   async admitRequest(input: AdmissionRequest): Promise<Admission> {
-    const [row] = (await this.db.query(`select outcome, credit_balance, requests_used, retry_after from admit_request($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [
-      input.projectId,
-      input.requestId,
-      input.credits,
-      input.monthlyQuota,
-      input.periodStart,
-      input.pickupBy,
-      input.inputBytes,
-      input.caps.runsInFlight,
-      input.caps.inputBytesPerDay,
-    ])) as [{ outcome: string; credit_balance: number; requests_used: number; retry_after: number }];
+    const [row] = (await this.db.query(
+      `select outcome, credit_balance, requests_used, retry_after from admit_request($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [
+        input.projectId,
+        input.requestId,
+        input.credits,
+        input.monthlyQuota,
+        input.periodStart,
+        input.pickupBy,
+        input.inputBytes,
+        input.caps.runsInFlight,
+        input.caps.inputBytesPerDay,
+      ],
+    )) as [{ outcome: string; credit_balance: number; requests_used: number; retry_after: number }];
     const figures = { balance: row.credit_balance, requestsUsed: row.requests_used };
-    const refused = (error: AgentError, retryAfterSeconds?: number): Admission => ({ ok: false, error, ...figures, ...(retryAfterSeconds ? { retryAfterSeconds } : {}) });
+    const refused = (error: AgentError, retryAfterSeconds?: number): Admission => ({
+      ok: false,
+      error,
+      ...figures,
+      ...(retryAfterSeconds ? { retryAfterSeconds } : {}),
+    });
     switch (row.outcome) {
       case 'admitted':
         return { ok: true, ...figures };
@@ -145,14 +192,23 @@ export class MeteringService {
         return refused(insufficientCredits(input.credits, row.credit_balance));
       case 'runs_in_flight':
         return refused(
-          { code: 'rate_limited', message: `The project has ${input.caps.runsInFlight} runs in flight (agent requests and session messages not yet at their first stop), its plan's cap. Nothing was run; retry once one has answered.` },
+          {
+            code: 'rate_limited',
+            message: `The project has ${input.caps.runsInFlight} runs in flight (agent requests and session messages not yet at their first stop), its plan's cap. Nothing was run; retry once one has answered.`,
+          },
           row.retry_after,
         );
       case 'input_too_large':
-        return refused({ code: 'payload_too_large', message: `The request's input files come to ${input.inputBytes} bytes, more than the ${input.caps.inputBytesPerDay} bytes a day the project's plan allows. Nothing was stored or run.` });
+        return refused({
+          code: 'payload_too_large',
+          message: `The request's input files come to ${input.inputBytes} bytes, more than the ${input.caps.inputBytesPerDay} bytes a day the project's plan allows. Nothing was stored or run.`,
+        });
       case 'input_bytes_per_day':
         return refused(
-          { code: 'rate_limited', message: `The project's input files of the last 24 hours and this request's would pass the ${input.caps.inputBytesPerDay} bytes a day its plan allows. Nothing was stored or run; retry after the number of seconds in Retry-After.` },
+          {
+            code: 'rate_limited',
+            message: `The project's input files of the last 24 hours and this request's would pass the ${input.caps.inputBytesPerDay} bytes a day its plan allows. Nothing was stored or run; retry after the number of seconds in Retry-After.`,
+          },
           row.retry_after,
         );
       default:
@@ -183,19 +239,37 @@ export class MeteringService {
                          returning 1)
          select r.picked_up_at, r.requests_used, r.balance_after, r.credits, exists (select 1 from taken) as taken from r`,
         [input.requestId, input.acceptBy === undefined ? null : new Date(input.acceptBy)],
-      )) as { picked_up_at: Date | null; requests_used: number | null; balance_after: number; credits: number; taken: boolean }[];
+      )) as {
+        picked_up_at: Date | null;
+        requests_used: number | null;
+        balance_after: number;
+        credits: number;
+        taken: boolean;
+      }[];
       if (!row) return { ok: false, error: PICKUP_MISSED, ...figures };
-      const admitted = { ok: true as const, balance: row.balance_after, requestsUsed: row.requests_used ?? project.requests_used };
+      const admitted = {
+        ok: true as const,
+        balance: row.balance_after,
+        requestsUsed: row.requests_used ?? project.requests_used,
+      };
       // Taken up already (a re-run of the step, also after its first stop settled): it goes on.
       if (row.picked_up_at) return admitted;
       if (!row.taken) {
         // Released before any workflow took it up (the reconciler), or past its deadline: released here.
         if (ledger.settle) return { ok: false, error: PICKUP_MISSED, ...figures };
-        const balance = await this.settle(tx, input.requestId, input.projectId, row.credits, 0, { stop: null, reason: 'release' });
+        const balance = await this.settle(tx, input.requestId, input.projectId, row.credits, 0, {
+          stop: null,
+          reason: 'release',
+        });
         await this.appendCharge(tx, input.requestId, input.projectId, row.credits, 0, balance);
         return { ok: false, error: PICKUP_MISSED, balance, requestsUsed: project.requests_used };
       }
-      await this.requests.accepted(tx, input.projectId, { requestId: input.requestId, creditsReserved: row.credits, requestsUsed: admitted.requestsUsed, creditsRemaining: admitted.balance });
+      await this.requests.accepted(tx, input.projectId, {
+        requestId: input.requestId,
+        creditsReserved: row.credits,
+        requestsUsed: admitted.requestsUsed,
+        creditsRemaining: admitted.balance,
+      });
       return admitted;
     });
   }
@@ -237,7 +311,12 @@ export class MeteringService {
         const adopted: StopRecorded = {
           creditsThisRequest: first.creditsCharged,
           creditsRemaining: first.creditsRemaining ?? project.credit_balance,
-          recorded: { status: first.status as StopRecord['status'], capabilitiesUsed: first.capabilitiesUsed, tokensUsed: first.inputTokens + first.outputTokens, view: first.view },
+          recorded: {
+            status: first.status as StopRecord['status'],
+            capabilitiesUsed: first.capabilitiesUsed,
+            tokensUsed: first.inputTokens + first.outputTokens,
+            view: first.view,
+          },
         };
         return { answer: adopted, recorded: false, settled: 0 };
       }
@@ -245,14 +324,20 @@ export class MeteringService {
       let balance = project.credit_balance;
       let settlement: { charged: number; reserved: number } | undefined;
       if (ledger.reserve && !ledger.settle) {
-        charged = chargeable(input) ? Math.min(creditsFor(input.capabilitiesUsed, input.surcharges), ledger.reserve.credits) : 0;
-        balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, charged, { stop: input.stop, reason: 'stop' });
+        charged = chargeable(input)
+          ? Math.min(creditsFor(input.capabilitiesUsed, input.surcharges), ledger.reserve.credits)
+          : 0;
+        balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, charged, {
+          stop: input.stop,
+          reason: 'stop',
+        });
         settlement = { charged, reserved: ledger.reserve.credits };
       }
 
       // The stop event, through the request stream's one appender, in this transaction.
       const event = await this.requests.stop(tx, input, charged, balance);
-      if (settlement) await this.appendCharge(tx, input.requestId, input.projectId, settlement.reserved, settlement.charged, balance);
+      if (settlement)
+        await this.appendCharge(tx, input.requestId, input.projectId, settlement.reserved, settlement.charged, balance);
       if (charged > 0 || input.inputTokens + input.outputTokens > 0) {
         const usage: UsageEventData = {
           project_id: input.projectId,
@@ -274,10 +359,23 @@ export class MeteringService {
           TOPICS.usage,
           input.projectId,
           usageId,
-          toCloudEvent({ id: usageId, type: USAGE_EVENT_TYPE, subject: `agent-request-${input.requestId}`, time: new Date(event.recordedAt), data: usage, projectId: input.projectId, correlationId: input.requestId, causationId: event.eventId }),
+          toCloudEvent({
+            id: usageId,
+            type: USAGE_EVENT_TYPE,
+            subject: `agent-request-${input.requestId}`,
+            time: new Date(event.recordedAt),
+            data: usage,
+            projectId: input.projectId,
+            correlationId: input.requestId,
+            causationId: event.eventId,
+          }),
         );
       }
-      return { answer: { creditsThisRequest: charged, creditsRemaining: balance }, recorded: true, settled: settlement?.charged ?? 0 };
+      return {
+        answer: { creditsThisRequest: charged, creditsRemaining: balance },
+        recorded: true,
+        settled: settlement?.charged ?? 0,
+      };
     });
     // Counted once the transaction has committed, and only by the recording that claimed the stop.
     if (recorded) countStop(input, settled);
@@ -286,7 +384,12 @@ export class MeteringService {
 
   /** Gives a request's whole reservation back when it ends without a settled stop; a settled or
    * never-admitted request is left as it is. True when this call released it. */
-  async release(input: { requestId: string; projectId: string; reason: 'release' | 'reconciled'; untakenOnly?: boolean }): Promise<boolean> {
+  async release(input: {
+    requestId: string;
+    projectId: string;
+    reason: 'release' | 'reconciled';
+    untakenOnly?: boolean;
+  }): Promise<boolean> {
     return this.db.transaction(async (tx) => {
       const { ledger } = await this.lockProject(tx, input.projectId, input.requestId);
       if (!ledger.reserve || ledger.settle) return false;
@@ -294,10 +397,16 @@ export class MeteringService {
         // A reservation the api made: released only when no workflow took it up by its deadline
         // (pickUp refuses from then on), checked under the project's lock that pickUp takes too and
         // by the same clock (PostgreSQL's).
-        const [row] = (await tx.query(`select 1 from credit_ledger where request_id = $1 and kind = 'reserve' and picked_up_at is null and pickup_by < now()`, [input.requestId])) as unknown[];
+        const [row] = (await tx.query(
+          `select 1 from credit_ledger where request_id = $1 and kind = 'reserve' and picked_up_at is null and pickup_by < now()`,
+          [input.requestId],
+        )) as unknown[];
         if (!row) return false;
       }
-      const balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, 0, { stop: null, reason: input.reason });
+      const balance = await this.settle(tx, input.requestId, input.projectId, ledger.reserve.credits, 0, {
+        stop: null,
+        reason: input.reason,
+      });
       await this.appendCharge(tx, input.requestId, input.projectId, ledger.reserve.credits, 0, balance);
       if (input.reason === 'reconciled') {
         await this.events.append(tx, `project-${input.projectId}`, 'any', [
@@ -319,29 +428,53 @@ export class MeteringService {
    * settlement sets `settled_at` on the reservation by trigger, migration 1763700000030): its cost
    * follows the open reservations, not the ledger. */
   async openReservations(before: Date, limit: number): Promise<OpenReservation[]> {
-    const rows: { request_id: string; project_id: string; credits: number; created_at: Date; pickup_by: Date | null; picked_up_at: Date | null }[] = await this.db.query(
+    const rows: {
+      request_id: string;
+      project_id: string;
+      credits: number;
+      created_at: Date;
+      pickup_by: Date | null;
+      picked_up_at: Date | null;
+    }[] = await this.db.query(
       `select r.request_id, r.project_id, r.credits, r.created_at, r.pickup_by, r.picked_up_at from credit_ledger r
         where r.kind = 'reserve' and r.settled_at is null and r.created_at < $1
           and not exists (select 1 from credit_ledger s where s.request_id = r.request_id and s.kind = 'settle')
         order by r.checked_at nulls first, r.created_at limit $2`,
       [before, limit],
     );
-    return rows.map((r) => ({ requestId: r.request_id, projectId: r.project_id, credits: r.credits, reservedAt: r.created_at, ...(r.pickup_by && !r.picked_up_at ? { pickupBy: r.pickup_by } : {}) }));
+    return rows.map((r) => ({
+      requestId: r.request_id,
+      projectId: r.project_id,
+      credits: r.credits,
+      reservedAt: r.created_at,
+      ...(r.pickup_by && !r.picked_up_at ? { pickupBy: r.pickup_by } : {}),
+    }));
   }
 
   /** Whether the request was admitted: its reservation (or its settlement) is in the ledger. */
   async isAdmitted(requestId: string): Promise<boolean> {
-    const rows: unknown[] = await this.db.query(`select 1 from credit_ledger where request_id = $1 limit 1`, [requestId]);
+    const rows: unknown[] = await this.db.query(`select 1 from credit_ledger where request_id = $1 limit 1`, [
+      requestId,
+    ]);
     return rows.length > 0;
   }
 
   /** Notes that the reconciler found this reservation's workflow still running. */
   async markChecked(requestId: string): Promise<void> {
-    await this.db.query(`update credit_ledger set checked_at = now() where request_id = $1 and kind = 'reserve'`, [requestId]);
+    await this.db.query(`update credit_ledger set checked_at = now() where request_id = $1 and kind = 'reserve'`, [
+      requestId,
+    ]);
   }
 
   /** The settlement row and the refund of what was reserved beyond the charge; the new balance. */
-  private async settle(tx: EntityManager, requestId: string, projectId: string, reserved: number, charged: number, how: { stop: number | null; reason: 'stop' | 'release' | 'reconciled' }): Promise<number> {
+  private async settle(
+    tx: EntityManager,
+    requestId: string,
+    projectId: string,
+    reserved: number,
+    charged: number,
+    how: { stop: number | null; reason: 'stop' | 'release' | 'reconciled' },
+  ): Promise<number> {
     const [row] = (await tx.query(
       `with refunded as (update projects set credit_balance = credit_balance + $4 where id = $2 returning credit_balance)
        insert into credit_ledger (request_id, kind, project_id, credits, stop, balance_after, reason)
@@ -351,7 +484,14 @@ export class MeteringService {
     return row.balance_after;
   }
 
-  private async appendCharge(tx: EntityManager, requestId: string, projectId: string, reserved: number, charged: number, balance: number): Promise<void> {
+  private async appendCharge(
+    tx: EntityManager,
+    requestId: string,
+    projectId: string,
+    reserved: number,
+    charged: number,
+    balance: number,
+  ): Promise<void> {
     // The project row lock taken first serialises writers of the project stream.
     await this.events.append(tx, `project-${projectId}`, 'any', [
       {
@@ -365,10 +505,17 @@ export class MeteringService {
 
   /** Locks the project row, reads the request's ledger rows in the same round trip, and rolls the
    * project's billing period over if the period has ended. */
-  private async lockProject(tx: EntityManager, projectId: string, requestId: string): Promise<{ project: ProjectRow; ledger: { reserve?: LedgerRow; settle?: LedgerRow } }> {
+  private async lockProject(
+    tx: EntityManager,
+    projectId: string,
+    requestId: string,
+  ): Promise<{ project: ProjectRow; ledger: { reserve?: LedgerRow; settle?: LedgerRow } }> {
     // One round trip (the lock_project function, migration 1763700000019): the row lock, then the
     // ledger read by a statement of its own, which sees what the lock's previous holder committed.
-    const rows: (ProjectRow & { ledger: LedgerRow[] | null })[] = await tx.query(`select credit_balance, requests_used, period_start, ledger, created_at from lock_project($1, $2)`, [projectId, requestId]);
+    const rows: (ProjectRow & { ledger: LedgerRow[] | null })[] = await tx.query(
+      `select credit_balance, requests_used, period_start, ledger, created_at from lock_project($1, $2)`,
+      [projectId, requestId],
+    );
     const project = rows[0];
     if (!project) throw new Error(`project ${projectId} does not exist`);
     const { start } = currentPeriod(billingAnchor(project.created_at), new Date());
@@ -379,13 +526,17 @@ export class MeteringService {
       project.period_start = start;
     }
     const ledger = project.ledger ?? [];
-    return { project, ledger: { reserve: ledger.find((r) => r.kind === 'reserve'), settle: ledger.find((r) => r.kind === 'settle') } };
+    return {
+      project,
+      ledger: { reserve: ledger.find((r) => r.kind === 'reserve'), settle: ledger.find((r) => r.kind === 'settle') },
+    };
   }
 }
 
 /** The metrics of a recorded stop: its outcome, the capabilities it used, the credits it settled. */
 function countStop(input: StopRecord, settled: number): void {
   agentRequests.inc({ outcome: input.status });
-  for (const capability of input.capabilitiesUsed.length > 0 ? input.capabilitiesUsed : ['none']) agentCapabilityUses.inc({ outcome: input.status, capability });
+  for (const capability of input.capabilitiesUsed.length > 0 ? input.capabilitiesUsed : ['none'])
+    agentCapabilityUses.inc({ outcome: input.status, capability });
   if (settled > 0) creditsCharged.inc({ plan: input.plan }, settled);
 }

@@ -14,10 +14,17 @@ describe('creditsFor', () => {
 describe('quotaFigures', () => {
   it('reports the remaining requests and the end of the period', () => {
     const q = quotaFigures(new Date('2026-01-15T00:00:00Z'), 100, 30, new Date('2026-03-20T00:00:00Z'));
-    expect(q).toEqual({ limit: 100, remaining: 70, reset: Date.parse('2026-04-15T00:00:00Z') / 1000, retryAfterSeconds: 26 * 86400 });
+    expect(q).toEqual({
+      limit: 100,
+      remaining: 70,
+      reset: Date.parse('2026-04-15T00:00:00Z') / 1000,
+      retryAfterSeconds: 26 * 86400,
+    });
   });
 
   it('never reports a negative remainder', () => {
-    expect(quotaFigures(new Date('2026-01-15T00:00:00Z'), 100, 130, new Date('2026-03-20T00:00:00Z')).remaining).toBe(0);
+    expect(quotaFigures(new Date('2026-01-15T00:00:00Z'), 100, 130, new Date('2026-03-20T00:00:00Z')).remaining).toBe(
+      0,
+    );
   });
 });

@@ -3,7 +3,10 @@ import { currentPeriod } from './billing-period.js';
 
 /** The credit formula, the one place it lives: 1 + the surcharge of each capability. Used for the
  * reservation (the capabilities offered) and for the charge (the capabilities used). */
-export function creditsFor(capabilities: Iterable<Capability>, surcharges: Readonly<Partial<Record<Capability, number>>>): number {
+export function creditsFor(
+  capabilities: Iterable<Capability>,
+  surcharges: Readonly<Partial<Record<Capability, number>>>,
+): number {
   let credits = 1;
   for (const c of new Set(capabilities)) credits += surcharges[c] ?? 0;
   return credits;
@@ -19,7 +22,12 @@ export interface QuotaFigures {
   readonly retryAfterSeconds: number;
 }
 
-export function quotaFigures(periodAnchor: Date, monthlyQuota: number, requestsUsed: number, now: Date = new Date()): QuotaFigures {
+export function quotaFigures(
+  periodAnchor: Date,
+  monthlyQuota: number,
+  requestsUsed: number,
+  now: Date = new Date(),
+): QuotaFigures {
   const { end } = currentPeriod(periodAnchor, now);
   return {
     limit: monthlyQuota,

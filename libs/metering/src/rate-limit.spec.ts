@@ -4,7 +4,10 @@ describe('rateLimitVerdict', () => {
   const now = Date.UTC(2026, 10, 23, 12, 0, 0);
 
   it('allows the 60th request of a minute and refuses the 61st', () => {
-    expect(rateLimitVerdict({ count: RATE_LIMIT_PER_MINUTE - 1, oldest: new Date(now - 1000) }, now)).toEqual({ allowed: true, retryAfterSeconds: 0 });
+    expect(rateLimitVerdict({ count: RATE_LIMIT_PER_MINUTE - 1, oldest: new Date(now - 1000) }, now)).toEqual({
+      allowed: true,
+      retryAfterSeconds: 0,
+    });
     expect(rateLimitVerdict({ count: RATE_LIMIT_PER_MINUTE, oldest: new Date(now - 1000) }, now).allowed).toBe(false);
   });
 

@@ -7,7 +7,10 @@ export const RATE_LIMIT_PER_MINUTE = 60;
  * too, with an advisory lock per project, so the count is exact across api replicas), and when a
  * refused caller may retry: once the oldest of those hits leaves the minute, at least 1 s.
  */
-export function rateLimitVerdict(hits: { count: number; oldest: Date | null }, now = Date.now()): { allowed: boolean; retryAfterSeconds: number } {
+export function rateLimitVerdict(
+  hits: { count: number; oldest: Date | null },
+  now = Date.now(),
+): { allowed: boolean; retryAfterSeconds: number } {
   if (hits.count < RATE_LIMIT_PER_MINUTE) return { allowed: true, retryAfterSeconds: 0 };
   const oldest = hits.oldest?.getTime() ?? now;
   return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((oldest + 60_000 - now) / 1000)) };

@@ -4,5 +4,9 @@
 // sources inlined), which kept about 37 MB of strings in the worker's heap (issue 16).
 import module from 'node:module';
 
-const setSourceMapsSupport = (module as unknown as { setSourceMapsSupport?: (enabled: boolean, options: { nodeModules: boolean; generatedCode: boolean }) => void }).setSourceMapsSupport;
+const setSourceMapsSupport = (
+  module as unknown as {
+    setSourceMapsSupport?: (enabled: boolean, options: { nodeModules: boolean; generatedCode: boolean }) => void;
+  }
+).setSourceMapsSupport;
 setSourceMapsSupport?.(true, { nodeModules: false, generatedCode: false });

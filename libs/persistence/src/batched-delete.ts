@@ -11,11 +11,20 @@ export const DELETE_BATCH_ROWS = 5000;
  * WAL in one transaction. The rows of each batch are picked through the index on `where`'s column
  * and deleted by their ctid (a TID scan).
  */
-export async function deleteInBatches(db: DataSource, table: string, where: string, params: readonly unknown[] = [], batch = DELETE_BATCH_ROWS): Promise<number> {
+export async function deleteInBatches(
+  db: DataSource,
+  table: string,
+  where: string,
+  params: readonly unknown[] = [],
+  batch = DELETE_BATCH_ROWS,
+): Promise<number> {
   const limit = `$${params.length + 1}`;
   let total = 0;
   for (;;) {
-    const [, count] = (await db.query(`delete from ${table} where ctid = any(array(select ctid from ${table} where ${where} limit ${limit}::int))`, [...params, batch])) as [unknown, number];
+    const [, count] = (await db.query(
+      `delete from ${table} where ctid = any(array(select ctid from ${table} where ${where} limit ${limit}::int))`,
+      [...params, batch],
+    )) as [unknown, number];
     total += count;
     if (count < batch) return total;
   }

@@ -21,7 +21,10 @@ export class BlobStore {
 
   /** A blob of `projectId`; another project's blob is not found. */
   async get(id: string, projectId: string): Promise<{ name: string; content: string } | undefined> {
-    const rows: { name: string; content: string }[] = await this.db.query(`select name, content from blobs where id = $1 and project_id = $2`, [id, projectId]);
+    const rows: { name: string; content: string }[] = await this.db.query(
+      `select name, content from blobs where id = $1 and project_id = $2`,
+      [id, projectId],
+    );
     return rows[0];
   }
 
@@ -29,7 +32,8 @@ export class BlobStore {
   /** Deletes blobs stored for something that was then refused (a tool-outputs submission the
    * request did not accept): nothing of a refused request is kept. */
   async delete(ids: readonly string[], projectId: string): Promise<void> {
-    if (ids.length) await this.db.query(`delete from blobs where id = any($1::uuid[]) and project_id = $2`, [ids, projectId]);
+    if (ids.length)
+      await this.db.query(`delete from blobs where id = any($1::uuid[]) and project_id = $2`, [ids, projectId]);
   }
 
   async deleteExpired(): Promise<number> {

@@ -32,7 +32,12 @@ export class ConversationStore {
 
   /** Creates the conversation, or keeps it for another day, with `messages` stored from seq 0 (as
    * `put` stores them), in one statement; idempotent. */
-  async open(id: string, projectId: string, tools: readonly OfferedTool[] = [], messages: readonly ChatMessage[] = []): Promise<void> {
+  async open(
+    id: string,
+    projectId: string,
+    tools: readonly OfferedTool[] = [],
+    messages: readonly ChatMessage[] = [],
+  ): Promise<void> {
     await this.db.query(
       `with c as (
          insert into conversations (id, project_id, tools, expires_at) values ($1, $2, $3::json, now() + make_interval(hours => $4))
@@ -49,14 +54,29 @@ export class ConversationStore {
    * by a write of the same or a later `attempt`: a retried activity's message wins, a late write of
    * an abandoned attempt does not.
    */
-  async put(id: string, projectId: string, at: number, messages: readonly ChatMessage[], attempt = 0, modelStep?: StoredModelStep): Promise<void> {
+  async put(
+    id: string,
+    projectId: string,
+    at: number,
+    messages: readonly ChatMessage[],
+    attempt = 0,
+    modelStep?: StoredModelStep,
+  ): Promise<void> {
     if (messages.length === 0) return;
     const [, count] = (await this.db.query(
       `with c as (
          update conversations set expires_at = now() + make_interval(hours => $6) where id = $1 and project_id = $2 returning id
        )
        ${storeMessages({ at: '$3', messages: '$4', attempt: '$5', modelStep: '$7' })}`,
-      [id, projectId, at, JSON.stringify(messages), attempt, CONVERSATION_RETENTION_HOURS, modelStep ? JSON.stringify(modelStep) : null],
+      [
+        id,
+        projectId,
+        at,
+        JSON.stringify(messages),
+        attempt,
+        CONVERSATION_RETENTION_HOURS,
+        modelStep ? JSON.stringify(modelStep) : null,
+      ],
     )) as [unknown, number];
     if (count === 0 && !(await this.exists(id, projectId))) throw new ConversationNotFoundError(id);
   }
@@ -80,8 +100,16 @@ export class ConversationStore {
     id: string,
     projectId: string,
     length: number,
-  ): Promise<{ messages: ChatMessage[]; tools: OfferedTool[]; answered?: { message: ChatMessage; step: StoredModelStep } }> {
-    const rows: { tools: OfferedTool[]; messages: ChatMessage[] | null; answered: { message: ChatMessage; step: StoredModelStep } | null }[] = await this.db.query(
+  ): Promise<{
+    messages: ChatMessage[];
+    tools: OfferedTool[];
+    answered?: { message: ChatMessage; step: StoredModelStep };
+  }> {
+    const rows: {
+      tools: OfferedTool[];
+      messages: ChatMessage[] | null;
+      answered: { message: ChatMessage; step: StoredModelStep } | null;
+    }[] = await this.db.query(
       `select c.tools, (select json_agg(m.message order by m.seq) from conversation_messages m where m.conversation_id = c.id and m.seq < $3) as messages,
               (select json_build_object('message', m.message, 'step', m.model_step) from conversation_messages m
                 where m.conversation_id = c.id and m.seq = $3 and m.model_step is not null) as answered
@@ -94,7 +122,11 @@ export class ConversationStore {
   }
 
   /** The message at `seq`, or the last one when `seq` is omitted. */
-  async message(id: string, projectId: string, seq?: number): Promise<{ seq: number; message: ChatMessage } | undefined> {
+  async message(
+    id: string,
+    projectId: string,
+    seq?: number,
+  ): Promise<{ seq: number; message: ChatMessage } | undefined> {
     const rows: { seq: number; message: ChatMessage }[] = await this.db.query(
       `select m.seq, m.message from conversation_messages m join conversations c on c.id = m.conversation_id
         where c.id = $1 and c.project_id = $2 and ($3::integer is null or m.seq = $3) order by m.seq desc limit 1`,
@@ -128,7 +160,10 @@ export class ConversationStore {
   }
 
   private async exists(id: string, projectId: string): Promise<boolean> {
-    const rows: unknown[] = await this.db.query(`select 1 from conversations where id = $1 and project_id = $2`, [id, projectId]);
+    const rows: unknown[] = await this.db.query(`select 1 from conversations where id = $1 and project_id = $2`, [
+      id,
+      projectId,
+    ]);
     return rows.length > 0;
   }
 }

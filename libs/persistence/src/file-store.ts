@@ -29,19 +29,32 @@ export class FileStore {
     await this.db.query(
       `insert into generated_files (id, project_id, request_id, name, media_type, encoding, content, bytes, expires_at)
        values ($1, $2, $3, $4, $5, $6, $7, $8, now() + make_interval(days => $9))`,
-      [id, projectId, requestId, file.name.replaceAll('\u0000', '\ufffd'), file.mediaType, encoding, content, bytes, FILE_RETENTION_DAYS],
+      [
+        id,
+        projectId,
+        requestId,
+        file.name.replaceAll('\u0000', '\ufffd'),
+        file.mediaType,
+        encoding,
+        content,
+        bytes,
+        FILE_RETENTION_DAYS,
+      ],
     );
     return id;
   }
 
   /** A file of `projectId` that has not expired; another project's file is not found. */
   async get(id: string, projectId: string): Promise<StoredFile | undefined> {
-    const rows: { id: string; name: string; media_type: string; encoding: 'utf8' | 'base64'; content: string }[] = await this.db.query(
-      `select id, name, media_type, encoding, content from generated_files where id = $1 and project_id = $2 and expires_at > now()`,
-      [id, projectId],
-    );
+    const rows: { id: string; name: string; media_type: string; encoding: 'utf8' | 'base64'; content: string }[] =
+      await this.db.query(
+        `select id, name, media_type, encoding, content from generated_files where id = $1 and project_id = $2 and expires_at > now()`,
+        [id, projectId],
+      );
     const row = rows[0];
-    return row && { id: row.id, name: row.name, mediaType: row.media_type, encoding: row.encoding, content: row.content };
+    return (
+      row && { id: row.id, name: row.name, mediaType: row.media_type, encoding: row.encoding, content: row.content }
+    );
   }
 
   async deleteExpired(): Promise<number> {

@@ -4,7 +4,9 @@ import type { ChannelSubscriber, PgListener } from './pg-listener.js';
 /** The listener's side as the cache sees it: what it subscribed, told by hand. */
 function fakeListener(): { listener: PgListener; heard: () => ChannelSubscriber } {
   let subscriber: ChannelSubscriber | undefined;
-  const listener = { subscribe: (_: string, s: ChannelSubscriber) => ((subscriber = s), () => (subscriber = undefined)) } as unknown as PgListener;
+  const listener = {
+    subscribe: (_: string, s: ChannelSubscriber) => ((subscriber = s), () => (subscriber = undefined)),
+  } as unknown as PgListener;
   return { listener, heard: () => subscriber! };
 }
 
@@ -12,9 +14,15 @@ describe('NotifiedCache', () => {
   let now = 0;
   const setup = (maxEntries = 3) => {
     const { listener, heard } = fakeListener();
-    const cache = new NotifiedCache<{ id: string; v: number }>(listener, { channel: 'mas_test', maxEntries, ttlMs: 1000, tagOf: (x) => x.id }, () => now);
+    const cache = new NotifiedCache<{ id: string; v: number }>(
+      listener,
+      { channel: 'mas_test', maxEntries, ttlMs: 1000, tagOf: (x) => x.id },
+      () => now,
+    );
     let reads = 0;
-    const load = (id: string, v = 1) => async () => (reads++, { id, v });
+    const load =
+      (id: string, v = 1) =>
+      async () => (reads++, { id, v });
     return { cache, heard, load, reads: () => reads };
   };
 

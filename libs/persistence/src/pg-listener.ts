@@ -142,7 +142,9 @@ export class PgListener {
     client.end().catch(() => undefined);
     if (this.stopped) return;
     this.dropped = true;
-    this.logger.warn(`listener dropped (${channels.join(', ') || 'no channel'}): ${error?.message ?? 'connection ended'}`);
+    this.logger.warn(
+      `listener dropped (${channels.join(', ') || 'no channel'}): ${error?.message ?? 'connection ended'}`,
+    );
     this.reconnectMs = Math.max(this.reconnectMs, RECONNECT_MIN_MS * 2);
     for (const channel of channels) for (const subscriber of [...(this.channels.get(channel) ?? [])]) subscriber.down();
     this.scheduleReconnect();
@@ -154,7 +156,8 @@ export class PgListener {
     this.reconnectMs = Math.min(this.reconnectMs * 2, RECONNECT_MAX_MS);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      if (!this.stopped && !this.connecting) this.start().catch((e: unknown) => this.logger.warn(`not back yet: ${message(e)}`));
+      if (!this.stopped && !this.connecting)
+        this.start().catch((e: unknown) => this.logger.warn(`not back yet: ${message(e)}`));
     }, delay);
     this.timer.unref();
   }

@@ -18,24 +18,29 @@ export class SessionEndRequests {
 
   /** Asks for the session's end; asking again changes nothing. */
   async request(projectId: string, sessionId: string): Promise<void> {
-    await this.db.query(`insert into session_end_requests (session_id, project_id) values ($1, $2) on conflict (session_id) do nothing`, [sessionId, projectId]);
+    await this.db.query(
+      `insert into session_end_requests (session_id, project_id) values ($1, $2) on conflict (session_id) do nothing`,
+      [sessionId, projectId],
+    );
   }
 
   /** The project's session end that is still waiting, if any. */
   async pending(projectId: string, sessionId: string): Promise<SessionEndRequest | undefined> {
-    const rows: { session_id: string; project_id: string; requested_at: Date; attempts: number }[] = await this.db.query(
-      `select session_id, project_id, requested_at, attempts from session_end_requests where session_id = $1 and project_id = $2`,
-      [sessionId, projectId],
-    );
+    const rows: { session_id: string; project_id: string; requested_at: Date; attempts: number }[] =
+      await this.db.query(
+        `select session_id, project_id, requested_at, attempts from session_end_requests where session_id = $1 and project_id = $2`,
+        [sessionId, projectId],
+      );
     return rows.map(of)[0];
   }
 
   /** The oldest requests waiting. */
   async waiting(limit = 50): Promise<SessionEndRequest[]> {
-    const rows: { session_id: string; project_id: string; requested_at: Date; attempts: number }[] = await this.db.query(
-      `select session_id, project_id, requested_at, attempts from session_end_requests order by requested_at limit $1`,
-      [limit],
-    );
+    const rows: { session_id: string; project_id: string; requested_at: Date; attempts: number }[] =
+      await this.db.query(
+        `select session_id, project_id, requested_at, attempts from session_end_requests order by requested_at limit $1`,
+        [limit],
+      );
     return rows.map(of);
   }
 
@@ -46,8 +51,21 @@ export class SessionEndRequests {
 
   /** A try failed (Temporal unreachable): kept for the next one, with the reason (no customer content). */
   async failed(sessionId: string, error: string): Promise<void> {
-    await this.db.query(`update session_end_requests set attempts = attempts + 1, last_error = $2 where session_id = $1`, [sessionId, error.slice(0, 500)]);
+    await this.db.query(
+      `update session_end_requests set attempts = attempts + 1, last_error = $2 where session_id = $1`,
+      [sessionId, error.slice(0, 500)],
+    );
   }
 }
 
-const of = (r: { session_id: string; project_id: string; requested_at: Date; attempts: number }): SessionEndRequest => ({ sessionId: r.session_id, projectId: r.project_id, requestedAt: r.requested_at, attempts: r.attempts });
+const of = (r: {
+  session_id: string;
+  project_id: string;
+  requested_at: Date;
+  attempts: number;
+}): SessionEndRequest => ({
+  sessionId: r.session_id,
+  projectId: r.project_id,
+  requestedAt: r.requested_at,
+  attempts: r.attempts,
+});

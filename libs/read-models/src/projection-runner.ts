@@ -11,7 +11,14 @@ export function parseCloudEvent(value: Buffer | null): CloudEvent<Record<string,
   if (!value) return undefined;
   try {
     const event = JSON.parse(value.toString('utf8')) as Partial<CloudEvent<Record<string, unknown>>> | null;
-    if (!event || typeof event !== 'object' || typeof event.id !== 'string' || !isUuid(event.id) || typeof event.type !== 'string') return undefined;
+    if (
+      !event ||
+      typeof event !== 'object' ||
+      typeof event.id !== 'string' ||
+      !isUuid(event.id) ||
+      typeof event.type !== 'string'
+    )
+      return undefined;
     return event as CloudEvent<Record<string, unknown>>;
   } catch {
     return undefined;
@@ -47,7 +54,10 @@ export class ProjectionRunner {
             const event = parseCloudEvent(message.value);
             // It can never be applied: retrying it would stall the projection for good.
             if (event) events.push(event);
-            else this.logger.error(`projection ${projection.name}: skipped a message that is not a CloudEvent with an id and a type (${batch.topic}/${batch.partition}@${message.offset})`);
+            else
+              this.logger.error(
+                `projection ${projection.name}: skipped a message that is not a CloudEvent with an id and a type (${batch.topic}/${batch.partition}@${message.offset})`,
+              );
           }
           if (events.length > 0) await this.apply(projection, events);
         },
@@ -67,7 +77,8 @@ export class ProjectionRunner {
    * (an event delivered before is skipped); returns how many were new. */
   async apply(projection: Projection, events: readonly CloudEvent<Record<string, unknown>>[]): Promise<number> {
     const accepted = events.filter((e) => projection.accepts(e));
-    if (accepted.length < events.length) projectorEvents.inc({ projection: projection.name, result: 'other' }, events.length - accepted.length);
+    if (accepted.length < events.length)
+      projectorEvents.inc({ projection: projection.name, result: 'other' }, events.length - accepted.length);
     if (accepted.length === 0) return 0;
     const applied = await this.db.transaction(async (tx) => {
       let fresh = 0;
@@ -102,9 +113,15 @@ export class ProjectionRunner {
       const admin = await this.admin;
       await Promise.all(
         this.groups.map(async ({ groupId, topic }) => {
-          const [committed, ends] = await Promise.all([admin.fetchOffsets({ groupId, topics: [topic] }), admin.fetchTopicOffsets(topic)]);
+          const [committed, ends] = await Promise.all([
+            admin.fetchOffsets({ groupId, topics: [topic] }),
+            admin.fetchTopicOffsets(topic),
+          ]);
           const at = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, Number(p.offset)]));
-          const lag = ends.reduce((sum, p) => sum + Number(p.high) - Math.max(at.get(p.partition) ?? -1, Number(p.low)), 0);
+          const lag = ends.reduce(
+            (sum, p) => sum + Number(p.high) - Math.max(at.get(p.partition) ?? -1, Number(p.low)),
+            0,
+          );
           projectorLag.set({ group: groupId, topic }, lag);
         }),
       );

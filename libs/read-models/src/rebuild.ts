@@ -50,8 +50,16 @@ const asCloudEvent = (r: EventRow): CloudEvent<Record<string, unknown>> =>
  * events only the rebuild applied are marked processed (so the projector does not apply them
  * twice), and the new tables take the live ones' names.
  */
-export async function rebuildProjection(db: DataSource, projection: Projection, source: RebuildSource, kafka?: Kafka): Promise<{ applied: number; caughtUp: number }> {
-  if (source === 'events' && !projection.rebuild) throw new Error(`projection ${projection.name} is built from ${projection.topic}, which is not in the event store: rebuild it from kafka`);
+export async function rebuildProjection(
+  db: DataSource,
+  projection: Projection,
+  source: RebuildSource,
+  kafka?: Kafka,
+): Promise<{ applied: number; caughtUp: number }> {
+  if (source === 'events' && !projection.rebuild)
+    throw new Error(
+      `projection ${projection.name} is built from ${projection.topic}, which is not in the event store: rebuild it from kafka`,
+    );
   const tables: TableNames = Object.fromEntries(projection.tables.map((t) => [t, `${t}_rebuild`]));
   await db.transaction(async (tx) => {
     for (const t of projection.tables) {
@@ -63,10 +71,14 @@ export async function rebuildProjection(db: DataSource, projection: Projection, 
   if (source === 'events') return rebuildFromEvents(db, projection, projection.rebuild!, tables);
   const applyIn = async (tx: EntityManager, event: CloudEvent<Record<string, unknown>>): Promise<void> => {
     if (!projection.accepts(event)) return;
-    const fresh: unknown[] = await tx.query(`insert into projection_rebuild_applied (projection, event_id) values ($1, $2) on conflict do nothing returning 1`, [projection.name, event.id]);
+    const fresh: unknown[] = await tx.query(
+      `insert into projection_rebuild_applied (projection, event_id) values ($1, $2) on conflict do nothing returning 1`,
+      [projection.name, event.id],
+    );
     if (fresh.length) await projection.apply(tx, event, tables);
   };
-  const apply = (event: CloudEvent<Record<string, unknown>>): Promise<void> => db.transaction((tx) => applyIn(tx, event));
+  const apply = (event: CloudEvent<Record<string, unknown>>): Promise<void> =>
+    db.transaction((tx) => applyIn(tx, event));
   if (!kafka) throw new Error('a rebuild from kafka needs a Kafka client');
   const applied = await fromKafka(kafka, projection.topic, apply);
   const caughtUp = await db.transaction((tx) => swap(tx, projection, tables));
@@ -80,30 +92,54 @@ const ROUNDS = 5;
  * transaction that began before it and committed after it is read again (harmless, see above). */
 const OVERLAP = "interval '10 seconds'";
 
-const domainOf = (r: EventRow): DomainEvent => ({ id: r.event_id, type: r.type, streamId: r.stream_id, version: r.version, projectId: r.metadata.projectId, time: r.recorded_at.toISOString(), data: r.data });
+const domainOf = (r: EventRow): DomainEvent => ({
+  id: r.event_id,
+  type: r.type,
+  streamId: r.stream_id,
+  version: r.version,
+  projectId: r.metadata.projectId,
+  time: r.recorded_at.toISOString(),
+  data: r.data,
+});
 
-async function rebuildFromEvents(db: DataSource, projection: Projection, how: EventStoreRebuild, tables: TableNames): Promise<{ applied: number; caughtUp: number }> {
+async function rebuildFromEvents(
+  db: DataSource,
+  projection: Projection,
+  how: EventStoreRebuild,
+  tables: TableNames,
+): Promise<{ applied: number; caughtUp: number }> {
   const table = tables[how.table]!;
   // The live projector's applications from here on are caught up below; before it, each event it
   // applied was committed before the streams are read, so they are in what is read.
   const [{ since }] = (await db.query(`select now() as since`)) as [{ since: Date }];
   const seen = new Set<string>();
   let applied = 0;
-  for (let after = await positionBefore(db, how.windowDays + 1); ; ) {
-    const page: { position: string; stream_id: string }[] = await db.query(`select position, stream_id from events where position > $1 order by position limit $2`, [after, PAGE]);
-    const fresh = [...new Set(page.map((r) => r.stream_id))].filter((id) => id.startsWith(how.streamPrefix) && !seen.has(id));
+  for (let after = await positionBefore(db, how.windowDays + 1); ;) {
+    const page: { position: string; stream_id: string }[] = await db.query(
+      `select position, stream_id from events where position > $1 order by position limit $2`,
+      [after, PAGE],
+    );
+    const fresh = [...new Set(page.map((r) => r.stream_id))].filter(
+      (id) => id.startsWith(how.streamPrefix) && !seen.has(id),
+    );
     if (fresh.length) {
       for (const id of fresh) seen.add(id);
-      const events: EventRow[] = await db.query(`select position, event_id, stream_id, version, type, data, metadata, recorded_at from events where stream_id = any($1::text[]) order by stream_id, version`, [fresh]);
+      const events: EventRow[] = await db.query(
+        `select position, event_id, stream_id, version, type, data, metadata, recorded_at from events where stream_id = any($1::text[]) order by stream_id, version`,
+        [fresh],
+      );
       const rows: Record<string, unknown>[] = [];
-      for (let i = 0; i < events.length; ) {
+      for (let i = 0; i < events.length;) {
         let j = i;
         while (j < events.length && events[j]!.stream_id === events[i]!.stream_id) j++;
         const row = how.row(events.slice(i, j).map(domainOf));
         if (row) rows.push(row);
         i = j;
       }
-      if (rows.length) await db.query(`insert into ${table} select * from json_populate_recordset(null::${table}, $1::json)`, [JSON.stringify(rows)]);
+      if (rows.length)
+        await db.query(`insert into ${table} select * from json_populate_recordset(null::${table}, $1::json)`, [
+          JSON.stringify(rows),
+        ]);
       applied += events.length;
     }
     if (page.length < PAGE) break;
@@ -145,7 +181,9 @@ async function catchUp(tx: EntityManager, projection: Projection, tables: TableN
 /** The position from which the events are at most `days` old (positions follow the time events
  * are recorded): a binary search on the primary key. */
 async function positionBefore(db: DataSource, days: number): Promise<string> {
-  const [bounds] = (await db.query(`select min(position) as lo, max(position) as hi from events`)) as [{ lo: string | null; hi: string | null }];
+  const [bounds] = (await db.query(`select min(position) as lo, max(position) as hi from events`)) as [
+    { lo: string | null; hi: string | null },
+  ];
   if (bounds.lo === null || bounds.hi === null) return '0';
   let [lo, hi] = [BigInt(bounds.lo), BigInt(bounds.hi) + 1n];
   while (lo < hi) {
@@ -161,7 +199,11 @@ async function positionBefore(db: DataSource, days: number): Promise<string> {
 }
 
 /** Reads `topic` from offset 0 up to the end it had when the rebuild began, applying each event. */
-async function fromKafka(kafka: Kafka, topic: string, apply: (e: CloudEvent<Record<string, unknown>>) => Promise<void>): Promise<number> {
+async function fromKafka(
+  kafka: Kafka,
+  topic: string,
+  apply: (e: CloudEvent<Record<string, unknown>>) => Promise<void>,
+): Promise<number> {
   const admin = kafka.admin();
   await admin.connect();
   const ends = new Map((await admin.fetchTopicOffsets(topic)).map((p) => [p.partition, BigInt(p.high)]));
@@ -212,8 +254,18 @@ async function swap(tx: EntityManager, projection: Projection, tables: TableName
   let caughtUp = 0;
   if (ids.length) {
     const events: CloudEvent<Record<string, unknown>>[] = projection.fromEventStore
-      ? ((await tx.query(`select position, event_id, stream_id, version, type, data, metadata, recorded_at from events where event_id = any($1::uuid[]) order by position`, [ids])) as EventRow[]).map(asCloudEvent)
-      : ((await tx.query(`select payload from outbox where topic = $1 and event_id = any($2::uuid[]) order by id`, [projection.topic, ids])) as { payload: CloudEvent<Record<string, unknown>> }[]).map((r) => r.payload);
+      ? (
+          (await tx.query(
+            `select position, event_id, stream_id, version, type, data, metadata, recorded_at from events where event_id = any($1::uuid[]) order by position`,
+            [ids],
+          )) as EventRow[]
+        ).map(asCloudEvent)
+      : (
+          (await tx.query(`select payload from outbox where topic = $1 and event_id = any($2::uuid[]) order by id`, [
+            projection.topic,
+            ids,
+          ])) as { payload: CloudEvent<Record<string, unknown>> }[]
+        ).map((r) => r.payload);
     for (const e of events) await projection.apply(tx, e, tables);
     caughtUp = events.length;
   }
@@ -230,7 +282,8 @@ async function swap(tx: EntityManager, projection: Projection, tables: TableName
  * the migrations, the plans and docs name); the old tables are dropped. */
 async function rename(tx: EntityManager, projection: Projection, tables: TableNames): Promise<void> {
   // An index's definition without its name and table, to pair the copies `like ... including all` made.
-  const shape = (alias: string) => `regexp_replace(${alias}.indexdef, '^CREATE (UNIQUE )?INDEX \\S+ ON \\S+', 'CREATE \\1INDEX')`;
+  const shape = (alias: string) =>
+    `regexp_replace(${alias}.indexdef, '^CREATE (UNIQUE )?INDEX \\S+ ON \\S+', 'CREATE \\1INDEX')`;
   for (const t of projection.tables) {
     await tx.query(`alter table ${t} rename to ${t}_old`);
     await tx.query(`alter table ${tables[t]} rename to ${t}`);
@@ -241,6 +294,7 @@ async function rename(tx: EntityManager, projection: Projection, tables: TableNa
       [`${t}_old`, t],
     );
     await tx.query(`drop table ${t}_old`);
-    for (const { old_name, new_name } of names) if (old_name !== new_name) await tx.query(`alter index ${new_name} rename to ${old_name}`);
+    for (const { old_name, new_name } of names)
+      if (old_name !== new_name) await tx.query(`alter index ${new_name} rename to ${old_name}`);
   }
 }

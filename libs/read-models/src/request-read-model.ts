@@ -1,6 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { DataSource } from 'typeorm';
-import { agentRequestStreamId, EVENT_TYPES, type AgentRequestStopView, type AgentStop, type FileRef } from '#libs/contracts';
+import {
+  agentRequestStreamId,
+  EVENT_TYPES,
+  type AgentRequestStopView,
+  type AgentStop,
+  type FileRef,
+} from '#libs/contracts';
 import { pastRetention, requestStateFromRow, RequestStream, type RequestRow, type RequestState } from '#libs/events';
 
 /**
@@ -26,7 +32,10 @@ export class RequestReadModel {
     );
     const row = rows[0];
     const projected = row?.request_id ? requestStateFromRow(row as RequestRow) : undefined;
-    const state = !row?.stream_version || (projected && projected.version >= row.stream_version) ? projected : await this.requests.state(this.db.manager, requestId, projected);
+    const state =
+      !row?.stream_version || (projected && projected.version >= row.stream_version)
+        ? projected
+        : await this.requests.state(this.db.manager, requestId, projected);
     if (!state || pastRetention(state.updatedAt)) return undefined;
     return this.stopOf(state);
   }
@@ -61,16 +70,28 @@ export class RequestReadModel {
    * what a webhook of that stop carries. */
   async stopOf(state: RequestState): Promise<AgentStop> {
     const requestId = state.requestId;
-    const views: { view: AgentRequestStopView }[] = state.stop > 0 ? await this.db.query(`select view from request_views where request_id = $1 and stop = $2`, [requestId, state.stop]) : [];
+    const views: { view: AgentRequestStopView }[] =
+      state.stop > 0
+        ? await this.db.query(`select view from request_views where request_id = $1 and stop = $2`, [
+            requestId,
+            state.stop,
+          ])
+        : [];
     const view = views[0]?.view;
     const paused = state.status === 'requires_tool_outputs';
-    const files: readonly FileRef[] = view?.files ?? (await this.db.query(`select id, name from generated_files where request_id = $1 order by created_at, id`, [requestId]));
+    const files: readonly FileRef[] =
+      view?.files ??
+      (await this.db.query(`select id, name from generated_files where request_id = $1 order by created_at, id`, [
+        requestId,
+      ]));
     return {
       requestId: state.requestId,
       projectId: state.projectId,
       status: state.status,
       stop: state.stop,
-      ...((state.status === 'completed' || state.status === 'cancelled') && view?.message !== undefined ? { message: view.message } : {}),
+      ...((state.status === 'completed' || state.status === 'cancelled') && view?.message !== undefined
+        ? { message: view.message }
+        : {}),
       ...(paused && view?.toolCalls ? { toolCalls: view.toolCalls } : {}),
       capabilitiesUsed: state.capabilitiesUsed,
       files,
@@ -78,7 +99,11 @@ export class RequestReadModel {
       creditsThisRequest: state.legCredits,
       creditsRemaining: state.creditsRemaining,
       requestsUsed: view?.requestsUsed ?? state.requestsUsed,
-      ...(view?.error ? { error: view.error } : state.errorCode ? { error: { code: state.errorCode, message: 'The agent run failed.' } } : {}),
+      ...(view?.error
+        ? { error: view.error }
+        : state.errorCode
+          ? { error: { code: state.errorCode, message: 'The agent run failed.' } }
+          : {}),
       ...(state.sessionId ? { sessionId: state.sessionId } : {}),
     } as AgentStop;
   }

@@ -28,11 +28,16 @@ interface RenderContext {
 }
 
 /** The generated files of a stop with their content (text as is, binary as base64) and download URL. */
-export async function responseFiles(stop: AgentStop, store: FileStore, config: Pick<AppConfig, 'publicBaseUrl'>): Promise<ResponseFile[]> {
+export async function responseFiles(
+  stop: AgentStop,
+  store: FileStore,
+  config: Pick<AppConfig, 'publicBaseUrl'>,
+): Promise<ResponseFile[]> {
   const files: ResponseFile[] = [];
   for (const ref of stop.files) {
     const file = await store.get(ref.id, stop.projectId);
-    if (file) files.push({ name: file.name, content: file.content, url: `${config.publicBaseUrl}/v1/files/${file.id}` });
+    if (file)
+      files.push({ name: file.name, content: file.content, url: `${config.publicBaseUrl}/v1/files/${file.id}` });
   }
   return files;
 }
@@ -52,7 +57,17 @@ export interface StopRendering {
 export async function renderAgentResponse(stop: AgentStop, ctx: StopRendering): Promise<AgentResponse> {
   const files = await responseFiles(stop, ctx.files, ctx.config);
   const object = stop.sessionId ? 'session.message' : 'agent.response';
-  return renderStop(stop, { object, sessionId: stop.sessionId, computeInstance: computeInstanceOf(ctx.config), startedAt: ctx.startedAt, plan: ctx.plan }, files);
+  return renderStop(
+    stop,
+    {
+      object,
+      sessionId: stop.sessionId,
+      computeInstance: computeInstanceOf(ctx.config),
+      startedAt: ctx.startedAt,
+      plan: ctx.plan,
+    },
+    files,
+  );
 }
 
 /** The contract's view of a stop. `message` when completed (and, partial, when cancelled),
@@ -67,10 +82,21 @@ function renderStop(stop: AgentStop, ctx: RenderContext, files: readonly Respons
     ...(stop.status === 'requires_tool_outputs' ? { tool_calls: stop.toolCalls ?? [] } : {}),
     capabilities_used: stop.capabilitiesUsed,
     files,
-    usage: { credits_this_request: stop.creditsThisRequest, credits_remaining: stop.creditsRemaining, tokens_used: stop.tokensUsed },
-    meta: { duration_ms: Math.max(0, Math.round(performance.now() - ctx.startedAt)), project_id: stop.projectId, plan: ctx.plan },
+    usage: {
+      credits_this_request: stop.creditsThisRequest,
+      credits_remaining: stop.creditsRemaining,
+      tokens_used: stop.tokensUsed,
+    },
+    meta: {
+      duration_ms: Math.max(0, Math.round(performance.now() - ctx.startedAt)),
+      project_id: stop.projectId,
+      plan: ctx.plan,
+    },
     _compute_instance: ctx.computeInstance,
     // A failed run's error; on a run still in progress or paused, why it cannot make progress now.
-    ...((stop.status === 'failed' || stop.status === 'in_progress' || stop.status === 'requires_tool_outputs') && stop.error ? { error: stop.error } : {}),
+    ...((stop.status === 'failed' || stop.status === 'in_progress' || stop.status === 'requires_tool_outputs') &&
+    stop.error
+      ? { error: stop.error }
+      : {}),
   };
 }

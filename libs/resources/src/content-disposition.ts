@@ -9,7 +9,9 @@ const ATTR_CHAR = /^[A-Za-z0-9!#$&+.^_`|~-]$/;
  * requires.
  */
 export function contentDisposition(name: string): string {
-  const fallback = [...name].map((c) => (c >= ' ' && c <= '~' && c !== '"' && c !== '\\' && c !== '%' ? c : '_')).join('');
+  const fallback = [...name]
+    .map((c) => (c >= ' ' && c <= '~' && c !== '"' && c !== '\\' && c !== '%' ? c : '_'))
+    .join('');
   const encoded = [...Buffer.from(name, 'utf8')]
     .map((byte) => {
       const c = String.fromCharCode(byte);
@@ -21,11 +23,19 @@ export function contentDisposition(name: string): string {
 
 /** What a download of a generated file answers (the api's GET /v1/files/{id} and the console's
  * link): its bytes, its media type (text with its charset) and the attachment header. */
-export function fileDownload(file: { readonly name: string; readonly mediaType: string; readonly encoding: 'utf8' | 'base64'; readonly content: string }): { body: Buffer; headers: Record<string, string> } {
+export function fileDownload(file: {
+  readonly name: string;
+  readonly mediaType: string;
+  readonly encoding: 'utf8' | 'base64';
+  readonly content: string;
+}): { body: Buffer; headers: Record<string, string> } {
   return {
     body: Buffer.from(file.content, file.encoding === 'base64' ? 'base64' : 'utf8'),
     headers: {
-      'Content-Type': file.encoding === 'utf8' && !file.mediaType.includes('charset') ? `${file.mediaType}; charset=utf-8` : file.mediaType,
+      'Content-Type':
+        file.encoding === 'utf8' && !file.mediaType.includes('charset')
+          ? `${file.mediaType}; charset=utf-8`
+          : file.mediaType,
       'Content-Disposition': contentDisposition(file.name),
     },
   };

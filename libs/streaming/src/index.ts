@@ -3,4 +3,9 @@ export { STREAM_CHANNEL, StreamSignals, type StreamSignal } from './stream-signa
 export { StreamPublisher, TokenWriter, type LiveChannel, type StreamBatch } from './stream-publisher.js';
 export { KEEP_ALIVE_MS, SseSession, type SseOptions } from './sse-session.js';
 export { STREAM_RETENTION_SECONDS, StreamStore } from './stream-store.js';
-export { StreamHubModule, StreamHubService, StreamPublisherModule, StreamPublisherService } from './streaming.module.js';
+export {
+  StreamHubModule,
+  StreamHubService,
+  StreamPublisherModule,
+  StreamPublisherService,
+} from './streaming.module.js';

@@ -30,7 +30,9 @@ export class KafkaLiveChannel implements LiveChannel {
     } catch (e) {
       this.connected = undefined;
       this.skipUntil = this.now() + LIVE_BACKOFF_MS;
-      this.logger.warn(`live stream events not published (readers catch up from the store): ${e instanceof Error ? e.message : String(e)}`);
+      this.logger.warn(
+        `live stream events not published (readers catch up from the store): ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
   }
 

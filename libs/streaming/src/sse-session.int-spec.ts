@@ -35,7 +35,11 @@ describe('SseSession', () => {
       // As the api does when a client leaves during authentication or admission: the session
       // starts only after the connection has closed.
       void once(res, 'close').then(() => {
-        const session = new SseSession(res, hub, store, { requestId: String(req.params.requestId), projectId: String(req.params.projectId), afterSeq: 0 });
+        const session = new SseSession(res, hub, store, {
+          requestId: String(req.params.requestId),
+          projectId: String(req.params.projectId),
+          afterSeq: 0,
+        });
         handler.run = session.run();
       });
     });
@@ -63,7 +67,10 @@ describe('SseSession', () => {
     await inHandler;
     client.destroy();
     while (!handler.run) await sleep(10);
-    const outcome = await Promise.race([handler.run.then(() => 'ended'), sleep(5000).then(() => 'still open after 5 s')]);
+    const outcome = await Promise.race([
+      handler.run.then(() => 'ended'),
+      sleep(5000).then(() => 'still open after 5 s'),
+    ]);
     expect(outcome).toBe('ended');
   });
 });

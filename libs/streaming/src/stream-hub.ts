@@ -50,7 +50,11 @@ export class StreamHub {
   }
 
   private async join(): Promise<void> {
-    const consumer = this.kafka.consumer({ groupId: `mas-api-stream-${randomUUID()}`, allowAutoTopicCreation: false, maxWaitTimeInMs: 50 });
+    const consumer = this.kafka.consumer({
+      groupId: `mas-api-stream-${randomUUID()}`,
+      allowAutoTopicCreation: false,
+      maxWaitTimeInMs: 50,
+    });
     await consumer.connect();
     await consumer.subscribe({ topic: TOPICS.stream, fromBeginning: false });
     let joined!: () => void;

@@ -29,9 +29,22 @@ export class StreamPublisher {
    * With `fromSeq` (the workflow's next seq), a re-run of the step that wrote these events there
    * already writes them at the same seqs again (the store keeps them once, so a retried step never
    * adds a second `done`). Safe because one workflow at a time writes a request's stream. */
-  async append(requestId: string, projectId: string, events: readonly Omit<StreamEvent, 'seq'>[], fromSeq?: number): Promise<number> {
-    let seq = await this.store.seqFor(requestId, events.map((e) => e.type), fromSeq);
-    await this.publish(requestId, projectId, events.map((e) => ({ ...e, seq: seq++ })));
+  async append(
+    requestId: string,
+    projectId: string,
+    events: readonly Omit<StreamEvent, 'seq'>[],
+    fromSeq?: number,
+  ): Promise<number> {
+    let seq = await this.store.seqFor(
+      requestId,
+      events.map((e) => e.type),
+      fromSeq,
+    );
+    await this.publish(
+      requestId,
+      projectId,
+      events.map((e) => ({ ...e, seq: seq++ })),
+    );
     return seq;
   }
 
@@ -50,8 +63,20 @@ export class StreamPublisher {
     await this.store.save(requestId, projectId, events);
     const batch: StreamBatch = { requestId, events };
     // A PRODUCER span when tracing is on, its context in the message's headers for consumers.
-    await withSpan(`${TOPICS.stream} publish`, SpanKind.PRODUCER, { ...requestAttributes({ requestId, projectId }), 'messaging.system': 'kafka', 'messaging.destination.name': TOPICS.stream }, () =>
-      this.live.send({ topic: TOPICS.stream, acks: 1, messages: [{ key: requestId, value: JSON.stringify(batch), headers: traceHeaders() }] }),
+    await withSpan(
+      `${TOPICS.stream} publish`,
+      SpanKind.PRODUCER,
+      {
+        ...requestAttributes({ requestId, projectId }),
+        'messaging.system': 'kafka',
+        'messaging.destination.name': TOPICS.stream,
+      },
+      () =>
+        this.live.send({
+          topic: TOPICS.stream,
+          acks: 1,
+          messages: [{ key: requestId, value: JSON.stringify(batch), headers: traceHeaders() }],
+        }),
     );
   }
 

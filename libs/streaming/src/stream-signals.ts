@@ -75,7 +75,8 @@ export class StreamSignals {
     const [kind, requestId, seq] = payload.split(' ');
     const set = requestId ? this.listeners.get(requestId) : undefined;
     if (!set) return;
-    const signal: StreamSignal | undefined = kind === 'e' ? { kind: 'stored', seq: Number(seq) } : kind === 'r' ? { kind: 'request' } : undefined;
+    const signal: StreamSignal | undefined =
+      kind === 'e' ? { kind: 'stored', seq: Number(seq) } : kind === 'r' ? { kind: 'request' } : undefined;
     if (!signal) return;
     for (const listener of [...set]) listener(signal);
   }

@@ -20,7 +20,8 @@ const EXPIRED = `(l.created_at < now() - make_interval(secs => $RET)
   and (l.type in ('done', 'error') or l.created_at < now() - make_interval(secs => $RET + ${SILENT_RUN_SECONDS})))`;
 
 /** The event of the highest seq of the request named by `$REQ`. */
-const LAST = (req: string) => `(select created_at, type from stream_events where request_id = ${req} order by seq desc limit 1)`;
+const LAST = (req: string) =>
+  `(select created_at, type from stream_events where request_id = ${req} order by seq desc limit 1)`;
 
 /**
  * The replay copy of stream events in PostgreSQL, indexed by request id. Retention goes by request,
@@ -44,7 +45,10 @@ export class StreamStore {
       const b = i * 5;
       return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5})`;
     });
-    await this.db.query(`insert into stream_events (request_id, seq, project_id, type, data) values ${rows.join(', ')} on conflict do nothing`, values);
+    await this.db.query(
+      `insert into stream_events (request_id, seq, project_id, type, data) values ${rows.join(', ')} on conflict do nothing`,
+      values,
+    );
   }
 
   /** Where events of `types` go: at `fromSeq` when the events stored from there on start with these
@@ -56,13 +60,17 @@ export class StreamStore {
       [requestId, fromSeq ?? 0],
     );
     const { next, stored } = rows[0] ?? { next: 1, stored: null };
-    const rerun = fromSeq !== undefined && stored !== null && types.length > 0 && types.every((type, i) => stored[i] === type);
+    const rerun =
+      fromSeq !== undefined && stored !== null && types.length > 0 && types.every((type, i) => stored[i] === type);
     return rerun ? fromSeq : next;
   }
 
   /** The seq after the last stored event of a request (1 for none). */
   async nextSeq(requestId: string): Promise<number> {
-    const rows: { max: number | null }[] = await this.db.query(`select max(seq) as max from stream_events where request_id = $1`, [requestId]);
+    const rows: { max: number | null }[] = await this.db.query(
+      `select max(seq) as max from stream_events where request_id = $1`,
+      [requestId],
+    );
     return (rows[0]?.max ?? 0) + 1;
   }
 
@@ -102,7 +110,13 @@ export class StreamStore {
           where created_at < now() - make_interval(secs => $1::int) and created_at >= $2::timestamptz and (created_at, request_id, seq) > ($2::timestamptz, $3::uuid, $4::int)
           order by created_at, request_id, seq limit $5`,
         // The first page from the start; `created_at >= $2` makes the index range begin at the boundary.
-        [this.retentionSeconds, after?.at ?? '-infinity', after?.request_id ?? '00000000-0000-0000-0000-000000000000', after?.seq ?? 0, this.deletePage],
+        [
+          this.retentionSeconds,
+          after?.at ?? '-infinity',
+          after?.request_id ?? '00000000-0000-0000-0000-000000000000',
+          after?.seq ?? 0,
+          this.deletePage,
+        ],
       );
       if (page.length === 0) return total;
       const [, count] = (await this.db.query(

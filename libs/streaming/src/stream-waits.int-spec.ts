@@ -19,7 +19,9 @@ const config = testConfig();
 /** Transactions committed in the test database so far (pg_stat_database). */
 async function commits(fixtures: Fixtures): Promise<number> {
   await fixtures.db.query('select pg_stat_clear_snapshot()');
-  const [row] = (await fixtures.db.query(`select xact_commit::int as n from pg_stat_database where datname = current_database()`)) as [{ n: number }];
+  const [row] = (await fixtures.db.query(
+    `select xact_commit::int as n from pg_stat_database where datname = current_database()`,
+  )) as [{ n: number }];
   return row.n;
 }
 
@@ -49,7 +51,13 @@ describe('streams waiting', () => {
     app.get('/events/:requestId/:projectId', (req, res) => {
       const requestId = String(req.params.requestId);
       const endOf = async () => ends.get(requestId);
-      const session = new SseSession(res, hub, store, { requestId, projectId: String(req.params.projectId), afterSeq: Number(req.query.after ?? 0), endOf }, signals);
+      const session = new SseSession(
+        res,
+        hub,
+        store,
+        { requestId, projectId: String(req.params.projectId), afterSeq: Number(req.query.after ?? 0), endOf },
+        signals,
+      );
       runs.push(session.run());
     });
     server = app.listen(0, '127.0.0.1');
@@ -66,7 +74,11 @@ describe('streams waiting', () => {
   });
 
   /** Opens a stream and collects what it says until it ends. */
-  async function follow(requestId: string, projectId: string, after = 0): Promise<{ opened: Promise<void>; text: Promise<string> }> {
+  async function follow(
+    requestId: string,
+    projectId: string,
+    after = 0,
+  ): Promise<{ opened: Promise<void>; text: Promise<string> }> {
     const client = httpRequest(`${url}/events/${requestId}/${projectId}?after=${after}`);
     client.end();
     let opened!: () => void;
@@ -83,7 +95,8 @@ describe('streams waiting', () => {
     });
     return { opened: openedP, text };
   }
-  const ids = (body: string): string[] => [...body.matchAll(/^event: (\w+)\nid: (\d+)$/gm)].map((m) => `${m[2]} ${m[1]}`);
+  const ids = (body: string): string[] =>
+    [...body.matchAll(/^event: (\w+)\nid: (\d+)$/gm)].map((m) => `${m[2]} ${m[1]}`);
 
   /** Opens `n` streams on requests that have no event yet; resolves once each got its headers. */
   async function open(n: number, projectId: string): Promise<ClientRequest[]> {
@@ -121,7 +134,10 @@ describe('streams waiting', () => {
     // the window (298 against 8, measured on that code). The bound is a fifth of that: the count is
     // the whole database's, and whatever else the suite left running in it adds a few dozen at
     // most (24 more was seen once in CI, 0 in most runs).
-    expect({ one, fifty: Math.max(fifty - one, 0) <= 50 ? 'flat' : `${fifty} transactions against ${one}` }).toEqual({ one, fifty: 'flat' });
+    expect({ one, fifty: Math.max(fifty - one, 0) <= 50 ? 'flat' : `${fifty} transactions against ${one}` }).toEqual({
+      one,
+      fifty: 'flat',
+    });
   }, 90_000);
 
   it('gets events stored while it waits, without Kafka, and ends with the stored end', async () => {
@@ -146,14 +162,21 @@ describe('streams waiting', () => {
     await sleep(300);
     ends.set(requestId, { type: 'done', data: { status: 'completed' } });
     // What recording a stop does to the event store's stream row (migration 1763700000045 notifies).
-    await fixtures.db.query(`insert into streams (stream_id, version, project_id) values ($1, 1, $2)`, [`agent-request-${requestId}`, project.id]);
+    await fixtures.db.query(`insert into streams (stream_id, version, project_id) values ($1, 1, $2)`, [
+      `agent-request-${requestId}`,
+      project.id,
+    ]);
     expect(ids(await stream.text)).toEqual(['1 token', '2 done']);
   });
 
   it('resumes after Last-Event-ID, and loses nothing stored while its listener was down', async () => {
     const { project } = await fixtures.project();
     const requestId = randomUUID();
-    await store.save(requestId, project.id, [1, 2, 3].map((seq) => ({ seq, type: 'token' as const, data: { content: String(seq) } })));
+    await store.save(
+      requestId,
+      project.id,
+      [1, 2, 3].map((seq) => ({ seq, type: 'token' as const, data: { content: String(seq) } })),
+    );
     const stream = await follow(requestId, project.id, 2);
     await stream.opened;
     await sleep(300);

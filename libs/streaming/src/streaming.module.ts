@@ -17,7 +17,9 @@ export class StreamPublisherService implements OnApplicationShutdown {
 
   constructor(@Inject(APP_CONFIG) config: AppConfig, db: DataSource) {
     // One quick attempt: a late live event is worth less than a run that waits for it.
-    this.live = new KafkaLiveChannel(createKafka(config, 'mas-worker-stream').producer({ allowAutoTopicCreation: false, retry: { retries: 0 } }));
+    this.live = new KafkaLiveChannel(
+      createKafka(config, 'mas-worker-stream').producer({ allowAutoTopicCreation: false, retry: { retries: 0 } }),
+    );
     this.publisher = new StreamPublisher(new StreamStore(db, config.streamRetentionSeconds), this.live);
   }
 
@@ -49,7 +51,9 @@ export class StreamHubService implements OnApplicationShutdown {
    * on in the background, and a failed one is tried again by the next stream. */
   async ensureStarted(): Promise<void> {
     const listening = this.signals.start().catch((e: unknown) => {
-      new Logger('stream-signals').warn(`not listening on mas_stream yet (streams poll the store): ${e instanceof Error ? e.message : String(e)}`);
+      new Logger('stream-signals').warn(
+        `not listening on mas_stream yet (streams poll the store): ${e instanceof Error ? e.message : String(e)}`,
+      );
     });
     const started = this.hub.start().then(
       () => true,
@@ -59,7 +63,10 @@ export class StreamHubService implements OnApplicationShutdown {
       },
     );
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([Promise.all([started, listening]), new Promise((resolve) => (timer = setTimeout(resolve, HUB_START_WAIT_MS)))]);
+    await Promise.race([
+      Promise.all([started, listening]),
+      new Promise((resolve) => (timer = setTimeout(resolve, HUB_START_WAIT_MS))),
+    ]);
     clearTimeout(timer);
   }
 

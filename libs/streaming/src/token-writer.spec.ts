@@ -5,7 +5,9 @@ import type { StreamStore } from './stream-store.js';
 /** A publisher whose store and producer record in memory: the batching logic alone. */
 function recordingPublisher(): { publisher: StreamPublisher; batches: StreamEvent[][] } {
   const batches: StreamEvent[][] = [];
-  const store = { save: async (_r: string, _p: string, events: readonly StreamEvent[]) => void batches.push([...events]) } as unknown as StreamStore;
+  const store = {
+    save: async (_r: string, _p: string, events: readonly StreamEvent[]) => void batches.push([...events]),
+  } as unknown as StreamStore;
   const publisher = new StreamPublisher(store, { send: async () => [] });
   return { publisher, batches };
 }

@@ -8,7 +8,12 @@ describe('history JSON', () => {
         {
           eventId: 1,
           eventType: 1,
-          workflowExecutionStartedEventAttributes: { workflowType: { name: 'agentRequestWorkflow' }, input: { payloads: [{ metadata: { encoding: Buffer.from('binary/encrypted') }, data: Buffer.from('sealed') }] } },
+          workflowExecutionStartedEventAttributes: {
+            workflowType: { name: 'agentRequestWorkflow' },
+            input: {
+              payloads: [{ metadata: { encoding: Buffer.from('binary/encrypted') }, data: Buffer.from('sealed') }],
+            },
+          },
         },
       ],
     });
@@ -18,13 +23,18 @@ describe('history JSON', () => {
         {
           eventId: '1',
           eventType: 'EVENT_TYPE_WORKFLOW_EXECUTION_STARTED',
-          workflowExecutionStartedEventAttributes: { workflowType: { name: 'agentRequestWorkflow' }, input: { payloads: [{ metadata: { encoding: 'YmluYXJ5L2VuY3J5cHRlZA==' }, data: 'c2VhbGVk' }] } },
+          workflowExecutionStartedEventAttributes: {
+            workflowType: { name: 'agentRequestWorkflow' },
+            input: { payloads: [{ metadata: { encoding: 'YmluYXJ5L2VuY3J5cHRlZA==' }, data: 'c2VhbGVk' }] },
+          },
         },
       ],
     });
     const back = historyFromJson(JSON.parse(JSON.stringify(json)));
     expect(Number(back.events![0]!.eventId)).toBe(1);
-    expect(Buffer.from(back.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString()).toBe('sealed');
+    expect(
+      Buffer.from(back.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString(),
+    ).toBe('sealed');
   });
 
   it('refuses what is not a history', () => {

@@ -11,7 +11,9 @@ interface ProtoJson {
 // historyToJSON and historyFromJSON (@temporalio/common/lib/proto-utils) take it from
 // @temporalio/common's copy instead, and the lockfile gives each Temporal package a copy of its own
 // (protobufjs 7 is hoisted for another dependency): theirs throw "type must be a Type" here.
-const { toJson, fromJson } = createRequire(createRequire(import.meta.url).resolve('@temporalio/proto'))('protobufjs/ext/protojson') as ProtoJson;
+const { toJson, fromJson } = createRequire(createRequire(import.meta.url).resolve('@temporalio/proto'))(
+  'protobufjs/ext/protojson',
+) as ProtoJson;
 const HistoryType = proto.temporal.api.history.v1.History;
 
 /** A workflow history (as `WorkflowHandle.fetchHistory()` returns it) in Temporal's history JSON,

@@ -11,4 +11,10 @@ export {
 } from './payload-codec.js';
 export { clearTaskQueue } from './task-queue-leftovers.js';
 export { historyFromJson, historyToJson } from './history-json.js';
-export { describeDeployment, promoteBuild, waitForBuild, type DeploymentBuild, type DeploymentState } from './worker-deployment.js';
+export {
+  describeDeployment,
+  promoteBuild,
+  waitForBuild,
+  type DeploymentBuild,
+  type DeploymentState,
+} from './worker-deployment.js';

@@ -1,5 +1,11 @@
 import { defaultPayloadConverter, METADATA_ENCODING_KEY, type Payload } from '@temporalio/common';
-import { AesGcmPayloadCodec, ENCRYPTED_ENCODING, METADATA_ENCRYPTION_KEY_ID, payloadFromJson, payloadToJson } from './payload-codec.js';
+import {
+  AesGcmPayloadCodec,
+  ENCRYPTED_ENCODING,
+  METADATA_ENCRYPTION_KEY_ID,
+  payloadFromJson,
+  payloadToJson,
+} from './payload-codec.js';
 
 const keyA = Buffer.alloc(32, 1);
 const keyB = Buffer.alloc(32, 2);
@@ -28,7 +34,13 @@ describe('AesGcmPayloadCodec', () => {
 
   it('after a rotation, encrypts under the new key and still decrypts under the old one', async () => {
     const [old] = await underA.encode([defaultPayloadConverter.toPayload(message)]);
-    const rotated = new AesGcmPayloadCodec(new Map([['a', keyA], ['b', keyB]]), 'b');
+    const rotated = new AesGcmPayloadCodec(
+      new Map([
+        ['a', keyA],
+        ['b', keyB],
+      ]),
+      'b',
+    );
     const [fresh] = await rotated.encode([defaultPayloadConverter.toPayload(message)]);
     expect(text(fresh!.metadata![METADATA_ENCRYPTION_KEY_ID])).toBe('b');
     const decoded = await rotated.decode([old!, fresh!]);
@@ -38,10 +50,14 @@ describe('AesGcmPayloadCodec', () => {
   it('refuses a payload under an unknown key, or one that was tampered with, naming the key only', async () => {
     const [encrypted] = await underA.encode([defaultPayloadConverter.toPayload(message)]);
     const onlyB = new AesGcmPayloadCodec(new Map([['b', keyB]]), 'b');
-    await expect(onlyB.decode([encrypted!])).rejects.toThrow('An encrypted payload names the key "a", which is not configured (MAS_PAYLOAD_KEYS)');
+    await expect(onlyB.decode([encrypted!])).rejects.toThrow(
+      'An encrypted payload names the key "a", which is not configured (MAS_PAYLOAD_KEYS)',
+    );
     const data = Buffer.from(encrypted!.data!);
     data[20] = data[20]! ^ 1;
-    await expect(underA.decode([{ ...encrypted!, data }])).rejects.toThrow('An encrypted payload does not authenticate under the key "a"');
+    await expect(underA.decode([{ ...encrypted!, data }])).rejects.toThrow(
+      'An encrypted payload does not authenticate under the key "a"',
+    );
   });
 
   it('passes a payload that is not encrypted through decode (histories written before encryption)', async () => {

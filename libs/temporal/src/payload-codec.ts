@@ -1,6 +1,12 @@
 import { createCipheriv, createDecipheriv, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { METADATA_ENCODING_KEY, ValueError, type DataConverter, type Payload, type PayloadCodec } from '@temporalio/common';
+import {
+  METADATA_ENCODING_KEY,
+  ValueError,
+  type DataConverter,
+  type Payload,
+  type PayloadCodec,
+} from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { AppConfig } from '#libs/config';
 
@@ -12,7 +18,8 @@ export const METADATA_ENCRYPTION_KEY_ID = 'encryption-key-id';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const utf8 = new TextEncoder();
-const text = (bytes: Uint8Array | null | undefined): string | undefined => (bytes ? Buffer.from(bytes).toString('utf8') : undefined);
+const text = (bytes: Uint8Array | null | undefined): string | undefined =>
+  bytes ? Buffer.from(bytes).toString('utf8') : undefined;
 
 /**
  * Encrypts every Temporal payload with AES-256-GCM: the whole payload (its metadata and data) is
@@ -31,7 +38,8 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     keys: ReadonlyMap<string, Buffer>,
     private readonly currentKeyId: string,
   ) {
-    if (!keys.has(currentKeyId)) throw new Error(`the current payload key "${currentKeyId}" is not among the configured keys`);
+    if (!keys.has(currentKeyId))
+      throw new Error(`the current payload key "${currentKeyId}" is not among the configured keys`);
     this.keys = new Map([...keys].map(([id, key]) => [id, createSecretKey(key)]));
   }
 
@@ -44,15 +52,18 @@ export class AesGcmPayloadCodec implements PayloadCodec {
   async encode(payloads: Payload[]): Promise<Payload[]> {
     const key = this.keys.get(this.currentKeyId)!;
     return payloads.map((payload) => {
-        const iv = randomBytes(IV_BYTES);
-        const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
-        const plain = proto.temporal.api.common.v1.Payload.encode(payload).finish();
-        const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
-        return {
-          metadata: { [METADATA_ENCODING_KEY]: utf8.encode(ENCRYPTED_ENCODING), [METADATA_ENCRYPTION_KEY_ID]: utf8.encode(this.currentKeyId) },
-          data: new Uint8Array(sealed),
-        };
-      });
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
+      const plain = proto.temporal.api.common.v1.Payload.encode(payload).finish();
+      const sealed = Buffer.concat([iv, cipher.update(plain), cipher.final(), cipher.getAuthTag()]);
+      return {
+        metadata: {
+          [METADATA_ENCODING_KEY]: utf8.encode(ENCRYPTED_ENCODING),
+          [METADATA_ENCRYPTION_KEY_ID]: utf8.encode(this.currentKeyId),
+        },
+        data: new Uint8Array(sealed),
+      };
+    });
   }
 
   // async: a failure rejects (as PayloadCodec callers expect) rather than throwing
@@ -65,7 +76,8 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     const keyId = text(payload.metadata?.[METADATA_ENCRYPTION_KEY_ID]);
     if (!keyId) throw new ValueError('An encrypted payload has no encryption key id');
     const key = this.keys.get(keyId);
-    if (!key) throw new ValueError(`An encrypted payload names the key "${keyId}", which is not configured (MAS_PAYLOAD_KEYS)`);
+    if (!key)
+      throw new ValueError(`An encrypted payload names the key "${keyId}", which is not configured (MAS_PAYLOAD_KEYS)`);
     const data = payload.data;
     if (!data || data.length < IV_BYTES + TAG_BYTES) throw new ValueError('An encrypted payload is too short');
     const decipher = createDecipheriv('aes-256-gcm', key, data.subarray(0, IV_BYTES), { authTagLength: TAG_BYTES });
@@ -99,7 +111,9 @@ export interface JsonPayload {
 /** Reads a codec-server payload (proto JSON: base64 fields). */
 export function payloadFromJson({ metadata, data }: JsonPayload): Payload {
   return {
-    metadata: metadata ? Object.fromEntries(Object.entries(metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))])) : {},
+    metadata: metadata
+      ? Object.fromEntries(Object.entries(metadata).map(([k, v]) => [k, new Uint8Array(Buffer.from(v, 'base64'))]))
+      : {},
     data: data ? new Uint8Array(Buffer.from(data, 'base64')) : new Uint8Array(),
   };
 }
@@ -107,7 +121,9 @@ export function payloadFromJson({ metadata, data }: JsonPayload): Payload {
 /** Writes a codec-server payload (proto JSON: base64 fields). */
 export function payloadToJson({ metadata, data }: Payload): JsonPayload {
   return {
-    metadata: Object.fromEntries(Object.entries(metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')])),
+    metadata: Object.fromEntries(
+      Object.entries(metadata ?? {}).map(([k, v]) => [k, Buffer.from(v ?? new Uint8Array()).toString('base64')]),
+    ),
     data: Buffer.from(data ?? new Uint8Array()).toString('base64'),
   };
 }

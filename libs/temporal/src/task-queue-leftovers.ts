@@ -12,7 +12,9 @@ import { ledgerReconcilerScheduleId } from '#libs/contracts';
 export async function clearTaskQueue(client: Client, taskQueue: string, reason: string, max = 2000): Promise<number> {
   let terminated = 0;
   try {
-    for await (const wf of client.workflow.list({ query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'` })) {
+    for await (const wf of client.workflow.list({
+      query: `TaskQueue = '${taskQueue}' AND ExecutionStatus = 'Running'`,
+    })) {
       if (terminated >= max) break;
       await client.workflow
         .getHandle(wf.workflowId, wf.runId)

@@ -14,7 +14,10 @@ import { updateStartInterceptor } from './update-start.js';
  * cap (from 100 ms) the channel tries at least every second, so the api recovers within about a
  * second (measured by `npm run drill`, docs/reliability.md).
  */
-export const RECONNECT_CHANNEL_ARGS = { 'grpc.initial_reconnect_backoff_ms': 100, 'grpc.max_reconnect_backoff_ms': 1000 } as const;
+export const RECONNECT_CHANNEL_ARGS = {
+  'grpc.initial_reconnect_backoff_ms': 100,
+  'grpc.max_reconnect_backoff_ms': 1000,
+} as const;
 
 /** The api's Temporal client (also the worker's, for the reconciler's schedule), its payloads
  * encrypted (payload-codec.ts), traced when tracing is on (a span per start, continued by the workflow). The connection is lazy, so the api starts (and /readyz answers
@@ -40,8 +43,23 @@ export class TemporalClientService implements OnApplicationShutdown {
         return delay;
       },
     });
-    this.connection = address ? Connection.lazy({ address, ...temporalConnectionOptions(config.engines.temporal), connectTimeout: '3 seconds', interceptors: [interceptor], channelArgs: RECONNECT_CHANNEL_ARGS }) : undefined;
-    this.client = this.connection && new Client({ connection: this.connection, namespace, dataConverter: payloadDataConverter(config), interceptors: { workflow: [...temporalClientTracing(), updateStartInterceptor] } });
+    this.connection = address
+      ? Connection.lazy({
+          address,
+          ...temporalConnectionOptions(config.engines.temporal),
+          connectTimeout: '3 seconds',
+          interceptors: [interceptor],
+          channelArgs: RECONNECT_CHANNEL_ARGS,
+        })
+      : undefined;
+    this.client =
+      this.connection &&
+      new Client({
+        connection: this.connection,
+        namespace,
+        dataConverter: payloadDataConverter(config),
+        interceptors: { workflow: [...temporalClientTracing(), updateStartInterceptor] },
+      });
   }
 
   async onApplicationShutdown(): Promise<void> {
@@ -61,7 +79,14 @@ export class TemporalProbe implements ReadinessProbe, OnApplicationShutdown {
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
     const { address } = config.temporal;
-    this.connection = address ? Connection.lazy({ address, ...temporalConnectionOptions(config.engines.temporal), interceptors: [], channelArgs: RECONNECT_CHANNEL_ARGS }) : undefined;
+    this.connection = address
+      ? Connection.lazy({
+          address,
+          ...temporalConnectionOptions(config.engines.temporal),
+          interceptors: [],
+          channelArgs: RECONNECT_CHANNEL_ARGS,
+        })
+      : undefined;
   }
 
   async check(signal: AbortSignal): Promise<void> {

@@ -25,17 +25,28 @@ const FAILED_PRECONDITION = 9;
 const grpcCode = (e: unknown): number | undefined => (e as { code?: number }).code;
 
 const statusName = (status: number, drainage: number): string =>
-  status === WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINING && drainage === VersionDrainageStatus.VERSION_DRAINAGE_STATUS_DRAINED
+  status === WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINING &&
+  drainage === VersionDrainageStatus.VERSION_DRAINAGE_STATUS_DRAINED
     ? 'drained'
-    : (WorkerDeploymentVersionStatus[status] ?? 'unspecified').replace('WORKER_DEPLOYMENT_VERSION_STATUS_', '').toLowerCase();
+    : (WorkerDeploymentVersionStatus[status] ?? 'unspecified')
+        .replace('WORKER_DEPLOYMENT_VERSION_STATUS_', '')
+        .toLowerCase();
 
-const toDate = (t: { seconds?: unknown } | null | undefined): Date | undefined => (t?.seconds == null ? undefined : new Date(Number(t.seconds) * 1000));
+const toDate = (t: { seconds?: unknown } | null | undefined): Date | undefined =>
+  t?.seconds == null ? undefined : new Date(Number(t.seconds) * 1000);
 
 /** The worker deployment `name` (WorkflowService.DescribeWorkerDeployment); undefined when no
  * versioned worker has polled under it yet. */
-export async function describeDeployment(service: WorkflowService, namespace: string, name: string): Promise<DeploymentState | undefined> {
+export async function describeDeployment(
+  service: WorkflowService,
+  namespace: string,
+  name: string,
+): Promise<DeploymentState | undefined> {
   try {
-    const { workerDeploymentInfo: info, conflictToken } = await service.describeWorkerDeployment({ namespace, deploymentName: name });
+    const { workerDeploymentInfo: info, conflictToken } = await service.describeWorkerDeployment({
+      namespace,
+      deploymentName: name,
+    });
     const current = info?.routingConfig?.currentDeploymentVersion?.buildId ?? undefined;
     const builds = (info?.versionSummaries ?? []).map((v) => ({
       buildId: v.deploymentVersion?.buildId ?? '',
@@ -51,12 +62,21 @@ export async function describeDeployment(service: WorkflowService, namespace: st
 
 /** Waits until Temporal lists `buildId` as a build of the deployment (its worker's first poll
  * registers it, asynchronously). */
-export async function waitForBuild(service: WorkflowService, namespace: string, name: string, buildId: string, timeoutMs = 60_000): Promise<DeploymentState> {
+export async function waitForBuild(
+  service: WorkflowService,
+  namespace: string,
+  name: string,
+  buildId: string,
+  timeoutMs = 60_000,
+): Promise<DeploymentState> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const state = await describeDeployment(service, namespace, name);
     if (state?.builds.some((b) => b.buildId === buildId)) return state;
-    if (Date.now() > deadline) throw new Error(`build ${buildId} of worker deployment ${name} was not registered within ${timeoutMs / 1000} s: is a worker of that build polling?`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `build ${buildId} of worker deployment ${name} was not registered within ${timeoutMs / 1000} s: is a worker of that build polling?`,
+      );
     await sleep(200);
   }
 }
@@ -76,9 +96,16 @@ export async function promoteBuild(
 ): Promise<{ promoted: boolean; previous: string | undefined; current: string | undefined }> {
   for (let attempt = 0; ; attempt++) {
     const state = await waitForBuild(service, namespace, name, buildId, options.timeoutMs);
-    if (state.current === buildId || (options.onlyIfNone && state.current)) return { promoted: false, previous: state.current, current: state.current };
+    if (state.current === buildId || (options.onlyIfNone && state.current))
+      return { promoted: false, previous: state.current, current: state.current };
     try {
-      await service.setWorkerDeploymentCurrentVersion({ namespace, deploymentName: name, buildId, conflictToken: state.conflictToken, identity: options.identity });
+      await service.setWorkerDeploymentCurrentVersion({
+        namespace,
+        deploymentName: name,
+        buildId,
+        conflictToken: state.conflictToken,
+        identity: options.identity,
+      });
       return { promoted: true, previous: state.current, current: buildId };
     } catch (e) {
       // Another replica or operator changed the deployment since it was read: read it again.

@@ -2,7 +2,12 @@ export * from './tool.js';
 export { defineTool, validateToolArguments } from './tool-definition.js';
 export * from './tool.registry.js';
 
-export { runJavascriptTool, RUN_JAVASCRIPT_DEFAULTS, RUN_JAVASCRIPT_MAX_CODE_CHARS, type RunJavascriptOptions } from './code/run-javascript.tool.js';
+export {
+  runJavascriptTool,
+  RUN_JAVASCRIPT_DEFAULTS,
+  RUN_JAVASCRIPT_MAX_CODE_CHARS,
+  type RunJavascriptOptions,
+} from './code/run-javascript.tool.js';
 
 export { fetchUrlTool, FETCH_URL_DEFAULTS, type FetchUrlOptions } from './research/fetch-url.tool.js';
 export {
@@ -15,10 +20,19 @@ export {
 } from './research/web-search.tool.js';
 
 export { readFileTool, READ_FILE_DEFAULTS, type ReadFileOptions } from './documents/read-file.tool.js';
-export { createDocumentTool, CREATE_DOCUMENT_DEFAULTS, type CreateDocumentOptions } from './documents/create-document.tool.js';
+export {
+  createDocumentTool,
+  CREATE_DOCUMENT_DEFAULTS,
+  type CreateDocumentOptions,
+} from './documents/create-document.tool.js';
 
 export { queryDataTool, QUERY_DATA_DEFAULTS, type QueryDataOptions } from './data/query-data.tool.js';
-export { createChartTool, CREATE_CHART_DEFAULTS, MAX_CHART_ROWS, type CreateChartOptions } from './data/create-chart.tool.js';
+export {
+  createChartTool,
+  CREATE_CHART_DEFAULTS,
+  MAX_CHART_ROWS,
+  type CreateChartOptions,
+} from './data/create-chart.tool.js';
 export { renderChartSvg } from './data/chart.renderer.js';
 export { DATA_FILE_EXTENSIONS, isDataFileName, tableNameFor, tableNamesFor } from './data/table-name.util.js';
 

@@ -18,7 +18,10 @@ const spec: ToolSpec = {
 
 describe('validateToolArguments', () => {
   it('accepts valid arguments as they are', () => {
-    expect(validateToolArguments(spec, { text: 'hi', count: 2, mode: 'a' })).toEqual({ ok: true, value: { text: 'hi', count: 2, mode: 'a' } });
+    expect(validateToolArguments(spec, { text: 'hi', count: 2, mode: 'a' })).toEqual({
+      ok: true,
+      value: { text: 'hi', count: 2, mode: 'a' },
+    });
   });
 
   it('lists every problem in words', () => {
@@ -48,7 +51,10 @@ describe('defineTool', () => {
       return toolOk(args.text.toUpperCase());
     });
     await expect(tool.run({ text: 'hey' })).resolves.toEqual({ ok: true, output: 'HEY' });
-    await expect(tool.run({ text: '' })).resolves.toEqual({ ok: false, error: 'Invalid arguments for demo_tool: arguments.text must NOT have fewer than 1 characters.' });
+    await expect(tool.run({ text: '' })).resolves.toEqual({
+      ok: false,
+      error: 'Invalid arguments for demo_tool: arguments.text must NOT have fewer than 1 characters.',
+    });
     expect(calls).toEqual([{ text: 'hey' }]);
   });
 
@@ -56,13 +62,19 @@ describe('defineTool', () => {
     const tool = defineTool<{ text: string }, undefined>('chat', spec, async () => {
       throw new Error('disk on fire');
     });
-    await expect(tool.run({ text: 'x' })).resolves.toEqual({ ok: false, error: 'demo_tool failed unexpectedly: disk on fire' });
+    await expect(tool.run({ text: 'x' })).resolves.toEqual({
+      ok: false,
+      error: 'demo_tool failed unexpectedly: disk on fire',
+    });
   });
 
   it('does not start once cancelled', async () => {
     const tool = defineTool<{ text: string }, undefined>('chat', spec, async () => toolOk('ran'));
     const controller = new AbortController();
     controller.abort();
-    await expect(tool.run({ text: 'x' }, { signal: controller.signal })).resolves.toEqual({ ok: false, error: 'demo_tool was cancelled before it started.' });
+    await expect(tool.run({ text: 'x' }, { signal: controller.signal })).resolves.toEqual({
+      ok: false,
+      error: 'demo_tool was cancelled before it started.',
+    });
   });
 });

@@ -1,6 +1,13 @@
 import type { Capability } from '#libs/contracts';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { errorMessage, toolError, type ToolContext, type ToolDefinition, type ToolResult, type ToolSpec } from './tool.js';
+import {
+  errorMessage,
+  toolError,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolResult,
+  type ToolSpec,
+} from './tool.js';
 
 // One instance for all specs: compiling a schema is costly, validating is cheap. Only the
 // built-in tools' specs come here, a fixed set compiled once at load and keyed by name; customer
@@ -19,14 +26,19 @@ function validatorFor(spec: ToolSpec): ValidateFunction {
 
 function describeError(e: ErrorObject): string {
   const at = e.instancePath === '' ? 'arguments' : `arguments${e.instancePath.replaceAll('/', '.')}`;
-  if (e.keyword === 'additionalProperties') return `${at} has an unknown property "${String(e.params['additionalProperty'])}"`;
-  if (e.keyword === 'required') return `${at} is missing the required property "${String(e.params['missingProperty'])}"`;
+  if (e.keyword === 'additionalProperties')
+    return `${at} has an unknown property "${String(e.params['additionalProperty'])}"`;
+  if (e.keyword === 'required')
+    return `${at} is missing the required property "${String(e.params['missingProperty'])}"`;
   if (e.keyword === 'enum') return `${at} must be one of ${JSON.stringify(e.params['allowedValues'])}`;
   return `${at} ${e.message ?? 'is invalid'}`;
 }
 
 /** Checks the model's arguments against the spec; the error lists every problem in words. */
-export function validateToolArguments<A>(spec: ToolSpec, args: unknown): { ok: true; value: A } | { ok: false; error: string } {
+export function validateToolArguments<A>(
+  spec: ToolSpec,
+  args: unknown,
+): { ok: true; value: A } | { ok: false; error: string } {
   const validate = validatorFor(spec);
   if (validate(args)) return { ok: true, value: args as A };
   const problems = [...new Set((validate.errors ?? []).map(describeError))];

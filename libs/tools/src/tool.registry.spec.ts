@@ -44,7 +44,13 @@ describe('toolSpecsFor', () => {
 
   it('offers each tool once, in capability order', () => {
     const { tools } = toolSpecsFor(['files', 'data', 'documents', 'files']);
-    expect(tools.map((t) => t.name)).toEqual(['write_file', 'query_data', 'create_chart', 'read_file', 'create_document']);
+    expect(tools.map((t) => t.name)).toEqual([
+      'write_file',
+      'query_data',
+      'create_chart',
+      'read_file',
+      'create_document',
+    ]);
   });
 });
 
@@ -52,14 +58,18 @@ describe('executeBuiltInTool', () => {
   it('refuses an unknown tool', async () => {
     await expect(executeBuiltInTool('rm_rf', {})).resolves.toEqual({
       ok: false,
-      error: 'There is no built-in tool named "rm_rf". Built-in tools: fetch_url, web_search, read_file, create_document, run_javascript, query_data, create_chart, write_file.',
+      error:
+        'There is no built-in tool named "rm_rf". Built-in tools: fetch_url, web_search, read_file, create_document, run_javascript, query_data, create_chart, write_file.',
     });
   });
 
   it('refuses a tool outside the capabilities in use', async () => {
-    await expect(executeBuiltInTool('run_javascript', { code: '1' }, { capabilities: ['chat', 'documents'] })).resolves.toEqual({
+    await expect(
+      executeBuiltInTool('run_javascript', { code: '1' }, { capabilities: ['chat', 'documents'] }),
+    ).resolves.toEqual({
       ok: false,
-      error: 'run_javascript is not available in this request: it belongs to the "code" capability, which is not in use.',
+      error:
+        'run_javascript is not available in this request: it belongs to the "code" capability, which is not in use.',
     });
   });
 
@@ -69,11 +79,16 @@ describe('executeBuiltInTool', () => {
       output: 'Wrote a.txt (text/plain, 2 B).',
       files: [{ name: 'a.txt', content: 'hi', encoding: 'utf8', mediaType: 'text/plain' }],
     });
-    await expect(executeBuiltInTool('write_file', '{"name":')).resolves.toEqual({ ok: false, error: 'The arguments for write_file are not valid JSON.' });
+    await expect(executeBuiltInTool('write_file', '{"name":')).resolves.toEqual({
+      ok: false,
+      error: 'The arguments for write_file are not valid JSON.',
+    });
   });
 
   it('passes the operator options of the tool', async () => {
-    await expect(executeBuiltInTool('write_file', { name: 'a.txt', content: 'abc' }, { options: { writeFile: { maxBytes: 2 } } })).resolves.toEqual({
+    await expect(
+      executeBuiltInTool('write_file', { name: 'a.txt', content: 'abc' }, { options: { writeFile: { maxBytes: 2 } } }),
+    ).resolves.toEqual({
       ok: false,
       error: 'Cannot write "a.txt": it is 3 bytes, over the 2-byte limit per file.',
     });

@@ -7,7 +7,14 @@ import { readFileTool, type ReadFileOptions } from './documents/read-file.tool.j
 import { writeFileTool, type WriteFileOptions } from './files/write-file.tool.js';
 import { fetchUrlTool, type FetchUrlOptions } from './research/fetch-url.tool.js';
 import { WEB_SEARCH_UNAVAILABLE, webSearchTool, type WebSearchProvider } from './research/web-search.tool.js';
-import { toolError, type ToolContext, type ToolDefinition, type ToolFile, type ToolResult, type ToolSpec } from './tool.js';
+import {
+  toolError,
+  type ToolContext,
+  type ToolDefinition,
+  type ToolFile,
+  type ToolResult,
+  type ToolSpec,
+} from './tool.js';
 
 /** Names of the built-in tools. */
 export type BuiltInToolName =
@@ -96,13 +103,21 @@ export interface BuiltInToolCallContext {
  * Runs one built-in tool call. Arguments may be the parsed object or the JSON text a model sends;
  * every failure, including an unknown tool or malformed JSON, is an `ok: false` result.
  */
-export async function executeBuiltInTool(name: string, args: unknown, context: BuiltInToolCallContext = {}): Promise<ToolResult> {
+export async function executeBuiltInTool(
+  name: string,
+  args: unknown,
+  context: BuiltInToolCallContext = {},
+): Promise<ToolResult> {
   if (!isBuiltInToolName(name)) {
-    return toolError(`There is no built-in tool named "${name}". Built-in tools: ${Object.keys(BUILT_IN_TOOLS).join(', ')}.`);
+    return toolError(
+      `There is no built-in tool named "${name}". Built-in tools: ${Object.keys(BUILT_IN_TOOLS).join(', ')}.`,
+    );
   }
   const tool = BUILT_IN_TOOLS[name];
   if (context.capabilities && !context.capabilities.includes(tool.capability)) {
-    return toolError(`${name} is not available in this request: it belongs to the "${tool.capability}" capability, which is not in use.`);
+    return toolError(
+      `${name} is not available in this request: it belongs to the "${tool.capability}" capability, which is not in use.`,
+    );
   }
   let parsed = args;
   if (typeof args === 'string') {
@@ -123,7 +138,10 @@ export async function executeBuiltInTool(name: string, args: unknown, context: B
     case 'web_search':
       return webSearchTool.run(parsed, {
         ...base,
-        options: { ...(options.webSearch ? { provider: options.webSearch } : {}), ...(options.webSearchTimeoutMs ? { timeoutMs: options.webSearchTimeoutMs } : {}) },
+        options: {
+          ...(options.webSearch ? { provider: options.webSearch } : {}),
+          ...(options.webSearchTimeoutMs ? { timeoutMs: options.webSearchTimeoutMs } : {}),
+        },
       });
     case 'read_file':
       return readFileTool.run(parsed, { ...base, options: options.readFile ?? {} });

@@ -65,7 +65,8 @@ export function boundText(text: string, maxChars: number, hint = ''): string {
 /** The message of anything thrown, for results the model reads. */
 export function errorMessage(e: unknown): string {
   // Duck-typed: errors from Node internals may come from another realm (e.g. under a test runner's VM).
-  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+  if (typeof e === 'object' && e !== null && typeof (e as { message?: unknown }).message === 'string')
+    return (e as { message: string }).message;
   return typeof e === 'string' ? e : (JSON.stringify(e) ?? String(e));
 }
 

@@ -21,7 +21,12 @@ export interface WebhookSignatureHeaders {
  * Signs one attempt (Standard Webhooks 1.0, symmetric): HMAC-SHA-256 of `<id>.<timestamp>.<body>`
  * keyed by the base64-decoded part of the `whsec_` secret, sent as `v1,<base64>`.
  */
-export function signWebhook(input: { readonly secret: string; readonly id: string; readonly timestamp: number; readonly body: string }): WebhookSignatureHeaders {
+export function signWebhook(input: {
+  readonly secret: string;
+  readonly id: string;
+  readonly timestamp: number;
+  readonly body: string;
+}): WebhookSignatureHeaders {
   if (!input.secret.startsWith(WEBHOOK_SECRET_PREFIX)) throw new Error('a webhook secret starts with whsec_');
   if (input.id.includes('.')) throw new Error('a webhook id must not contain "."');
   const key = Buffer.from(input.secret.slice(WEBHOOK_SECRET_PREFIX.length), 'base64');

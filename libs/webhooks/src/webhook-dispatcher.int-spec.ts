@@ -29,26 +29,47 @@ describe('the webhook dispatcher', () => {
     temporal = await connectTemporal(config);
     store = new WebhookStore(fixtures.db, config);
     // Never started: dispatch() alone needs no Kafka.
-    dispatcher = new WebhookDispatcher({} as Kafka, temporal.client, store, { render: async () => ({ id: 'x' }) }, {
-      groupId: `${config.kafkaGroupPrefix}-unused`,
-      taskQueue: `dispatch-test-${randomUUID()}`,
-      retry: { initialIntervalMs: 1000, maximumIntervalMs: 1000, retryForMs: 60_000, attemptTimeoutMs: 1000 },
-    });
+    dispatcher = new WebhookDispatcher(
+      {} as Kafka,
+      temporal.client,
+      store,
+      { render: async () => ({ id: 'x' }) },
+      {
+        groupId: `${config.kafkaGroupPrefix}-unused`,
+        taskQueue: `dispatch-test-${randomUUID()}`,
+        retry: { initialIntervalMs: 1000, maximumIntervalMs: 1000, retryForMs: 60_000, attemptTimeoutMs: 1000 },
+      },
+    );
   });
   afterAll(async () => {
-    for (const id of started) await temporal.client.workflow.getHandle(webhookWorkflowId(id)).terminate('test over').catch(() => undefined);
+    for (const id of started)
+      await temporal.client.workflow
+        .getHandle(webhookWorkflowId(id))
+        .terminate('test over')
+        .catch(() => undefined);
     await temporal.connection.close();
     await fixtures.close();
   });
 
-  const completed = (projectId: string, at: Date): DomainEvent => ({ id: randomUUID(), type: EVENT_TYPES.agentRequestCompleted, streamId: `request-${randomUUID()}`, version: 3, projectId, time: at.toISOString(), data: {} });
-  const deliveriesOf = async (eventId: string): Promise<{ id: string }[]> => fixtures.db.query(`select id from webhook_deliveries where event_id = $1`, [eventId]);
+  const completed = (projectId: string, at: Date): DomainEvent => ({
+    id: randomUUID(),
+    type: EVENT_TYPES.agentRequestCompleted,
+    streamId: `request-${randomUUID()}`,
+    version: 3,
+    projectId,
+    time: at.toISOString(),
+    data: {},
+  });
+  const deliveriesOf = async (eventId: string): Promise<{ id: string }[]> =>
+    fixtures.db.query(`select id from webhook_deliveries where event_id = $1`, [eventId]);
 
   it('sends no webhook for an event older than the deliveries are kept, and sends one for a recent event', async () => {
     const { project } = await fixtures.project();
     const { subscription } = await store.add(project.id, { url: 'https://receiver.example.com/hook' });
     // The endpoint existed when both events happened.
-    await fixtures.db.query(`update webhook_subscriptions set created_at = now() - interval '90 days' where id = $1`, [subscription.id]);
+    await fixtures.db.query(`update webhook_subscriptions set created_at = now() - interval '90 days' where id = $1`, [
+      subscription.id,
+    ]);
 
     const old = completed(project.id, new Date(Date.now() - (WEBHOOK_DELIVERY_RETENTION_DAYS + 1) * DAY_MS));
     expect(await dispatcher.dispatch(old)).toBe(0);

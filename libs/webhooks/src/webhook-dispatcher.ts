@@ -71,7 +71,9 @@ export class WebhookDispatcher {
       } catch (e) {
         this.logger.warn(`could not start webhook resends (retrying): ${e instanceof Error ? e.message : String(e)}`);
       }
-      await sleep(this.options.resendPollMs ?? RESEND_POLL_MS, undefined, { signal: this.stopping.signal }).catch(() => undefined);
+      await sleep(this.options.resendPollMs ?? RESEND_POLL_MS, undefined, { signal: this.stopping.signal }).catch(
+        () => undefined,
+      );
     }
   }
 
@@ -99,7 +101,9 @@ export class WebhookDispatcher {
             const events = batch.messages.map((m) => ({ offset: m.offset, event: parseDomainEvent(m.value) }));
             // One query a batch finds the projects that have endpoints at all, so catching up on
             // a long topic (a new consumer group reads from offset 0) costs little.
-            const candidates = [...new Set(events.flatMap(({ event }) => (event && webhookEventOf(event.type) ? [event.projectId] : [])))];
+            const candidates = [
+              ...new Set(events.flatMap(({ event }) => (event && webhookEventOf(event.type) ? [event.projectId] : []))),
+            ];
             const subscribed = new Set(candidates.length ? await this.store.projectsWithEndpoints(candidates) : []);
             for (const { offset, event } of events) {
               if (!isRunning() || isStale()) break;
@@ -113,7 +117,9 @@ export class WebhookDispatcher {
       } catch (e) {
         await consumer.disconnect().catch(() => undefined);
         if (this.stopped) return;
-        this.logger.warn(`webhook dispatcher could not join ${this.options.groupId} (retrying in ${delay} ms): ${e instanceof Error ? e.message : String(e)}`);
+        this.logger.warn(
+          `webhook dispatcher could not join ${this.options.groupId} (retrying in ${delay} ms): ${e instanceof Error ? e.message : String(e)}`,
+        );
         await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => undefined);
       }
     }
@@ -143,7 +149,11 @@ export class WebhookDispatcher {
       return 0;
     }
     const body = JSON.stringify({ type, timestamp: event.time, data });
-    const deliveries = await this.store.createDeliveries({ id: event.id, type, projectId: event.projectId }, subscribers, body);
+    const deliveries = await this.store.createDeliveries(
+      { id: event.id, type, projectId: event.projectId },
+      subscribers,
+      body,
+    );
     let started = 0;
     for (const delivery of deliveries) {
       if (delivery.status !== 'pending') continue;
@@ -175,7 +185,14 @@ function parseDomainEvent(value: Buffer | null): DomainEvent | undefined {
   if (!value) return undefined;
   try {
     const event = JSON.parse(value.toString('utf8')) as CloudEvent<Record<string, unknown>> | null;
-    if (!event || typeof event !== 'object' || typeof event.id !== 'string' || !isUuid(event.id) || typeof event.type !== 'string') return undefined;
+    if (
+      !event ||
+      typeof event !== 'object' ||
+      typeof event.id !== 'string' ||
+      !isUuid(event.id) ||
+      typeof event.type !== 'string'
+    )
+      return undefined;
     const domain = fromCloudEvent(event);
     return domain && typeof domain.projectId === 'string' && isUuid(domain.projectId) ? domain : undefined;
   } catch {

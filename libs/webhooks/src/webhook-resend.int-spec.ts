@@ -27,14 +27,24 @@ describe('webhook resends', () => {
     temporal = await connectTemporal(config);
     store = new WebhookStore(fixtures.db, config);
     // Never started: startResends alone needs no Kafka.
-    dispatcher = new WebhookDispatcher({} as Kafka, temporal.client, store, { render: async () => ({}) }, {
-      groupId: `${config.kafkaGroupPrefix}-unused`,
-      taskQueue: `resend-test-${randomUUID()}`,
-      retry: { initialIntervalMs: 1000, maximumIntervalMs: 1000, retryForMs: 60_000, attemptTimeoutMs: 1000 },
-    });
+    dispatcher = new WebhookDispatcher(
+      {} as Kafka,
+      temporal.client,
+      store,
+      { render: async () => ({}) },
+      {
+        groupId: `${config.kafkaGroupPrefix}-unused`,
+        taskQueue: `resend-test-${randomUUID()}`,
+        retry: { initialIntervalMs: 1000, maximumIntervalMs: 1000, retryForMs: 60_000, attemptTimeoutMs: 1000 },
+      },
+    );
   });
   afterAll(async () => {
-    for (const id of started) await temporal.client.workflow.getHandle(webhookWorkflowId(id)).terminate('test over').catch(() => undefined);
+    for (const id of started)
+      await temporal.client.workflow
+        .getHandle(webhookWorkflowId(id))
+        .terminate('test over')
+        .catch(() => undefined);
     await temporal.connection.close();
     await fixtures.close();
   });
@@ -43,14 +53,23 @@ describe('webhook resends', () => {
   async function finishedDelivery(): Promise<{ projectId: string; endpointId: string; deliveryId: string }> {
     const { project } = await fixtures.project();
     const { subscription } = await store.add(project.id, { url: 'https://receiver.example.com/hook' });
-    const [delivery] = await store.createDeliveries({ id: randomUUID(), type: 'agent.completed', projectId: project.id }, [subscription.id], '{"type":"agent.completed"}');
+    const [delivery] = await store.createDeliveries(
+      { id: randomUUID(), type: 'agent.completed', projectId: project.id },
+      [subscription.id],
+      '{"type":"agent.completed"}',
+    );
     await store.markFailed(delivery!.id);
     return { projectId: project.id, endpointId: subscription.id, deliveryId: delivery!.id };
   }
 
-  const awaiting = async (id: string): Promise<boolean> => ((await fixtures.db.query(`select awaiting_start from webhook_deliveries where id = $1`, [id])) as { awaiting_start: boolean }[])[0]!.awaiting_start;
+  const awaiting = async (id: string): Promise<boolean> =>
+    (
+      (await fixtures.db.query(`select awaiting_start from webhook_deliveries where id = $1`, [id])) as {
+        awaiting_start: boolean;
+      }[]
+    )[0]!.awaiting_start;
 
-  it('starts the resend\'s workflow once, even when the dispatcher stopped between starting it and marking it started', async () => {
+  it("starts the resend's workflow once, even when the dispatcher stopped between starting it and marking it started", async () => {
     const { projectId, deliveryId } = await finishedDelivery();
     const { id } = await store.resend(projectId, deliveryId);
     started.push(id);
@@ -78,10 +97,21 @@ describe('webhook resends', () => {
     const a = await finishedDelivery();
     const b = await finishedDelivery();
     await expect(store.resend(a.projectId, b.deliveryId)).rejects.toThrow(/no webhook delivery/);
-    const pending = await store.createDeliveries({ id: randomUUID(), type: 'agent.failed', projectId: a.projectId }, [a.endpointId], '{}');
+    const pending = await store.createDeliveries(
+      { id: randomUUID(), type: 'agent.failed', projectId: a.projectId },
+      [a.endpointId],
+      '{}',
+    );
     await expect(store.resend(a.projectId, pending[0]!.id)).rejects.toThrow(/still being attempted/);
     await store.remove(a.projectId, a.endpointId);
     await expect(store.resend(a.projectId, a.deliveryId)).rejects.toThrow(/endpoint of this delivery was removed/);
-    expect((await fixtures.db.query(`select count(*)::int as n from webhook_deliveries where resend_of in ($1, $2)`, [a.deliveryId, b.deliveryId]))[0].n).toBe(0);
+    expect(
+      (
+        await fixtures.db.query(`select count(*)::int as n from webhook_deliveries where resend_of in ($1, $2)`, [
+          a.deliveryId,
+          b.deliveryId,
+        ])
+      )[0].n,
+    ).toBe(0);
   });
 });

@@ -1,7 +1,14 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { WebhookSignatureHeaders } from './signature.js';
-import { checkResolvedHost, HostAllowList, addressesOf, pinnedLookup, systemResolve, type ResolvedAddress } from '#libs/egress';
+import {
+  checkResolvedHost,
+  HostAllowList,
+  addressesOf,
+  pinnedLookup,
+  systemResolve,
+  type ResolvedAddress,
+} from '#libs/egress';
 
 /** What one POST came to: the receiver's status, or why there was none. */
 export type SendOutcome =
@@ -23,7 +30,12 @@ const USER_AGENT = 'managed-agent-service-webhooks/1.0';
  * Redirects are not followed (a 3xx is a failed attempt, as Standard Webhooks advises); the
  * answer's body is not read beyond what closing the connection needs.
  */
-export async function sendWebhook(target: URL, body: string, headers: WebhookSignatureHeaders, options: SendOptions): Promise<SendOutcome> {
+export async function sendWebhook(
+  target: URL,
+  body: string,
+  headers: WebhookSignatureHeaders,
+  options: SendOptions,
+): Promise<SendOutcome> {
   let destination: { hostname: string; addresses: readonly ResolvedAddress[] };
   try {
     destination = await addressesOf(target, options.resolve ?? systemResolve);
@@ -31,7 +43,11 @@ export async function sendWebhook(target: URL, body: string, headers: WebhookSig
     return { kind: 'unreachable', reason: `${target.hostname} did not resolve (${describe(e)})` };
   }
   const verdict = checkResolvedHost(destination.hostname, destination.addresses, options.allow);
-  if (!verdict.ok) return { kind: 'refused', reason: `${verdict.reason}; webhooks go to public addresses only unless WEBHOOK_ALLOW_HOSTS allows more` };
+  if (!verdict.ok)
+    return {
+      kind: 'refused',
+      reason: `${verdict.reason}; webhooks go to public addresses only unless WEBHOOK_ALLOW_HOSTS allows more`,
+    };
   const transport = target.protocol === 'https:' ? https : http;
   return new Promise<SendOutcome>((resolve) => {
     const request = transport.request(
@@ -41,7 +57,12 @@ export async function sendWebhook(target: URL, body: string, headers: WebhookSig
         agent: false,
         lookup: pinnedLookup(destination.addresses),
         timeout: options.timeoutMs,
-        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'user-agent': USER_AGENT, ...headers },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+          'user-agent': USER_AGENT,
+          ...headers,
+        },
       },
       (response) => {
         resolve({ kind: 'answered', statusCode: response.statusCode ?? 0 });
@@ -49,7 +70,10 @@ export async function sendWebhook(target: URL, body: string, headers: WebhookSig
         response.on('error', () => undefined);
       },
     );
-    const timer = setTimeout(() => request.destroy(new Error(`no answer within ${options.timeoutMs} ms`)), options.timeoutMs);
+    const timer = setTimeout(
+      () => request.destroy(new Error(`no answer within ${options.timeoutMs} ms`)),
+      options.timeoutMs,
+    );
     request.on('close', () => clearTimeout(timer));
     request.on('timeout', () => request.destroy(new Error(`no answer within ${options.timeoutMs} ms`)));
     request.on('error', (e) => resolve({ kind: 'unreachable', reason: describe(e) }));

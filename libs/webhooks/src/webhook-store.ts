@@ -59,11 +59,18 @@ export const WEBHOOK_DELIVERY_RETENTION_DAYS = 30;
  * kept: their workflow is still retrying); the number of deliveries deleted. */
 export async function deleteExpiredWebhookDeliveries(db: DataSource): Promise<number> {
   // Batches of 1000: each delivery's attempts go with it (on delete cascade).
-  return deleteInBatches(db, 'webhook_deliveries', `status <> 'pending' and finished_at < now() - make_interval(days => $1)`, [WEBHOOK_DELIVERY_RETENTION_DAYS], 1000);
+  return deleteInBatches(
+    db,
+    'webhook_deliveries',
+    `status <> 'pending' and finished_at < now() - make_interval(days => $1)`,
+    [WEBHOOK_DELIVERY_RETENTION_DAYS],
+    1000,
+  );
 }
 
 /** The id of the delivery of one event to one endpoint: the same event dispatched again finds it. */
-export const webhookDeliveryId = (eventId: string, subscriptionId: string): string => deterministicUuid('webhook-delivery', eventId, subscriptionId);
+export const webhookDeliveryId = (eventId: string, subscriptionId: string): string =>
+  deterministicUuid('webhook-delivery', eventId, subscriptionId);
 
 /** Associated data of a secret's encryption: a ciphertext copied to another endpoint does not decrypt. */
 const secretContext = (subscriptionId: string): string => `webhook-subscription:${subscriptionId}`;
@@ -76,7 +83,13 @@ interface SubscriptionRow {
   created_at: Date;
 }
 
-const subscriptionOf = (r: SubscriptionRow): WebhookSubscription => ({ id: r.id, projectId: r.project_id, url: r.url, events: r.events, createdAt: r.created_at });
+const subscriptionOf = (r: SubscriptionRow): WebhookSubscription => ({
+  id: r.id,
+  projectId: r.project_id,
+  url: r.url,
+  events: r.events,
+  createdAt: r.created_at,
+});
 
 /**
  * The only reader and writer of `webhook_subscriptions`, `webhook_deliveries` and
@@ -96,7 +109,10 @@ export class WebhookStore {
   }
 
   /** Adds an endpoint; the secret is in the result only (stored encrypted, never shown again). */
-  async add(projectId: string, input: { readonly url: string; readonly events?: readonly string[] }): Promise<{ subscription: WebhookSubscription; secret: string }> {
+  async add(
+    projectId: string,
+    input: { readonly url: string; readonly events?: readonly string[] },
+  ): Promise<{ subscription: WebhookSubscription; secret: string }> {
     const url = this.checkUrl(input.url);
     const events = this.checkEvents(input.events ?? WEBHOOK_EVENTS);
     const id = randomUUID();
@@ -109,7 +125,10 @@ export class WebhookStore {
   }
 
   async list(projectId: string): Promise<WebhookSubscription[]> {
-    const rows: SubscriptionRow[] = await this.db.query(`select id, project_id, url, events, created_at from webhook_subscriptions where project_id = $1 order by created_at, id`, [projectId]);
+    const rows: SubscriptionRow[] = await this.db.query(
+      `select id, project_id, url, events, created_at from webhook_subscriptions where project_id = $1 order by created_at, id`,
+      [projectId],
+    );
     return rows.map(subscriptionOf);
   }
 
@@ -117,14 +136,33 @@ export class WebhookStore {
   async remove(projectId: string, subscriptionId: string): Promise<WebhookSubscription> {
     const notFound = new AccountsError(`no webhook "${subscriptionId}" in this project`);
     if (!isUuid(subscriptionId)) throw notFound;
-    const [rows] = (await this.db.query(`delete from webhook_subscriptions where id = $1 and project_id = $2 returning id, project_id, url, events, created_at`, [subscriptionId, projectId])) as [SubscriptionRow[], number];
+    const [rows] = (await this.db.query(
+      `delete from webhook_subscriptions where id = $1 and project_id = $2 returning id, project_id, url, events, created_at`,
+      [subscriptionId, projectId],
+    )) as [SubscriptionRow[], number];
     if (!rows[0]) throw notFound;
     return subscriptionOf(rows[0]);
   }
 
   /** The project's latest deliveries, newest first, each with every attempt. */
   async deliveries(projectId: string, limit = 50): Promise<WebhookDelivery[]> {
-    const rows: { id: string; subscription_id: string; event_id: string; event_type: WebhookEventType; status: WebhookDeliveryStatus; created_at: Date; finished_at: Date | null; resend_of: string | null; attempts: { attempt: number; attempted_at: string; status_code: number | null; error: string | null; duration_ms: number }[] }[] = await this.db.query(
+    const rows: {
+      id: string;
+      subscription_id: string;
+      event_id: string;
+      event_type: WebhookEventType;
+      status: WebhookDeliveryStatus;
+      created_at: Date;
+      finished_at: Date | null;
+      resend_of: string | null;
+      attempts: {
+        attempt: number;
+        attempted_at: string;
+        status_code: number | null;
+        error: string | null;
+        duration_ms: number;
+      }[];
+    }[] = await this.db.query(
       `select d.id, d.subscription_id, d.event_id, d.event_type, d.status, d.created_at, d.finished_at, d.resend_of,
               coalesce((select json_agg(json_build_object('attempt', a.attempt, 'attempted_at', a.attempted_at, 'status_code', a.status_code, 'error', a.error, 'duration_ms', a.duration_ms) order by a.attempt)
                           from webhook_attempts a where a.delivery_id = d.id), '[]') as attempts
@@ -140,7 +178,13 @@ export class WebhookStore {
       createdAt: r.created_at,
       finishedAt: r.finished_at,
       resendOf: r.resend_of,
-      attempts: r.attempts.map((a) => ({ attempt: a.attempt, attemptedAt: new Date(a.attempted_at), statusCode: a.status_code, error: a.error, durationMs: a.duration_ms })),
+      attempts: r.attempts.map((a) => ({
+        attempt: a.attempt,
+        attemptedAt: new Date(a.attempted_at),
+        statusCode: a.status_code,
+        error: a.error,
+        durationMs: a.duration_ms,
+      })),
     }));
   }
 
@@ -158,8 +202,10 @@ export class WebhookStore {
       [deliveryId, projectId],
     )) as { status: WebhookDeliveryStatus; endpoint: boolean }[];
     if (!original) throw notFound;
-    if (!original.endpoint) throw new AccountsError('the endpoint of this delivery was removed: there is nowhere to send it');
-    if (original.status === 'pending') throw new AccountsError('this delivery is still being attempted: resend it once it is delivered or has failed');
+    if (!original.endpoint)
+      throw new AccountsError('the endpoint of this delivery was removed: there is nowhere to send it');
+    if (original.status === 'pending')
+      throw new AccountsError('this delivery is still being attempted: resend it once it is delivered or has failed');
     const id = randomUUID();
     await this.db.query(
       `insert into webhook_deliveries (id, subscription_id, project_id, event_id, event_type, body, resend_of, awaiting_start)
@@ -171,18 +217,26 @@ export class WebhookStore {
 
   /** Resends whose workflow is not started yet, oldest first. */
   async resendsAwaitingStart(limit = 100): Promise<{ id: string; projectId: string }[]> {
-    const rows: { id: string; project_id: string }[] = await this.db.query(`select id, project_id from webhook_deliveries where awaiting_start order by created_at limit $1`, [limit]);
+    const rows: { id: string; project_id: string }[] = await this.db.query(
+      `select id, project_id from webhook_deliveries where awaiting_start order by created_at limit $1`,
+      [limit],
+    );
     return rows.map((r) => ({ id: r.id, projectId: r.project_id }));
   }
 
   /** The resend's workflow is started (or was already). */
   async markStarted(deliveryId: string): Promise<void> {
-    await this.db.query(`update webhook_deliveries set awaiting_start = false where id = $1 and awaiting_start`, [deliveryId]);
+    await this.db.query(`update webhook_deliveries set awaiting_start = false where id = $1 and awaiting_start`, [
+      deliveryId,
+    ]);
   }
 
   /** Which of these projects have at least one endpoint. */
   async projectsWithEndpoints(projectIds: readonly string[]): Promise<string[]> {
-    const rows: { project_id: string }[] = await this.db.query(`select distinct project_id from webhook_subscriptions where project_id = any($1::uuid[])`, [projectIds]);
+    const rows: { project_id: string }[] = await this.db.query(
+      `select distinct project_id from webhook_subscriptions where project_id = any($1::uuid[])`,
+      [projectIds],
+    );
     return rows.map((r) => r.project_id);
   }
 
@@ -197,7 +251,11 @@ export class WebhookStore {
 
   /** Records the deliveries of one event (a second call for the same event adds nothing) and
    * returns each with its status. */
-  async createDeliveries(event: { readonly id: string; readonly type: WebhookEventType; readonly projectId: string }, subscriptionIds: readonly string[], body: string): Promise<{ id: string; status: WebhookDeliveryStatus }[]> {
+  async createDeliveries(
+    event: { readonly id: string; readonly type: WebhookEventType; readonly projectId: string },
+    subscriptionIds: readonly string[],
+    body: string,
+  ): Promise<{ id: string; status: WebhookDeliveryStatus }[]> {
     const ids = subscriptionIds.map((s) => webhookDeliveryId(event.id, s));
     await this.db.query(
       `insert into webhook_deliveries (id, subscription_id, project_id, event_id, event_type, body)
@@ -211,14 +269,28 @@ export class WebhookStore {
   /** What an attempt sends, and where; undefined for an unknown delivery. Decrypts the secret:
    * call only inside the activity that signs. */
   async target(deliveryId: string): Promise<DeliveryTarget | undefined> {
-    const rows: { id: string; project_id: string; status: WebhookDeliveryStatus; body: string; subscription_id: string; url: string | null; secret_ciphertext: Buffer | null }[] = await this.db.query(
+    const rows: {
+      id: string;
+      project_id: string;
+      status: WebhookDeliveryStatus;
+      body: string;
+      subscription_id: string;
+      url: string | null;
+      secret_ciphertext: Buffer | null;
+    }[] = await this.db.query(
       `select d.id, d.project_id, d.status, d.body, d.subscription_id, s.url, s.secret_ciphertext
          from webhook_deliveries d left join webhook_subscriptions s on s.id = d.subscription_id where d.id = $1`,
       [deliveryId],
     );
     const r = rows[0];
     if (!r) return undefined;
-    const endpoint = r.url && r.secret_ciphertext ? { url: r.url, secret: decryptSecret(r.secret_ciphertext, masterKeys(this.config), secretContext(r.subscription_id)) } : undefined;
+    const endpoint =
+      r.url && r.secret_ciphertext
+        ? {
+            url: r.url,
+            secret: decryptSecret(r.secret_ciphertext, masterKeys(this.config), secretContext(r.subscription_id)),
+          }
+        : undefined;
     return { id: r.id, projectId: r.project_id, status: r.status, body: r.body, ...(endpoint ? { endpoint } : {}) };
   }
 
@@ -230,13 +302,20 @@ export class WebhookStore {
          on conflict (delivery_id, attempt) do update set attempted_at = excluded.attempted_at, status_code = excluded.status_code, error = excluded.error, duration_ms = excluded.duration_ms`,
         [deliveryId, attempt.attempt, attempt.attemptedAt, attempt.statusCode, attempt.error, attempt.durationMs],
       );
-      if (accepted) await tx.query(`update webhook_deliveries set status = 'delivered', finished_at = now() where id = $1 and status = 'pending'`, [deliveryId]);
+      if (accepted)
+        await tx.query(
+          `update webhook_deliveries set status = 'delivered', finished_at = now() where id = $1 and status = 'pending'`,
+          [deliveryId],
+        );
     });
   }
 
   /** Gives a delivery up (its retries ran out, or no retry can succeed). */
   async markFailed(deliveryId: string): Promise<void> {
-    await this.db.query(`update webhook_deliveries set status = 'failed', finished_at = now() where id = $1 and status = 'pending'`, [deliveryId]);
+    await this.db.query(
+      `update webhook_deliveries set status = 'failed', finished_at = now() where id = $1 and status = 'pending'`,
+      [deliveryId],
+    );
   }
 
   /** The receiver's URL, refused when it is not http(s), carries credentials, or names a literal
@@ -248,16 +327,22 @@ export class WebhookStore {
     } catch {
       throw new AccountsError(`"${raw}" is not an absolute URL`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AccountsError('a webhook URL must be http or https');
-    if (url.username || url.password) throw new AccountsError('a webhook URL must not carry credentials (the signature authenticates deliveries)');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new AccountsError('a webhook URL must be http or https');
+    if (url.username || url.password)
+      throw new AccountsError('a webhook URL must not carry credentials (the signature authenticates deliveries)');
     const refusal = literalAddressRefusal(url, this.allow);
-    if (refusal) throw new AccountsError(`refused: ${refusal}; webhooks go to public addresses only unless WEBHOOK_ALLOW_HOSTS allows more`);
+    if (refusal)
+      throw new AccountsError(
+        `refused: ${refusal}; webhooks go to public addresses only unless WEBHOOK_ALLOW_HOSTS allows more`,
+      );
     return url;
   }
 
   private checkEvents(events: readonly string[]): WebhookEventType[] {
     const unknown = events.filter((e) => !isWebhookEventType(e));
-    if (unknown.length) throw new AccountsError(`unknown events: ${unknown.join(', ')} (valid: ${WEBHOOK_EVENTS.join(', ')})`);
+    if (unknown.length)
+      throw new AccountsError(`unknown events: ${unknown.join(', ')} (valid: ${WEBHOOK_EVENTS.join(', ')})`);
     if (events.length === 0) throw new AccountsError(`name at least one event (valid: ${WEBHOOK_EVENTS.join(', ')})`);
     return [...new Set(events as WebhookEventType[])];
   }

@@ -6,7 +6,13 @@ import { WebhookStore } from './webhook-store.js';
 
 @Module({
   imports: [PersistenceModule],
-  providers: [{ provide: WebhookStore, inject: [DataSource, APP_CONFIG], useFactory: (db: DataSource, config: AppConfig) => new WebhookStore(db, config) }],
+  providers: [
+    {
+      provide: WebhookStore,
+      inject: [DataSource, APP_CONFIG],
+      useFactory: (db: DataSource, config: AppConfig) => new WebhookStore(db, config),
+    },
+  ],
   exports: [WebhookStore],
 })
 export class WebhooksModule {}

@@ -7,12 +7,18 @@ const FAMILIES = [
   ['temporal sdk', /node_modules\/(@temporalio|@grpc|protobufjs|long)\//],
   ['pg + typeorm', /node_modules\/(pg|pg-protocol|pg-pool|pg-types|postgres-[a-z-]+|typeorm)\//],
   ['kafkajs', /node_modules\/kafkajs\//],
-  ['nest + express', /node_modules\/(@nestjs|express|body-parser|router|raw-body|iconv-lite|finalhandler|send|qs|path-to-regexp|reflect-metadata|on-finished|statuses|content-type|type-is|mime-types|cookie|accepts|negotiator|depd|http-errors|media-typer)\//],
+  [
+    'nest + express',
+    /node_modules\/(@nestjs|express|body-parser|router|raw-body|iconv-lite|finalhandler|send|qs|path-to-regexp|reflect-metadata|on-finished|statuses|content-type|type-is|mime-types|cookie|accepts|negotiator|depd|http-errors|media-typer)\//,
+  ],
   ['rxjs', /node_modules\/rxjs\//],
   ['ajv', /node_modules\/ajv\//],
   ['service code', /\/dist\//],
   ['other packages', /node_modules\//],
-  ['node net/http', /^node:(_http|http|net|stream|internal\/(http|streams|net|stream_base|child_process|dns)|internal\/js_stream)/],
+  [
+    'node net/http',
+    /^node:(_http|http|net|stream|internal\/(http|streams|net|stream_base|child_process|dns)|internal\/js_stream)/,
+  ],
   ['async_hooks', /^node:(async_hooks|internal\/async_hooks|internal\/async_local_storage)/],
   ['node timers/promises', /^node:(timers|events|internal\/(timers|process\/task_queues|event_target|promise))/],
   ['worker threads', /^node:(worker_threads|internal\/worker)/],
@@ -26,7 +32,13 @@ function familyOf(node) {
   if (functionName === '(program)') return 'v8 (program)';
   if (!url && /^(parse|stringify|JSONParse|JSONStringify)$/.test(functionName)) return 'json';
   if (!url && /^temporal_sdk/.test(functionName)) return 'temporal sdk';
-  if (!url && /^(writeBuffer|writev|writeUtf8String|writeLatin1String|writeAsciiString|readBuffer|onStreamRead)$/.test(functionName)) return 'node net/http';
+  if (
+    !url &&
+    /^(writeBuffer|writev|writeUtf8String|writeLatin1String|writeAsciiString|readBuffer|onStreamRead)$/.test(
+      functionName,
+    )
+  )
+    return 'node net/http';
   if (!url && functionName === 'postMessage') return 'worker threads';
   if (!url && functionName === 'runMicrotasks') return 'node timers/promises';
   if (!url) return 'v8 builtins';
@@ -59,7 +71,9 @@ export function summariseProfile(file, top = 12) {
     busy += msSelf;
     families[family] = (families[family] ?? 0) + msSelf;
     const { functionName, url, lineNumber } = node.callFrame;
-    const where = url ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/dist\//, 'dist/')}:${lineNumber + 1}` : '(native)';
+    const where = url
+      ? `${url.replace(/^.*node_modules\//, '').replace(/^file:\/\/.*\/dist\//, 'dist/')}:${lineNumber + 1}`
+      : '(native)';
     const key = `${functionName || '(anonymous)'} ${where}`;
     functions.set(key, (functions.get(key) ?? 0) + msSelf);
   }

@@ -41,7 +41,9 @@ export function send({ agent, method = 'POST', url, headers = {}, body, timeoutM
         method,
         agent,
         headers: {
-          ...(payload !== undefined ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}),
+          ...(payload !== undefined
+            ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }
+            : {}),
           ...headers,
         },
       },

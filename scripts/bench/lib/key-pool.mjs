@@ -55,7 +55,12 @@ export class KeyPool {
       const name = `${this.namePrefix}-${next++}`;
       const project = await this.accounts.createProject({ name, plan: 'pro', capabilities: ['chat'] });
       await this.accounts.addCredits(project.id, CREDITS);
-      await this.accounts.setModel(project.id, { provider: 'openai', model: 'bench', baseUrl: this.baseUrl, apiKey: this.modelKey });
+      await this.accounts.setModel(project.id, {
+        provider: 'openai',
+        model: 'bench',
+        baseUrl: this.baseUrl,
+        apiKey: this.modelKey,
+      });
       const { key } = await this.accounts.createApiKey(project.id, 'npm run bench');
       this.entries.push({ key, projectId: project.id, hits: [] });
     };

@@ -28,7 +28,9 @@ export const startNode = (options) => startProcess({ ...options, command: proces
 /** `count` free loopback TCP ports. */
 export async function freePorts(count) {
   const servers = Array.from({ length: count }, () => createServer());
-  const ports = await Promise.all(servers.map((s) => new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve(s.address().port)))));
+  const ports = await Promise.all(
+    servers.map((s) => new Promise((resolve) => s.listen(0, '127.0.0.1', () => resolve(s.address().port)))),
+  );
   await Promise.all(servers.map((s) => new Promise((resolve) => s.close(resolve))));
   return ports;
 }
@@ -139,7 +141,12 @@ export function machineSnapshot() {
     const stat = cpuOfStat(`/proc/${entry}/stat`);
     if (stat) processes.set(Number(entry), stat);
   }
-  return { at: Date.now(), busyMs: (user + nice + system + irq + softirq + steal) * TICK_MS, idleMs: (idle + iowait) * TICK_MS, processes };
+  return {
+    at: Date.now(),
+    busyMs: (user + nice + system + irq + softirq + steal) * TICK_MS,
+    idleMs: (idle + iowait) * TICK_MS,
+    processes,
+  };
 }
 
 /**
@@ -151,7 +158,11 @@ export function machineSnapshot() {
 export function otherLoad(a, b, ownPids) {
   const capacity = b.busyMs - a.busyMs + (b.idleMs - a.idleMs);
   const isOurs = (pid, stat) =>
-    ownPids.has(pid) || pid === process.pid || stat.name === 'temporal' || stat.name === 'postgres' || (stat.name === 'java' && cmdline(pid).includes('kafka.Kafka'));
+    ownPids.has(pid) ||
+    pid === process.pid ||
+    stat.name === 'temporal' ||
+    stat.name === 'postgres' ||
+    (stat.name === 'java' && cmdline(pid).includes('kafka.Kafka'));
   let oursMs = 0;
   const others = [];
   for (const [pid, after] of b.processes) {

@@ -51,7 +51,10 @@ export function temporalPid() {
   const pids = readdirSync('/proc').filter((e) => {
     if (!/^\d+$/.test(e)) return false;
     try {
-      return readFileSync(`/proc/${e}/comm`, 'utf8').trim() === 'temporal' && readFileSync(`/proc/${e}/cmdline`, 'utf8').includes('start-dev');
+      return (
+        readFileSync(`/proc/${e}/comm`, 'utf8').trim() === 'temporal' &&
+        readFileSync(`/proc/${e}/cmdline`, 'utf8').includes('start-dev')
+      );
     } catch {
       return false;
     }
@@ -59,7 +62,8 @@ export function temporalPid() {
   return pids.length >= 1 ? Number(pids[0]) : undefined;
 }
 
-const LINE = /^(service_requests|service_latency_sum|persistence_requests|persistence_latency_sum)\{([^}]*)\} ([0-9.eE+-]+)$/;
+const LINE =
+  /^(service_requests|service_latency_sum|persistence_requests|persistence_latency_sum)\{([^}]*)\} ([0-9.eE+-]+)$/;
 
 /** The counters of interest, summed by (metric, operation); frontend calls only for service_*. */
 export async function scrape(url) {

@@ -8,7 +8,8 @@ import { agentRequestWorkflowId } from '#libs/contracts';
 import { clearTaskQueue } from '#libs/temporal';
 import { wallOf } from './http.mjs';
 
-const ms = (ts) => (ts ? Number(ts.seconds?.toString?.() ?? ts.seconds ?? 0) * 1000 + (ts.nanos ?? 0) / 1e6 : undefined);
+const ms = (ts) =>
+  ts ? Number(ts.seconds?.toString?.() ?? ts.seconds ?? 0) * 1000 + (ts.nanos ?? 0) / 1e6 : undefined;
 
 /** The local activity type recorded by a marker (Temporal core's marker payload), if readable. */
 function localActivityOf(event) {
@@ -66,8 +67,15 @@ export function phasesOf(events, sentAt, receivedAt) {
       add('wft_lost', 'workflow tasks: timed out or failed', gap);
     } else if (e.activityTaskStartedEventAttributes) {
       add('activity_dispatch', 'activities: dispatch to the worker', gap);
-    } else if (e.activityTaskCompletedEventAttributes || e.activityTaskFailedEventAttributes || e.activityTaskTimedOutEventAttributes) {
-      const attrs = e.activityTaskCompletedEventAttributes ?? e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes;
+    } else if (
+      e.activityTaskCompletedEventAttributes ||
+      e.activityTaskFailedEventAttributes ||
+      e.activityTaskTimedOutEventAttributes
+    ) {
+      const attrs =
+        e.activityTaskCompletedEventAttributes ??
+        e.activityTaskFailedEventAttributes ??
+        e.activityTaskTimedOutEventAttributes;
       const type = activityType.get(String(attrs.scheduledEventId)) ?? 'activity';
       add(`activity_run:${type}`, `activity ${type}: run`, gap);
     } else {
@@ -121,7 +129,10 @@ export async function waitForTemporal({ address, namespace, timeoutMs = 30_000 }
       await t.searchAttributes();
       return t;
     } catch (e) {
-      if (Date.now() > deadline) throw new Error(`Temporal at ${address} did not answer within ${timeoutMs / 1000} s: ${e instanceof Error ? e.message : String(e)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `Temporal at ${address} did not answer within ${timeoutMs / 1000} s: ${e instanceof Error ? e.message : String(e)}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
@@ -138,7 +149,16 @@ export function phaseTable(samples, summarise) {
       if ((labels.get(key) ?? '').length < part.label.length) labels.set(key, part.label);
     }
   }
-  const order = ['api_in', 'wft_dispatch', 'wft_first_run', 'activity_dispatch', 'wft_later_run', 'wft_lost', 'server', 'api_out'];
+  const order = [
+    'api_in',
+    'wft_dispatch',
+    'wft_first_run',
+    'activity_dispatch',
+    'wft_later_run',
+    'wft_lost',
+    'server',
+    'api_out',
+  ];
   const rank = (k) => (order.includes(k) ? order.indexOf(k) : k.startsWith('activity_run:') ? 3.5 : 6.5);
   return keys
     .sort((a, b) => rank(a) - rank(b))

@@ -43,7 +43,9 @@ export async function watchUsageTopic({ brokers, groupId, joinTimeoutMs = 20_000
       try {
         await admin.connect();
         const { groups } = await admin.listGroups();
-        const names = groups.map((g) => g.groupId).filter((g) => /^mas-projector-[a-z-]+$/.test(g) && !/-(test|rebuild)-/.test(g));
+        const names = groups
+          .map((g) => g.groupId)
+          .filter((g) => /^mas-projector-[a-z-]+$/.test(g) && !/-(test|rebuild)-/.test(g));
         const described = names.length ? await admin.describeGroups(names) : { groups: [] };
         return Object.fromEntries(described.groups.map((g) => [g.groupId, g.members.length]));
       } catch {
@@ -75,7 +77,10 @@ export async function watchUsageTopic({ brokers, groupId, joinTimeoutMs = 20_000
     });
     let timer;
     const timeout = new Promise((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`the consumer did not join group ${groupId} within ${joinTimeoutMs / 1000} s`)), joinTimeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`the consumer did not join group ${groupId} within ${joinTimeoutMs / 1000} s`)),
+        joinTimeoutMs,
+      );
     });
     await Promise.race([joined, timeout]).finally(() => clearTimeout(timer));
   } catch (e) {
@@ -101,7 +106,10 @@ export function projectionPoller(pg, everyMs = 25) {
       if (waiting.size > 0) {
         try {
           const ids = [...waiting];
-          const { rows } = await pg.query(`select request_id::text as id from request_log where request_id = any($1::uuid[])`, [ids]);
+          const { rows } = await pg.query(
+            `select request_id::text as id from request_log where request_id = any($1::uuid[])`,
+            [ids],
+          );
           const at = now();
           for (const { id } of rows) {
             seen.set(id, at);

@@ -31,11 +31,24 @@ export class CancelController {
     description:
       'Cancels a request that is running or waiting for tool outputs (a one-shot request or a session message; the session goes on). Its model call is aborted; it is charged by what ran: 1 + the surcharges of the capabilities used if the model answered at least once before its first stop, else 0. Answers with the AgentResponse, status `cancelled` and the partial `message`; a stream open on it ends with an `error` event of code `request_cancelled`.',
   })
-  @ApiParam({ name: 'id', description: 'The request id (a session message\'s id too).' })
+  @ApiParam({ name: 'id', description: "The request id (a session message's id too)." })
   @ApiIdempotencyKey('A cancellation that succeeded is replayed, even after the request has become not cancellable.')
   @ApiResponses({
-    200: { description: 'AgentResponse with status `cancelled`', content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } } } },
-    ...errorResponses(['invalid_api_key', 'rate_limited', 'invalid_body', 'request_not_found', 'request_not_cancellable', 'idempotency_conflict', 'payload_too_large', 'compute_unavailable', 'service_unavailable']),
+    200: {
+      description: 'AgentResponse with status `cancelled`',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/AgentResponse' } } },
+    },
+    ...errorResponses([
+      'invalid_api_key',
+      'rate_limited',
+      'invalid_body',
+      'request_not_found',
+      'request_not_cancellable',
+      'idempotency_conflict',
+      'payload_too_large',
+      'compute_unavailable',
+      'service_unavailable',
+    ]),
   })
   async cancel(
     @Param('id') id: string,
@@ -59,6 +72,10 @@ export class CancelController {
     }
     // The cancelled stop with the partial message it kept. Cancelling is not a new request: the
     // quota counter has not moved.
-    await this.runs.send(res, claim, await this.runs.stopAnswer(stop, principal, startedAt, principal.project.requestsUsed));
+    await this.runs.send(
+      res,
+      claim,
+      await this.runs.stopAnswer(stop, principal, startedAt, principal.project.requestsUsed),
+    );
   }
 }

@@ -9,7 +9,8 @@ import { needsApiKey, type AuthenticatedRequest } from './api-key.middleware.js'
 export class ApiKeyGuard implements CanActivate {
   canActivate(context: ExecutionContext): boolean {
     const req = context.switchToHttp().getRequest<AuthenticatedRequest>();
-    if (needsApiKey(req.path) && !req.principal) throw new ServiceError('invalid_api_key', 'The request is not authenticated.');
+    if (needsApiKey(req.path) && !req.principal)
+      throw new ServiceError('invalid_api_key', 'The request is not authenticated.');
     return true;
   }
 }

@@ -10,7 +10,8 @@ export type AuthenticatedRequest = Request & { principal?: Principal };
 const BEARER = /^bearer[ \t]+(\S+)[ \t]*$/i;
 
 /** Whether a path is under `/v1`, the routes that need a key (Express matches routes case-insensitively). */
-export const needsApiKey = (path: string): boolean => /^\/v1(?:\/|$)/i.test(path) && !/^\/v1\/openapi\.json$/i.test(path);
+export const needsApiKey = (path: string): boolean =>
+  /^\/v1(?:\/|$)/i.test(path) && !/^\/v1\/openapi\.json$/i.test(path);
 
 /**
  * Authentication and the rate limit of every `/v1` request, as Express middleware registered
@@ -35,17 +36,29 @@ export class ApiKeyMiddleware {
   };
 
   private async authenticate(header: string | undefined): Promise<Principal> {
-    if (!header) throw new ServiceError('invalid_api_key', 'Missing Authorization header. Send `Authorization: Bearer <API key>`.');
+    if (!header)
+      throw new ServiceError(
+        'invalid_api_key',
+        'Missing Authorization header. Send `Authorization: Bearer <API key>`.',
+      );
     const match = BEARER.exec(header);
-    if (!match?.[1]) throw new ServiceError('invalid_api_key', 'The Authorization header must use the Bearer scheme: `Authorization: Bearer <API key>`.');
+    if (!match?.[1])
+      throw new ServiceError(
+        'invalid_api_key',
+        'The Authorization header must use the Bearer scheme: `Authorization: Bearer <API key>`.',
+      );
     // The key, its project and the rate limit's count in one round trip.
     const found = await this.accounts.authenticateRequest(match[1]);
     if (!found) throw new ServiceError('invalid_api_key', 'The API key is malformed, unknown or revoked.');
     const rate = rateLimitVerdict(found.hits);
     if (!rate.allowed) {
-      throw new ServiceError('rate_limited', `More than ${RATE_LIMIT_PER_MINUTE} requests in the last 60 seconds for this project. Retry in ${rate.retryAfterSeconds} s.`, {
-        'Retry-After': String(rate.retryAfterSeconds),
-      });
+      throw new ServiceError(
+        'rate_limited',
+        `More than ${RATE_LIMIT_PER_MINUTE} requests in the last 60 seconds for this project. Retry in ${rate.retryAfterSeconds} s.`,
+        {
+          'Retry-After': String(rate.retryAfterSeconds),
+        },
+      );
     }
     return found.principal;
   }

@@ -31,9 +31,21 @@ export class CodecAccess {
     if (!match) return next();
     this.cors(req, res);
     const header = req.headers.authorization ?? '';
-    const token = match[1] !== undefined ? decodeURIComponentOrRaw(match[1]) : header.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+    const token =
+      match[1] !== undefined
+        ? decodeURIComponentOrRaw(match[1])
+        : header.startsWith('Bearer ')
+          ? header.slice(7).trim()
+          : undefined;
     if (!this.token || token === undefined || !timingSafeEqual(digest(token), this.token)) {
-      res.status(401).json({ error: { code: 'unauthorized', message: this.token ? 'The codec endpoint needs the operator token (MAS_CODEC_TOKEN).' : 'The codec endpoint is off: MAS_CODEC_TOKEN is not set.' } });
+      res.status(401).json({
+        error: {
+          code: 'unauthorized',
+          message: this.token
+            ? 'The codec endpoint needs the operator token (MAS_CODEC_TOKEN).'
+            : 'The codec endpoint is off: MAS_CODEC_TOKEN is not set.',
+        },
+      });
       return;
     }
     req.operator = true;

@@ -7,7 +7,8 @@ import { CodecAccess } from './codec-access.js';
 function isJsonPayload(value: unknown): value is JsonPayload {
   if (typeof value !== 'object' || value === null) return false;
   const { metadata, data } = value as Record<string, unknown>;
-  const metadataOk = metadata == null || (typeof metadata === 'object' && Object.values(metadata).every((v) => typeof v === 'string'));
+  const metadataOk =
+    metadata == null || (typeof metadata === 'object' && Object.values(metadata).every((v) => typeof v === 'string'));
   return metadataOk && (data == null || typeof data === 'string');
 }
 
@@ -50,7 +51,12 @@ export class CodecController {
     }
     const payloads = (req.body as { payloads?: unknown } | undefined)?.payloads;
     if (!Array.isArray(payloads) || !payloads.every(isJsonPayload)) {
-      res.status(400).json({ error: { code: 'invalid_body', message: 'The body must be { "payloads": [{ "metadata": { name: base64 }, "data": base64 }] }.' } });
+      res.status(400).json({
+        error: {
+          code: 'invalid_body',
+          message: 'The body must be { "payloads": [{ "metadata": { name: base64 }, "data": base64 }] }.',
+        },
+      });
       return;
     }
     try {

@@ -20,7 +20,10 @@ function fromBodyParser(e: unknown): ServiceError | undefined {
 /** A contract error as its HTTP status and `{ error: { code, message, docs } }` body (also what an
  * Idempotency-Key replay of a failed request serves). */
 export function renderError(error: ServiceError, publicBaseUrl: string): { status: number; body: ErrorBody } {
-  return { status: error.status, body: { error: { code: error.code, message: error.message, docs: errorDocsUrl(publicBaseUrl, error.code) } } };
+  return {
+    status: error.status,
+    body: { error: { code: error.code, message: error.message, docs: errorDocsUrl(publicBaseUrl, error.code) } },
+  };
 }
 
 /** The one place where errors become HTTP: every failure leaves as `{ error: { code, message, docs } }`. */
@@ -50,7 +53,8 @@ export class ContractExceptionFilter implements ExceptionFilter {
     const cause = e instanceof HttpException ? e.cause : undefined;
     const parsed = fromBodyParser(e) ?? fromBodyParser(cause);
     if (parsed) return parsed;
-    if (cause instanceof URIError) return new ServiceError('not_found', 'No such resource: the path is not valid percent-encoded UTF-8.');
+    if (cause instanceof URIError)
+      return new ServiceError('not_found', 'No such resource: the path is not valid percent-encoded UTF-8.');
     if (e instanceof HttpException) {
       const status = e.getStatus();
       if (status === 404) return new ServiceError('not_found', 'No such route. See the API reference at /docs.');
@@ -60,7 +64,8 @@ export class ContractExceptionFilter implements ExceptionFilter {
       const code = (Object.keys(ERROR_STATUS) as ErrorCode[]).find((c) => ERROR_STATUS[c] === status);
       if (code) return new ServiceError(code, e.message);
       // Any other client error Express or Nest raises while reading the request (415, 411, ...).
-      if (status >= 400 && status < 500) return new ServiceError('invalid_body', `The request could not be read (HTTP ${status}). Send UTF-8 JSON.`);
+      if (status >= 400 && status < 500)
+        return new ServiceError('invalid_body', `The request could not be read (HTTP ${status}). Send UTF-8 JSON.`);
     }
     // PostgreSQL down or restarting (the very first query of a request, the key lookup, included):
     // 503 with Retry-After, a retry the client can make, never a 500.

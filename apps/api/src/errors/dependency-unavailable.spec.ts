@@ -11,9 +11,15 @@ describe('isDatabaseUnavailable', () => {
     ['a connection exception (08006)', withCode('connection failure', '08006')],
     ['a dropped connection', new Error('Connection terminated unexpectedly')],
     ['a pool that could not connect in time', new Error('timeout exceeded when trying to connect')],
-    ['TypeORM wrapping the driver error', Object.assign(new Error('query failed'), { driverError: withCode('x', '57P01') })],
+    [
+      'TypeORM wrapping the driver error',
+      Object.assign(new Error('query failed'), { driverError: withCode('x', '57P01') }),
+    ],
     ['a cause chain', new Error('outer', { cause: withCode('inner', 'ECONNREFUSED') })],
-    ['a dual-stack connect', new AggregateError([withCode('a', 'ECONNREFUSED'), withCode('b', 'ECONNREFUSED')], 'connect failed')],
+    [
+      'a dual-stack connect',
+      new AggregateError([withCode('a', 'ECONNREFUSED'), withCode('b', 'ECONNREFUSED')], 'connect failed'),
+    ],
   ])('is true for %s', (_, e) => {
     expect(isDatabaseUnavailable(e)).toBe(true);
   });

@@ -5,7 +5,17 @@ import { ServiceError } from '#libs/contracts';
 export const DATABASE_RETRY_AFTER_SECONDS = 5;
 
 /** Socket errors that mean the server could not be reached or went away mid-query. */
-const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNABORTED']);
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ECONNABORTED',
+]);
 
 /** PostgreSQL SQLSTATEs that mean "not now" rather than "never": class 08 (connection exception),
  * 57P01 admin_shutdown, 57P02 crash_shutdown, 57P03 cannot_connect_now (starting or stopping),
@@ -13,7 +23,8 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 const UNAVAILABLE_SQLSTATE = /^(08...|57P0[123]|53300)$/;
 
 /** node-postgres' own messages for a connection that ended or never came (they carry no code). */
-const PG_CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|connection timeout/i;
+const PG_CONNECTION_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Cannot use a pool after calling end|connection timeout/i;
 
 /** The error and its causes (TypeORM's QueryFailedError keeps the driver's error; Nest and Node
  * wrap with `cause`; an AggregateError of a dual-stack connect holds each attempt's error). */
@@ -46,7 +57,11 @@ export function isDatabaseUnavailable(e: unknown): boolean {
 
 /** The contract's 503 for a dependency outage, with `Retry-After`. */
 export function databaseUnavailable(): ServiceError {
-  return new ServiceError('service_unavailable', 'The service is temporarily unavailable (its database cannot be reached). Retry after the number of seconds in Retry-After; a POST retried with the same Idempotency-Key runs at most once.', {
-    'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS),
-  });
+  return new ServiceError(
+    'service_unavailable',
+    'The service is temporarily unavailable (its database cannot be reached). Retry after the number of seconds in Retry-After; a POST retried with the same Idempotency-Key runs at most once.',
+    {
+      'Retry-After': String(DATABASE_RETRY_AFTER_SECONDS),
+    },
+  );
 }

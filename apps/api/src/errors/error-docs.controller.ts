@@ -1,7 +1,8 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ERROR_DESCRIPTIONS, ERROR_STATUS, type ErrorCode } from '#libs/contracts';
 
-const escape = (s: string): string => s.replace(/[&<>"]/g, (c) => `&${{ '&': 'amp', '<': 'lt', '>': 'gt', '"': 'quot' }[c]};`);
+const escape = (s: string): string =>
+  s.replace(/[&<>"]/g, (c) => `&${{ '&': 'amp', '<': 'lt', '>': 'gt', '"': 'quot' }[c]};`);
 
 function renderErrorDocs(): string {
   const rows = (Object.keys(ERROR_STATUS) as ErrorCode[])

@@ -16,13 +16,20 @@ export class FilesController {
   constructor(private readonly files: FileStore) {}
 
   @Get(':id')
-  @ApiOperation({ summary: 'Download a generated file', description: 'With the same project\'s key; kept 7 days.' })
+  @ApiOperation({ summary: 'Download a generated file', description: "With the same project's key; kept 7 days." })
   @ApiResponse({ status: 200, description: 'The file, with its media type.' })
   @ApiResponses(errorResponses(['invalid_api_key', 'file_not_found', 'rate_limited', 'service_unavailable']))
-  async download(@Param('id') id: string, @CurrentPrincipal() principal: Principal, @Res() res: Response): Promise<void> {
+  async download(
+    @Param('id') id: string,
+    @CurrentPrincipal() principal: Principal,
+    @Res() res: Response,
+  ): Promise<void> {
     const file = isUuid(id) ? await this.files.get(id, principal.project.id) : undefined;
     if (!file) {
-      throw new ServiceError('file_not_found', `No file with this id exists in this project, or it is older than ${FILE_RETENTION_DAYS} days.`);
+      throw new ServiceError(
+        'file_not_found',
+        `No file with this id exists in this project, or it is older than ${FILE_RETENTION_DAYS} days.`,
+      );
     }
     const { body, headers } = fileDownload(file);
     for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);

@@ -20,7 +20,9 @@ export class HealthController {
   /** PostgreSQL, Kafka and Temporal one by one; 503 when any is down. */
   @Get('readyz')
   async readyz(@Res({ passthrough: true }) res: Response): Promise<Readiness> {
-    const readiness = await checkReadiness(this.probes, PROBE_TIMEOUT_MS, (name, e) => this.logger.warn(`${name} is down: ${e instanceof Error ? e.message : String(e)}`));
+    const readiness = await checkReadiness(this.probes, PROBE_TIMEOUT_MS, (name, e) =>
+      this.logger.warn(`${name} is down: ${e instanceof Error ? e.message : String(e)}`),
+    );
     res.status(readiness.status === 'ready' ? HttpStatus.OK : HttpStatus.SERVICE_UNAVAILABLE);
     return readiness;
   }

@@ -20,7 +20,10 @@ function routesOf(paths: Record<string, Partial<Record<(typeof METHODS)[number],
       .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
       .join('[^/]+');
     const allow = METHODS.filter((m) => item[m]).map((m) => m.toUpperCase());
-    return { pattern: new RegExp(`^${source}/?$`, 'i'), allow: allow.includes('GET') && !allow.includes('HEAD') ? [...allow, 'HEAD'] : allow };
+    return {
+      pattern: new RegExp(`^${source}/?$`, 'i'),
+      allow: allow.includes('GET') && !allow.includes('HEAD') ? [...allow, 'HEAD'] : allow,
+    };
   });
 }
 
@@ -39,6 +42,12 @@ export function methodNotAllowed(app: INestApplication): RequestHandler {
     const route = routes.find((r) => r.pattern.test(req.path));
     if (!route || route.allow.includes(req.method)) return next();
     const allow = route.allow.join(', ');
-    next(new ServiceError('method_not_allowed', `${req.method} is not allowed on this path; it takes ${allow}. See the API reference at /docs.`, { Allow: allow }));
+    next(
+      new ServiceError(
+        'method_not_allowed',
+        `${req.method} is not allowed on this path; it takes ${allow}. See the API reference at /docs.`,
+        { Allow: allow },
+      ),
+    );
   };
 }

@@ -10,9 +10,15 @@ export function buildOpenApi(app: INestApplication): OpenAPIObject {
   const config = new DocumentBuilder()
     .setOpenAPIVersion('3.1.0')
     .setTitle('Managed agent service')
-    .setDescription('Runs an AI agent for a customer project on the customer\'s own language-model key. Errors: `{ "error": { "code", "message", "docs" } }`, see /docs/errors.')
+    .setDescription(
+      'Runs an AI agent for a customer project on the customer\'s own language-model key. Errors: `{ "error": { "code", "message", "docs" } }`, see /docs/errors.',
+    )
     .setVersion(INTERFACE_VERSION)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'An API key `sk-mas_...` issued with the operator CLI.' })
+    .addBearerAuth({
+      type: 'http',
+      scheme: 'bearer',
+      description: 'An API key `sk-mas_...` issued with the operator CLI.',
+    })
     .build();
   const document = SwaggerModule.createDocument(app, config, {
     include: [],
@@ -20,11 +26,15 @@ export function buildOpenApi(app: INestApplication): OpenAPIObject {
   });
   // Keep only the contract's surface.
   document.paths = Object.fromEntries(Object.entries(document.paths).filter(([path]) => path.startsWith('/v1/')));
-  document.components = { ...document.components, schemas: { ...document.components?.schemas, ...(SCHEMAS as unknown as Record<string, object>) } };
+  document.components = {
+    ...document.components,
+    schemas: { ...document.components?.schemas, ...(SCHEMAS as unknown as Record<string, object>) },
+  };
   // Every `{id}` in a path is a request's or a session's or a file's uuid (any other value: 404).
   for (const item of Object.values(document.paths)) {
     for (const operation of Object.values(item) as { parameters?: { in: string; name: string; schema?: object }[] }[]) {
-      for (const parameter of operation.parameters ?? []) if (parameter.in === 'path' && parameter.name === 'id') parameter.schema = { ...ID_SCHEMA };
+      for (const parameter of operation.parameters ?? [])
+        if (parameter.in === 'path' && parameter.name === 'id') parameter.schema = { ...ID_SCHEMA };
     }
   }
   return document;
@@ -32,5 +42,9 @@ export function buildOpenApi(app: INestApplication): OpenAPIObject {
 
 /** Serves the document at /v1/openapi.json and an interactive page at /docs. */
 export function serveOpenApi(app: INestApplication): void {
-  SwaggerModule.setup('docs', app, () => buildOpenApi(app), { jsonDocumentUrl: 'v1/openapi.json', yamlDocumentUrl: 'v1/openapi.yaml', customSiteTitle: 'Managed agent service API' });
+  SwaggerModule.setup('docs', app, () => buildOpenApi(app), {
+    jsonDocumentUrl: 'v1/openapi.json',
+    yamlDocumentUrl: 'v1/openapi.yaml',
+    customSiteTitle: 'Managed agent service API',
+  });
 }

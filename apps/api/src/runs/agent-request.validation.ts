@@ -1,5 +1,12 @@
 import { Ajv } from 'ajv';
-import { CAPABILITIES, isCapability, ServiceError, type Capability, type ErrorCode, type ToolDefinition } from '#libs/contracts';
+import {
+  CAPABILITIES,
+  isCapability,
+  ServiceError,
+  type Capability,
+  type ErrorCode,
+  type ToolDefinition,
+} from '#libs/contracts';
 
 /** Limits of DESIGN.md section 7 (sizes in bytes of UTF-8). */
 export const LIMITS = {
@@ -55,7 +62,11 @@ export function textProblem(text: string): string | undefined {
 /** Refuses `text` (`what` names the field) with `code` when it holds what textProblem finds. */
 function requireText(text: string, code: ErrorCode, what: string): void {
   const problem = textProblem(text);
-  if (problem) throw new ServiceError(code, `${what} contains ${problem}; send well-formed Unicode text (binary content as base64).`);
+  if (problem)
+    throw new ServiceError(
+      code,
+      `${what} contains ${problem}; send well-formed Unicode text (binary content as base64).`,
+    );
 }
 
 /** Every key and string inside a JSON value, without recursion (the body's depth is bounded, but
@@ -88,7 +99,10 @@ function parseMessage(value: unknown): string {
   requireText(value, 'invalid_body', '`message`');
   const chars = [...value].length;
   if (chars > LIMITS.messageChars) {
-    throw new ServiceError('message_too_long', `\`message\` has ${chars} characters; the limit is ${LIMITS.messageChars.toLocaleString('en')}.`);
+    throw new ServiceError(
+      'message_too_long',
+      `\`message\` has ${chars} characters; the limit is ${LIMITS.messageChars.toLocaleString('en')}.`,
+    );
   }
   return value;
 }
@@ -96,11 +110,17 @@ function parseMessage(value: unknown): string {
 function parseCapabilities(value: unknown): Capability[] | undefined {
   if (value === undefined) return undefined;
   if (!Array.isArray(value) || value.length === 0) {
-    throw new ServiceError('invalid_capabilities', `\`capabilities\` must be a non-empty array of capability names (${CAPABILITIES.join(', ')}).`);
+    throw new ServiceError(
+      'invalid_capabilities',
+      `\`capabilities\` must be a non-empty array of capability names (${CAPABILITIES.join(', ')}).`,
+    );
   }
   const unknown = value.filter((c) => !isCapability(c)).map((c) => (typeof c === 'string' ? c : JSON.stringify(c)));
   if (unknown.length) {
-    throw new ServiceError('invalid_capabilities', `Unknown capabilities: ${unknown.join(', ')}. Valid capabilities: ${CAPABILITIES.join(', ')}.`);
+    throw new ServiceError(
+      'invalid_capabilities',
+      `Unknown capabilities: ${unknown.join(', ')}. Valid capabilities: ${CAPABILITIES.join(', ')}.`,
+    );
   }
   return [...new Set(value as Capability[])];
 }
@@ -113,17 +133,30 @@ function parseFlag(value: unknown, name: 'stream' | 'background'): boolean {
 
 function parseFiles(value: unknown): InputFile[] {
   if (value === undefined) return [];
-  if (!Array.isArray(value)) throw new ServiceError('invalid_files', '`files` must be an array of { name, content } objects.');
-  if (value.length > LIMITS.files) throw new ServiceError('invalid_files', `At most ${LIMITS.files} files per request; got ${value.length}.`);
+  if (!Array.isArray(value))
+    throw new ServiceError('invalid_files', '`files` must be an array of { name, content } objects.');
+  if (value.length > LIMITS.files)
+    throw new ServiceError('invalid_files', `At most ${LIMITS.files} files per request; got ${value.length}.`);
   return value.map((file, i) => {
-    if (!isObject(file) || typeof file.name !== 'string' || typeof file.content !== 'string' || file.name.trim() === '') {
-      throw new ServiceError('invalid_files', `files[${i}] needs a non-empty string \`name\` and a string \`content\`.`);
+    if (
+      !isObject(file) ||
+      typeof file.name !== 'string' ||
+      typeof file.content !== 'string' ||
+      file.name.trim() === ''
+    ) {
+      throw new ServiceError(
+        'invalid_files',
+        `files[${i}] needs a non-empty string \`name\` and a string \`content\`.`,
+      );
     }
     requireText(file.name, 'invalid_files', `files[${i}].name`);
     requireText(file.content, 'invalid_files', `files[${i}].content`);
     const bytes = Buffer.byteLength(file.content, 'utf8');
     if (bytes > LIMITS.fileBytes) {
-      throw new ServiceError('invalid_files', `files[${i}] ("${file.name}") is ${bytes} bytes; the limit is 1 MB (${LIMITS.fileBytes} bytes).`);
+      throw new ServiceError(
+        'invalid_files',
+        `files[${i}] ("${file.name}") is ${bytes} bytes; the limit is 1 MB (${LIMITS.fileBytes} bytes).`,
+      );
     }
     return { name: file.name, content: file.content };
   });
@@ -157,11 +190,13 @@ function schemaShapeProblem(schema: Record<string, unknown>, at: string): string
   const stack: [unknown, number][] = [[schema, 1]];
   while (stack.length > 0) {
     const [v, depth] = stack.pop()!;
-    if (depth > LIMITS.toolSchemaDepth) return `${at} nests arrays and objects more than ${LIMITS.toolSchemaDepth} levels deep.`;
+    if (depth > LIMITS.toolSchemaDepth)
+      return `${at} nests arrays and objects more than ${LIMITS.toolSchemaDepth} levels deep.`;
     if (!Array.isArray(v) && ++objects > LIMITS.toolSchemaObjects) {
       return `${at} has more than ${LIMITS.toolSchemaObjects} schemas (JSON objects); the limit is ${LIMITS.toolSchemaObjects}.`;
     }
-    for (const child of Object.values(v as object)) if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+    for (const child of Object.values(v as object))
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
   }
   return undefined;
 }
@@ -169,38 +204,61 @@ function schemaShapeProblem(schema: Record<string, unknown>, at: string): string
 function parseTools(value: unknown): ToolDefinition[] {
   if (value === undefined) return [];
   if (!Array.isArray(value)) throw new ServiceError('invalid_tools', '`tools` must be an array of tool definitions.');
-  if (value.length > LIMITS.tools) throw new ServiceError('invalid_tools', `At most ${LIMITS.tools} tools per request; got ${value.length}.`);
+  if (value.length > LIMITS.tools)
+    throw new ServiceError('invalid_tools', `At most ${LIMITS.tools} tools per request; got ${value.length}.`);
   const names = new Set<string>();
   let schemasBytes = 0;
   return value.map((tool, i) => {
     const at = `tools[${i}]`;
-    if (!isObject(tool)) throw new ServiceError('invalid_tools', `${at} must be an object with name, description and parameters.`);
+    if (!isObject(tool))
+      throw new ServiceError('invalid_tools', `${at} must be an object with name, description and parameters.`);
     const { name, description, parameters } = tool;
     if (typeof name !== 'string' || !TOOL_NAME.test(name)) {
       throw new ServiceError('invalid_tools', `${at}.name must match ^[a-zA-Z0-9_]+$.`);
     }
-    if (name.length > LIMITS.toolName) throw new ServiceError('invalid_tools', `${at}.name is ${name.length} characters; the limit is ${LIMITS.toolName}.`);
+    if (name.length > LIMITS.toolName)
+      throw new ServiceError(
+        'invalid_tools',
+        `${at}.name is ${name.length} characters; the limit is ${LIMITS.toolName}.`,
+      );
     if (names.has(name)) throw new ServiceError('invalid_tools', `${at}.name "${name}" is used by another tool.`);
     names.add(name);
-    if (typeof description !== 'string') throw new ServiceError('invalid_tools', `${at}.description is required and must be a string.`);
+    if (typeof description !== 'string')
+      throw new ServiceError('invalid_tools', `${at}.description is required and must be a string.`);
     requireText(description, 'invalid_tools', `${at}.description`);
     // Characters are code points, as for `message` (and JSON Schema's maxLength): an emoji is one.
     const descriptionChars = [...description].length;
     if (descriptionChars > LIMITS.toolDescription) {
-      throw new ServiceError('invalid_tools', `${at}.description is ${descriptionChars} characters; the limit is ${LIMITS.toolDescription}.`);
+      throw new ServiceError(
+        'invalid_tools',
+        `${at}.description is ${descriptionChars} characters; the limit is ${LIMITS.toolDescription}.`,
+      );
     }
     if (!isObject(parameters) || parameters.type !== 'object') {
-      throw new ServiceError('invalid_tools', `${at}.parameters must be a JSON Schema object whose "type" is "object".`);
+      throw new ServiceError(
+        'invalid_tools',
+        `${at}.parameters must be a JSON Schema object whose "type" is "object".`,
+      );
     }
     // The limits before anything walks the schema deeply or compiles it (issue 28).
     const bytes = Buffer.byteLength(JSON.stringify(parameters));
     if (bytes > LIMITS.toolSchemaBytes) {
-      throw new ServiceError('invalid_tools', `${at}.parameters is ${bytes} bytes of JSON; the limit is 16 KB (${LIMITS.toolSchemaBytes} bytes).`);
+      throw new ServiceError(
+        'invalid_tools',
+        `${at}.parameters is ${bytes} bytes of JSON; the limit is 16 KB (${LIMITS.toolSchemaBytes} bytes).`,
+      );
     }
     schemasBytes += bytes;
     if (schemasBytes > LIMITS.toolSchemasBytes) {
-      const total = value.reduce((sum: number, t: unknown) => sum + (isObject(t) && isObject(t.parameters) ? Buffer.byteLength(JSON.stringify(t.parameters)) : 0), 0);
-      throw new ServiceError('invalid_tools', `The tools' parameters together are ${total} bytes of JSON; the limit is 64 KB (${LIMITS.toolSchemasBytes} bytes).`);
+      const total = value.reduce(
+        (sum: number, t: unknown) =>
+          sum + (isObject(t) && isObject(t.parameters) ? Buffer.byteLength(JSON.stringify(t.parameters)) : 0),
+        0,
+      );
+      throw new ServiceError(
+        'invalid_tools',
+        `The tools' parameters together are ${total} bytes of JSON; the limit is 64 KB (${LIMITS.toolSchemasBytes} bytes).`,
+      );
     }
     const shape = schemaShapeProblem(parameters, `${at}.parameters`);
     if (shape) throw new ServiceError('invalid_tools', shape);
@@ -219,12 +277,18 @@ export function parseAgentRequest(body: unknown): AgentRequestBody {
   const stream = parseFlag(b.stream, 'stream');
   const background = parseFlag(b.background, 'background');
   if (stream && background) {
-    throw new ServiceError('invalid_body', '`background: true` cannot be combined with `stream: true`: a background request answers at once; follow its events with GET /v1/agent/{id}/events.');
+    throw new ServiceError(
+      'invalid_body',
+      '`background: true` cannot be combined with `stream: true`: a background request answers at once; follow its events with GET /v1/agent/{id}/events.',
+    );
   }
   const files = parseFiles(b.files);
   const tools = parseTools(b.tools);
   if (stream && tools.length > 0) {
-    throw new ServiceError('stream_not_supported', '`stream: true` cannot be combined with `tools`: custom tool calls are returned as JSON. Send `stream: false`.');
+    throw new ServiceError(
+      'stream_not_supported',
+      '`stream: true` cannot be combined with `tools`: custom tool calls are returned as JSON. Send `stream: false`.',
+    );
   }
   return { message, capabilities, files, stream, background, tools };
 }
@@ -239,23 +303,35 @@ export function parseToolOutputs(body: unknown): ToolOutputsBody {
   const b = requireObject(body);
   const list = b.tool_outputs;
   if (!Array.isArray(list) || list.length === 0) {
-    throw new ServiceError('invalid_tool_outputs', '`tool_outputs` must be a non-empty array of { tool_call_id, output } objects.');
+    throw new ServiceError(
+      'invalid_tool_outputs',
+      '`tool_outputs` must be a non-empty array of { tool_call_id, output } objects.',
+    );
   }
   const outputs = list.map((item, i) => {
     if (!isObject(item) || typeof item.tool_call_id !== 'string' || typeof item.output !== 'string') {
-      throw new ServiceError('invalid_tool_outputs', `tool_outputs[${i}] needs a string \`tool_call_id\` and a string \`output\`.`);
+      throw new ServiceError(
+        'invalid_tool_outputs',
+        `tool_outputs[${i}] needs a string \`tool_call_id\` and a string \`output\`.`,
+      );
     }
     requireText(item.tool_call_id, 'invalid_tool_outputs', `tool_outputs[${i}].tool_call_id`);
     requireText(item.output, 'invalid_tool_outputs', `tool_outputs[${i}].output`);
     return { toolCallId: item.tool_call_id, output: item.output };
   });
   if (typeof b._compute_instance !== 'string' || b._compute_instance === '') {
-    throw new ServiceError('invalid_tool_outputs', '`_compute_instance` is required: pass the value from the previous response.');
+    throw new ServiceError(
+      'invalid_tool_outputs',
+      '`_compute_instance` is required: pass the value from the previous response.',
+    );
   }
   outputs.forEach((o, i) => {
     const bytes = Buffer.byteLength(o.output, 'utf8');
     if (bytes > LIMITS.toolOutputBytes) {
-      throw new ServiceError('tool_output_too_large', `tool_outputs[${i}].output is ${bytes} bytes; the limit is 100 KB (${LIMITS.toolOutputBytes} bytes).`);
+      throw new ServiceError(
+        'tool_output_too_large',
+        `tool_outputs[${i}].output is ${bytes} bytes; the limit is 100 KB (${LIMITS.toolOutputBytes} bytes).`,
+      );
     }
   });
   return { outputs, computeInstance: b._compute_instance };
@@ -272,11 +348,17 @@ export function resolveCapabilities(
   if (requested) {
     const forbidden = requested.filter((c) => !planAllows.includes(c));
     if (forbidden.length) {
-      throw new ServiceError('plan_restricted', `The ${planName} plan does not include: ${forbidden.join(', ')}. Upgrade the plan to use ${forbidden.length > 1 ? 'them' : 'it'}.`);
+      throw new ServiceError(
+        'plan_restricted',
+        `The ${planName} plan does not include: ${forbidden.join(', ')}. Upgrade the plan to use ${forbidden.length > 1 ? 'them' : 'it'}.`,
+      );
     }
     const notEnabled = requested.filter((c) => !enabled.includes(c));
     if (notEnabled.length) {
-      throw new ServiceError('capability_not_enabled', `Capabilities not enabled on this project: ${notEnabled.join(', ')}.`);
+      throw new ServiceError(
+        'capability_not_enabled',
+        `Capabilities not enabled on this project: ${notEnabled.join(', ')}.`,
+      );
     }
   }
   // With custom tools only chat applies (contract 2.1).

@@ -10,10 +10,18 @@ import type { StoredAnswer } from './idempotency.js';
 
 /** A run's error (a failed stop's, or an admission's refusal) as its contract error: a used-up
  * quota comes back when the billing period ends, a cap when `retryAfterSeconds` have passed. */
-export function runError(error: AgentError | undefined, principal: Principal, retryAfterSeconds?: number): ServiceError {
+export function runError(
+  error: AgentError | undefined,
+  principal: Principal,
+  retryAfterSeconds?: number,
+): ServiceError {
   const code = error?.code ?? 'compute_error';
   const headers: Record<string, string> =
-    code === 'quota_exceeded' ? { 'Retry-After': String(quotaFigures(billingAnchor(principal.project.createdAt), 0, 0).retryAfterSeconds) } : retryAfterSeconds ? { 'Retry-After': String(retryAfterSeconds) } : {};
+    code === 'quota_exceeded'
+      ? { 'Retry-After': String(quotaFigures(billingAnchor(principal.project.createdAt), 0, 0).retryAfterSeconds) }
+      : retryAfterSeconds
+        ? { 'Retry-After': String(retryAfterSeconds) }
+        : {};
   return new ServiceError(code, error?.message ?? 'The agent run failed.', headers);
 }
 
@@ -27,7 +35,12 @@ export function requireSuccessfulStop(stop: AgentStop, principal: Principal): Ag
 }
 
 /** X-Request-Id and the quota headers of every 200 (contract section 4.1). */
-export function responseHeaders(requestId: string, principal: Principal, monthlyQuota: number, requestsUsed: number): Record<string, string> {
+export function responseHeaders(
+  requestId: string,
+  principal: Principal,
+  monthlyQuota: number,
+  requestsUsed: number,
+): Record<string, string> {
   const quota = quotaFigures(billingAnchor(principal.project.createdAt), monthlyQuota, requestsUsed);
   return {
     'X-Request-Id': requestId,
@@ -37,8 +50,15 @@ export function responseHeaders(requestId: string, principal: Principal, monthly
   };
 }
 
-export function setResponseHeaders(res: Response, requestId: string, principal: Principal, monthlyQuota: number, requestsUsed: number): void {
-  for (const [name, value] of Object.entries(responseHeaders(requestId, principal, monthlyQuota, requestsUsed))) res.setHeader(name, value);
+export function setResponseHeaders(
+  res: Response,
+  requestId: string,
+  principal: Principal,
+  monthlyQuota: number,
+  requestsUsed: number,
+): void {
+  for (const [name, value] of Object.entries(responseHeaders(requestId, principal, monthlyQuota, requestsUsed)))
+    res.setHeader(name, value);
 }
 
 /** Sends an answer (a fresh one or an Idempotency-Key replay) exactly as it is. */
@@ -72,7 +92,12 @@ export interface RenderContext {
 /** A stop as the contract's AgentResponse for the api (POST answers, GET, cancel), with the asking
  * project's plan: libs/resources' renderer, which the worker's webhooks use too. */
 export function renderResponse(stop: AgentStop, ctx: RenderContext): Promise<AgentResponse> {
-  return renderAgentResponse(stop, { files: ctx.files, config: ctx.config, plan: ctx.principal.project.plan, startedAt: ctx.startedAt });
+  return renderAgentResponse(stop, {
+    files: ctx.files,
+    config: ctx.config,
+    plan: ctx.principal.project.plan,
+    startedAt: ctx.startedAt,
+  });
 }
 
 /** What renders a stop as the answer to a POST. */
@@ -92,7 +117,16 @@ export async function stopAnswer(stop: AgentStop, ctx: StopAnswerContext): Promi
     throw e;
   }
   const body = await renderResponse(stop, ctx);
-  return { status: 200, headers: responseHeaders(stop.requestId, principal, config.plans[principal.project.plan].monthlyQuota, ctx.requestsUsed), body };
+  return {
+    status: 200,
+    headers: responseHeaders(
+      stop.requestId,
+      principal,
+      config.plans[principal.project.plan].monthlyQuota,
+      ctx.requestsUsed,
+    ),
+    body,
+  };
 }
 
 /**
@@ -115,7 +149,11 @@ export async function backgroundAnswer(
   // Admitted (or still waiting for a worker, which GET then shows): the figures after admission.
   const current = await read();
   const stop: AgentStop = {
-    ...initialStop({ requestId, projectId: ctx.principal.project.id, ...(run.sessionId ? { sessionId: run.sessionId } : {}) }),
+    ...initialStop({
+      requestId,
+      projectId: ctx.principal.project.id,
+      ...(run.sessionId ? { sessionId: run.sessionId } : {}),
+    }),
     creditsRemaining: current?.creditsRemaining ?? ctx.principal.project.creditBalance,
     // 0 before admission (no worker has taken the run up yet): the headers count this request, as a stream's do.
     requestsUsed: current?.requestsUsed || ctx.principal.project.requestsUsed + (run.duplicate ? 0 : 1),

@@ -3,7 +3,9 @@ import { bodyHash, canonicalJson, parseIdempotencyKey } from './idempotency.js';
 
 describe('canonicalJson', () => {
   it('is the same for the same parsed body whatever the key order', () => {
-    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: null } })).toBe(canonicalJson({ a: { c: null, d: [1, { x: 1, y: 2 }] }, b: 1 }));
+    expect(canonicalJson({ b: 1, a: { d: [1, { y: 2, x: 1 }], c: null } })).toBe(
+      canonicalJson({ a: { c: null, d: [1, { x: 1, y: 2 }] }, b: 1 }),
+    );
   });
 
   it('differs when a value differs', () => {
@@ -37,6 +39,7 @@ describe('parseIdempotencyKey', () => {
   });
 
   it('refuses an empty key, a longer one, control characters and a repeated header as invalid_body', () => {
-    for (const raw of ['', 'k'.repeat(256), 'a\tb', 'a\u0000b', 'a\u007fb', 'a\u0085b', ['a', 'b']]) expect(codeOf(raw)).toBe('invalid_body');
+    for (const raw of ['', 'k'.repeat(256), 'a\tb', 'a\u0000b', 'a\u007fb', 'a\u0085b', ['a', 'b']])
+      expect(codeOf(raw)).toBe('invalid_body');
   });
 });

@@ -27,7 +27,8 @@ export function bodyHash(body: unknown): string {
 }
 
 /** Whether the text has a C0 or C1 control character, or DEL. */
-const hasControl = (text: string): boolean => [...text].some((c) => c.charCodeAt(0) < 0x20 || (c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f));
+const hasControl = (text: string): boolean =>
+  [...text].some((c) => c.charCodeAt(0) < 0x20 || (c.charCodeAt(0) >= 0x7f && c.charCodeAt(0) <= 0x9f));
 
 /** The Idempotency-Key header, or undefined when absent; an empty one, one over 255 characters, one
  * with control characters, or the header given twice is 400 invalid_body (nothing is recorded). */
@@ -35,9 +36,13 @@ export function parseIdempotencyKey(raw: string | string[] | undefined): string 
   if (raw === undefined) return undefined;
   if (typeof raw !== 'string') throw new ServiceError('invalid_body', 'Send the Idempotency-Key header once.');
   if (raw.length === 0 || raw.length > IDEMPOTENCY_KEY_MAX_LENGTH) {
-    throw new ServiceError('invalid_body', `The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters; got ${raw.length}.`);
+    throw new ServiceError(
+      'invalid_body',
+      `The Idempotency-Key header must be 1 to ${IDEMPOTENCY_KEY_MAX_LENGTH} characters; got ${raw.length}.`,
+    );
   }
-  if (hasControl(raw)) throw new ServiceError('invalid_body', 'The Idempotency-Key header must not contain control characters.');
+  if (hasControl(raw))
+    throw new ServiceError('invalid_body', 'The Idempotency-Key header must not contain control characters.');
   return raw;
 }
 
@@ -100,12 +105,24 @@ export class IdempotencyKeys {
     if (!row) return this.claim(projectId, key, endpoint, body);
     if (row.fresh) return { projectId, key, requestId, first: true };
     if (row.endpoint !== endpoint) {
-      throw new ServiceError('idempotency_conflict', `This Idempotency-Key was used in the last ${IDEMPOTENCY_WINDOW_HOURS} hours on another endpoint (${row.endpoint}).`);
+      throw new ServiceError(
+        'idempotency_conflict',
+        `This Idempotency-Key was used in the last ${IDEMPOTENCY_WINDOW_HOURS} hours on another endpoint (${row.endpoint}).`,
+      );
     }
     if (row.body_hash !== hash) {
-      throw new ServiceError('idempotency_conflict', `This Idempotency-Key was used in the last ${IDEMPOTENCY_WINDOW_HOURS} hours with a different request body.`);
+      throw new ServiceError(
+        'idempotency_conflict',
+        `This Idempotency-Key was used in the last ${IDEMPOTENCY_WINDOW_HOURS} hours with a different request body.`,
+      );
     }
-    return { projectId, key, requestId: row.request_id, first: false, ...(row.response ? { answer: row.response } : {}) };
+    return {
+      projectId,
+      key,
+      requestId: row.request_id,
+      first: false,
+      ...(row.response ? { answer: row.response } : {}),
+    };
   }
 
   /** Saves `answer` as the key's answer unless one is saved already, and returns the saved one:
@@ -117,11 +134,10 @@ export class IdempotencyKeys {
     )) as [{ response: StoredAnswer }[], number];
     if (saved[0]) return saved[0].response;
     // Another attempt saved first (a new statement sees its commit).
-    const rows: { response: StoredAnswer | null }[] = await this.db.query(`select response from idempotency_keys where project_id = $1 and key = $2 and request_id = $3`, [
-      claim.projectId,
-      claim.key,
-      claim.requestId,
-    ]);
+    const rows: { response: StoredAnswer | null }[] = await this.db.query(
+      `select response from idempotency_keys where project_id = $1 and key = $2 and request_id = $3`,
+      [claim.projectId, claim.key, claim.requestId],
+    );
     // Or the key has passed its window and been taken over by another request: this answer is ours alone.
     return rows[0]?.response ?? answer;
   }

@@ -13,14 +13,27 @@ export const INLINE_MESSAGE_BYTES = 4 * 1024;
  * project's cap on input bytes a day counts. */
 export function inputBytes(body: Pick<AgentRequestBody, 'files' | 'message'>): number {
   const message = Buffer.byteLength(body.message, 'utf8');
-  return body.files.reduce((sum, f) => sum + Buffer.byteLength(f.content, 'utf8'), 0) + (message > INLINE_MESSAGE_BYTES ? message : 0);
+  return (
+    body.files.reduce((sum, f) => sum + Buffer.byteLength(f.content, 'utf8'), 0) +
+    (message > INLINE_MESSAGE_BYTES ? message : 0)
+  );
 }
 
 /** The most a request can cost (what admission reserves): 1 + the surcharges of the capabilities
  * the plan and project allow it (403s when it asks for others). */
-export function requestCapabilities(config: Pick<AppConfig, 'plans' | 'capabilitySurcharges'>, principal: Principal, body: AgentRequestBody): { capabilities: ReturnType<typeof resolveCapabilities>; maxCredits: number } {
+export function requestCapabilities(
+  config: Pick<AppConfig, 'plans' | 'capabilitySurcharges'>,
+  principal: Principal,
+  body: AgentRequestBody,
+): { capabilities: ReturnType<typeof resolveCapabilities>; maxCredits: number } {
   const plan = config.plans[principal.project.plan];
-  const capabilities = resolveCapabilities(body.capabilities, plan.name, plan.capabilities, principal.project.capabilities, body.tools.length > 0);
+  const capabilities = resolveCapabilities(
+    body.capabilities,
+    plan.name,
+    plan.capabilities,
+    principal.project.capabilities,
+    body.tools.length > 0,
+  );
   return { capabilities, maxCredits: creditsFor(capabilities, config.capabilitySurcharges) };
 }
 
@@ -43,7 +56,8 @@ export async function requestInput(
     files.push({ name: file.name, blobId: id, bytes });
   }
   let message: TextRef = { text: body.message };
-  if (Buffer.byteLength(body.message, 'utf8') > INLINE_MESSAGE_BYTES) message = { blobId: (await blobs.put(project.id, 'message', body.message)).id };
+  if (Buffer.byteLength(body.message, 'utf8') > INLINE_MESSAGE_BYTES)
+    message = { blobId: (await blobs.put(project.id, 'message', body.message)).id };
   const surcharges = config.capabilitySurcharges;
   return {
     requestId,

@@ -1,22 +1,47 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { QueryBus } from '@nestjs/cqrs';
-import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, type WorkflowUpdateHandle } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  type WorkflowUpdateHandle,
+} from '@temporalio/client';
 import type { Response } from 'express';
 import type { Principal } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { agentRequestStartOptions, firstStopUpdate, ServiceError, WORKFLOW_TASK_TIMEOUT_MS, type AgentRequestInput, type AgentStop } from '#libs/contracts';
+import {
+  agentRequestStartOptions,
+  firstStopUpdate,
+  ServiceError,
+  WORKFLOW_TASK_TIMEOUT_MS,
+  type AgentRequestInput,
+  type AgentStop,
+} from '#libs/contracts';
 import { billingAnchor, currentPeriod, MeteringService } from '#libs/metering';
 import { BlobStore, FileStore } from '#libs/persistence';
 import type { AgentResponse } from '#libs/resources';
 import { TemporalClientService } from '#libs/temporal';
 import { SseResponder } from '../streaming/sse-responder.js';
 import type { AgentRequestBody } from './agent-request.validation.js';
-import { backgroundAnswer, renderResponse, runError, sendAnswer, setResponseHeaders, stopAnswer, withRequestId } from './answers.js';
+import {
+  backgroundAnswer,
+  renderResponse,
+  runError,
+  sendAnswer,
+  setResponseHeaders,
+  stopAnswer,
+  withRequestId,
+} from './answers.js';
 import { IdempotencyKeys, type IdempotencyClaim, type StoredAnswer } from './idempotency.js';
 import { GetAgentRequestQuery } from './queries/get-agent-request.query.js';
 import { inputBytes, requestCapabilities, requestInput } from './request-input.js';
 import { RunGate } from './run-gate.js';
-import { awaitAnswer, fromTemporalError, requireTemporal, WorkflowTaskFailingError, type ConfiguredTemporal } from './temporal-errors.js';
+import {
+  awaitAnswer,
+  fromTemporalError,
+  requireTemporal,
+  WorkflowTaskFailingError,
+  type ConfiguredTemporal,
+} from './temporal-errors.js';
 
 /** The id of the Update that waits for a request's first stop. One id for every attempt: Temporal
  * keeps one outcome per Update id (also once the workflow has closed), so every duplicate of a
@@ -43,7 +68,8 @@ export interface RunToAnswer extends StartedRun {
  * `in_progress` at once (DESIGN.md section 9). */
 export type AnswerShape = 'json' | 'stream' | 'background';
 
-export const answerShape = (body: Pick<AgentRequestBody, 'stream' | 'background'>): AnswerShape => (body.background ? 'background' : body.stream ? 'stream' : 'json');
+export const answerShape = (body: Pick<AgentRequestBody, 'stream' | 'background'>): AnswerShape =>
+  body.background ? 'background' : body.stream ? 'stream' : 'json';
 
 /** Refusals at admission that answer the request for good, as a run that failed would: saved
  * under its Idempotency-Key and replayed (DESIGN.md section 9), also once credits are added. The
@@ -64,9 +90,14 @@ export class AdmissionRefused extends ServiceError {
 
 /** 503 for a run that found no room in this api within its wait: nothing was started or recorded. */
 const atCapacity = (waitedMs: number): ServiceError =>
-  new ServiceError('service_unavailable', `The service is at capacity: no run could start within ${waitedMs / 1000} seconds. Nothing was started or charged; retry after the number of seconds in Retry-After.`, { 'Retry-After': '1' });
+  new ServiceError(
+    'service_unavailable',
+    `The service is at capacity: no run could start within ${waitedMs / 1000} seconds. Nothing was started or charged; retry after the number of seconds in Retry-After.`,
+    { 'Retry-After': '1' },
+  );
 
-const isUpdateHandle = (x: WorkflowUpdateHandle<AgentStop> | AgentStop): x is WorkflowUpdateHandle<AgentStop> => typeof (x as { result?: unknown }).result === 'function';
+const isUpdateHandle = (x: WorkflowUpdateHandle<AgentStop> | AgentStop): x is WorkflowUpdateHandle<AgentStop> =>
+  typeof (x as { result?: unknown }).result === 'function';
 
 /**
  * The one way a run goes through the api, for every endpoint that starts or continues one
@@ -103,7 +134,12 @@ export class RunGateway {
    * it, and the reconciler releases the reservation. Idempotent by request id (a retry with the same
    * Idempotency-Key is admitted once). The answer's quota figures: the counter after admission.
    */
-  async admit(principal: Principal, body: AgentRequestBody, requestId: string, pickupBy: number): Promise<{ requestsUsed: number; balance: number }> {
+  async admit(
+    principal: Principal,
+    body: AgentRequestBody,
+    requestId: string,
+    pickupBy: number,
+  ): Promise<{ requestsUsed: number; balance: number }> {
     const { project } = principal;
     const plan = this.config.plans[project.plan];
     const caps = this.config.caps[project.plan];
@@ -118,7 +154,10 @@ export class RunGateway {
       caps,
     });
     if (!admission.ok) {
-      const error = withRequestId(runError(admission.error, principal, admission.retryAfterSeconds), requestId) as ServiceError;
+      const error = withRequestId(
+        runError(admission.error, principal, admission.retryAfterSeconds),
+        requestId,
+      ) as ServiceError;
       throw new AdmissionRefused(error, FINAL_REFUSALS.has(error.code));
     }
     return admission;
@@ -138,7 +177,11 @@ export class RunGateway {
     const cap = this.config.caps[principal.project.plan].openStreams;
     const open = this.openStreams.get(projectId) ?? 0;
     if (open >= cap) {
-      throw new ServiceError('rate_limited', `The project has ${cap} streams open on this server, its plan's cap. Nothing was run; close one (or read the request with GET /v1/agent/{id}) and retry after the number of seconds in Retry-After.`, { 'Retry-After': '1' });
+      throw new ServiceError(
+        'rate_limited',
+        `The project has ${cap} streams open on this server, its plan's cap. Nothing was run; close one (or read the request with GET /v1/agent/{id}) and retry after the number of seconds in Retry-After.`,
+        { 'Retry-After': '1' },
+      );
     }
     this.openStreams.set(projectId, open + 1);
     try {
@@ -164,7 +207,12 @@ export class RunGateway {
   /** Claims the Idempotency-Key (none: nothing to claim) for this endpoint and body; a claim with
    * an answer is a replay. Call it once the request has passed its own checks: nothing is recorded
    * for a refused request. */
-  async claim(principal: Principal, key: string | undefined, endpoint: string, body: unknown): Promise<IdempotencyClaim | undefined> {
+  async claim(
+    principal: Principal,
+    key: string | undefined,
+    endpoint: string,
+    body: unknown,
+  ): Promise<IdempotencyClaim | undefined> {
     return key === undefined ? undefined : this.idempotency.claim(principal.project.id, key, endpoint, body);
   }
 
@@ -216,7 +264,12 @@ export class RunGateway {
     return this.gated(() => this.startRun(temporal, principal, body, requestId));
   }
 
-  private async startRun({ client, connection }: ConfiguredTemporal, principal: Principal, body: AgentRequestBody, requestId: string): Promise<StartedRun> {
+  private async startRun(
+    { client, connection }: ConfiguredTemporal,
+    principal: Principal,
+    body: AgentRequestBody,
+    requestId: string,
+  ): Promise<StartedRun> {
     const pickupMs = this.config.temporal.pickupTimeoutMs;
     // The deadline leaves room for one workflow task timeout beyond the pickup time: a worker that
     // dies while it runs the first task (before admission) holds the task that long, the api keeps
@@ -225,7 +278,11 @@ export class RunGateway {
     const acceptBy = Date.now() + pickupMs + WORKFLOW_TASK_TIMEOUT_MS;
     // Admitted before anything is stored or started: a refused request stores no file and starts no workflow.
     await this.admit(principal, body, requestId, acceptBy);
-    const input: AgentRequestInput = { ...(await requestInput(this.config, this.blobs, principal, body, requestId)), acceptBy, admitted: true };
+    const input: AgentRequestInput = {
+      ...(await requestInput(this.config, this.blobs, principal, body, requestId)),
+      acceptBy,
+      admitted: true,
+    };
     // The id, reuse policy, timeout and search attributes a session's child start uses too.
     const startOptions = agentRequestStartOptions(input);
     const { workflowId } = startOptions;
@@ -236,7 +293,11 @@ export class RunGateway {
       workflowIdConflictPolicy: 'USE_EXISTING',
     });
     let handle: WorkflowUpdateHandle<AgentStop> | AgentStop;
-    const run = { connection, client, describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw };
+    const run = {
+      connection,
+      client,
+      describe: async () => (await client.workflow.getHandle(workflowId).describe()).raw,
+    };
     const update = { startWorkflowOperation, updateId: FIRST_STOP_UPDATE_ID };
     try {
       // One round trip starts (or joins) the workflow and registers (or joins) the Update. The
@@ -316,7 +377,13 @@ export class RunGateway {
    * - background: `in_progress` once admitted (backgroundAnswer), saved under the key.
    * A 502 that follows the start carries the request id (X-Request-Id).
    */
-  async answer(res: Response, run: RunToAnswer, shape: AnswerShape, principal: Principal, startedAt: number): Promise<void> {
+  async answer(
+    res: Response,
+    run: RunToAnswer,
+    shape: AnswerShape,
+    principal: Principal,
+    startedAt: number,
+  ): Promise<void> {
     const { requestId, claim } = run;
     const duplicate = claim !== undefined && !claim.first;
     const ctx = { config: this.config, files: this.files, principal, startedAt };
@@ -332,19 +399,34 @@ export class RunGateway {
     }
     const firstStop = run.firstStop();
     // A run the api admitted was refused (or not) before it started: nothing to wait for here.
-    const unadmitted = run.admitted ? undefined : await this.sse.unadmittedStop(requestId, firstStop, this.config.temporal.pickupTimeoutMs);
+    const unadmitted = run.admitted
+      ? undefined
+      : await this.sse.unadmittedStop(requestId, firstStop, this.config.temporal.pickupTimeoutMs);
     if (shape === 'background') {
-      const read = (): Promise<AgentStop | undefined> => this.queries.execute(new GetAgentRequestQuery(principal, requestId)).catch(() => undefined);
-      const answer = await backgroundAnswer({ requestId, duplicate, ...(run.sessionId ? { sessionId: run.sessionId } : {}) }, unadmitted, read, ctx);
+      const read = (): Promise<AgentStop | undefined> =>
+        this.queries.execute(new GetAgentRequestQuery(principal, requestId)).catch(() => undefined);
+      const answer = await backgroundAnswer(
+        { requestId, duplicate, ...(run.sessionId ? { sessionId: run.sessionId } : {}) },
+        unadmitted,
+        read,
+        ctx,
+      );
       return this.send(res, claim, answer);
     }
     // A stream refused for quota or credits (or never taken up) is answered as JSON, like a
     // request without `stream`: SSE headers are written only once the run was admitted.
     if (unadmitted && 'error' in unadmitted) throw withRequestId(unadmitted.error, requestId);
-    if (unadmitted) return sendAnswer(res, await stopAnswer(unadmitted.stop, { ...ctx, requestsUsed: unadmitted.stop.requestsUsed }));
+    if (unadmitted)
+      return sendAnswer(res, await stopAnswer(unadmitted.stop, { ...ctx, requestsUsed: unadmitted.stop.requestsUsed }));
     // SSE (contract 4.4): the quota counter moves when the run is admitted; until then the
     // headers count this request. A duplicate gets the whole stream again, from the first event.
-    setResponseHeaders(res, requestId, principal, this.config.plans[principal.project.plan].monthlyQuota, principal.project.requestsUsed + (duplicate ? 0 : 1));
+    setResponseHeaders(
+      res,
+      requestId,
+      principal,
+      this.config.plans[principal.project.plan].monthlyQuota,
+      principal.project.requestsUsed + (duplicate ? 0 : 1),
+    );
     await this.sse.respond(res, requestId, principal.project.id, 0, firstStop);
   }
 }

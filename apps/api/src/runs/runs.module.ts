@@ -20,7 +20,11 @@ import { RunGateway } from './run-gateway.js';
   imports: [CqrsModule, PersistenceModule, EventsModule, MeteringModule, TemporalClientModule, SseModule],
   providers: [
     { provide: IdempotencyKeys, inject: [DataSource], useFactory: (db: DataSource) => new IdempotencyKeys(db) },
-    { provide: RunGate, inject: [APP_CONFIG], useFactory: (config: AppConfig) => new RunGate(config.runs.maxInFlight, config.runs.maxWaitMs) },
+    {
+      provide: RunGate,
+      inject: [APP_CONFIG],
+      useFactory: (config: AppConfig) => new RunGate(config.runs.maxInFlight, config.runs.maxWaitMs),
+    },
     RunGateway,
     GetAgentRequestHandler,
     RequestReadModel,

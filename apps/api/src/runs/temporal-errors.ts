@@ -1,5 +1,11 @@
 import { Logger } from '@nestjs/common';
-import { type Client, type Connection, ServiceError as TemporalServiceError, WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError } from '@temporalio/client';
+import {
+  type Client,
+  type Connection,
+  ServiceError as TemporalServiceError,
+  WorkflowUpdateFailedError,
+  WorkflowUpdateRPCTimeoutOrCancelledError,
+} from '@temporalio/client';
 import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import protos from '@temporalio/proto';
 import { isErrorCode, ServiceError, type ErrorCode } from '#libs/contracts';
@@ -13,9 +19,13 @@ export interface ConfiguredTemporal {
 
 /** The one check that Temporal is configured: without TEMPORAL_ADDRESS every call that needs a
  * workflow is 503 service_unavailable (reads answer from the read models alone). */
-export function requireTemporal(temporal: { readonly client: Client | undefined; readonly connection: Connection | undefined }): ConfiguredTemporal {
+export function requireTemporal(temporal: {
+  readonly client: Client | undefined;
+  readonly connection: Connection | undefined;
+}): ConfiguredTemporal {
   const { client, connection } = temporal;
-  if (!client || !connection) throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
+  if (!client || !connection)
+    throw new ServiceError('service_unavailable', 'The compute service is not configured (no Temporal address).');
   return { client, connection };
 }
 
@@ -29,16 +39,23 @@ export function fromTemporalError(e: unknown, notFound: ErrorCode): ServiceError
   if (e instanceof WorkflowNotFoundError) return new ServiceError(notFound, notFoundMessage(notFound));
   if (e instanceof WorkflowUpdateFailedError) {
     const cause = e.cause;
-    if (cause instanceof ApplicationFailure && isErrorCode(cause.type)) return new ServiceError(cause.type, cause.message);
+    if (cause instanceof ApplicationFailure && isErrorCode(cause.type))
+      return new ServiceError(cause.type, cause.message);
     return new ServiceError('compute_error', 'The agent run failed.');
   }
   if (e instanceof WorkflowUpdateRPCTimeoutOrCancelledError) {
-    return new ServiceError('compute_unavailable', 'The agent did not answer in time; the compute service may be overloaded.');
+    return new ServiceError(
+      'compute_unavailable',
+      'The agent did not answer in time; the compute service may be overloaded.',
+    );
   }
-  const grpcCode = (e as { code?: unknown } | null)?.code ?? (e instanceof TemporalServiceError ? (e.cause as { code?: unknown } | undefined)?.code : undefined);
+  const grpcCode =
+    (e as { code?: unknown } | null)?.code ??
+    (e instanceof TemporalServiceError ? (e.cause as { code?: unknown } | undefined)?.code : undefined);
   const text = e instanceof Error ? e.message : String(e);
   // An Update sent to a closed workflow is refused with NOT_FOUND ("workflow execution already completed").
-  if (grpcCode === NOT_FOUND || /already completed|not found/i.test(text)) return new ServiceError(notFound, notFoundMessage(notFound));
+  if (grpcCode === NOT_FOUND || /already completed|not found/i.test(text))
+    return new ServiceError(notFound, notFoundMessage(notFound));
   return new ServiceError('compute_unavailable', 'The compute service could not be reached.');
 }
 
@@ -55,12 +72,20 @@ export async function withinPickup<T>(connection: Connection, pickupMs: number, 
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
-      reject(new ServiceError('compute_unavailable', `No agent worker took the request up within ${pickupMs / 1000} seconds, or the compute service could not be reached.`));
+      reject(
+        new ServiceError(
+          'compute_unavailable',
+          `No agent worker took the request up within ${pickupMs / 1000} seconds, or the compute service could not be reached.`,
+        ),
+      );
       abort.abort();
     }, pickupMs);
   });
   try {
-    return await Promise.race([connection.withAbortSignal(abort.signal, () => connection.withDeadline(Date.now() + pickupMs, call)), timeout]);
+    return await Promise.race([
+      connection.withAbortSignal(abort.signal, () => connection.withDeadline(Date.now() + pickupMs, call)),
+      timeout,
+    ]);
   } finally {
     clearTimeout(timer);
   }
@@ -71,25 +96,41 @@ export async function withinPickup<T>(connection: Connection, pickupMs: number, 
 export const ANSWER_WAIT_MAX_MS = 10 * 60_000;
 
 type Timestamp = { seconds?: { toString(): string } | number | null; nanos?: number | null } | null | undefined;
-const tsMs = (ts: Timestamp): number | undefined => (ts?.seconds == null ? undefined : Number(ts.seconds.toString()) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6));
+const tsMs = (ts: Timestamp): number | undefined =>
+  ts?.seconds == null ? undefined : Number(ts.seconds.toString()) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6);
 
 /** 1 = PENDING_WORKFLOW_TASK_STATE_SCHEDULED and PENDING_ACTIVITY_STATE_SCHEDULED: waiting for a worker. */
 const SCHEDULED = 1;
 
 /** What the api reads of a run's description (DescribeWorkflowExecution's raw answer). */
 export interface RunDescription {
-  workflowExecutionInfo?: { execution?: { workflowId?: string | null; runId?: string | null } | null; type?: { name?: string | null } | null } | null;
+  workflowExecutionInfo?: {
+    execution?: { workflowId?: string | null; runId?: string | null } | null;
+    type?: { name?: string | null } | null;
+  } | null;
   pendingWorkflowTask?: { state?: number | null; scheduledTime?: Timestamp; attempt?: number | null } | null;
-  pendingActivities?: readonly { activityId?: string | null; state?: number | null; scheduledTime?: Timestamp; attempt?: number | null }[] | null;
+  pendingActivities?:
+    | readonly {
+        activityId?: string | null;
+        state?: number | null;
+        scheduledTime?: Timestamp;
+        attempt?: number | null;
+      }[]
+    | null;
 }
 
 /** What Temporal says is waiting for a worker in a run, keyed so that a new attempt is a new key. */
 function waitingForWorker(raw: RunDescription): Map<string, number | undefined> {
   const waiting = new Map<string, number | undefined>();
   const task = raw.pendingWorkflowTask;
-  if (task?.state === SCHEDULED) waiting.set(`task:${task.attempt ?? 0}:${tsMs(task.scheduledTime) ?? ''}`, tsMs(task.scheduledTime));
+  if (task?.state === SCHEDULED)
+    waiting.set(`task:${task.attempt ?? 0}:${tsMs(task.scheduledTime) ?? ''}`, tsMs(task.scheduledTime));
   for (const a of raw.pendingActivities ?? []) {
-    if (a.state === SCHEDULED) waiting.set(`activity:${a.activityId ?? ''}:${a.attempt ?? 0}:${tsMs(a.scheduledTime) ?? ''}`, tsMs(a.scheduledTime));
+    if (a.state === SCHEDULED)
+      waiting.set(
+        `activity:${a.activityId ?? ''}:${a.attempt ?? 0}:${tsMs(a.scheduledTime) ?? ''}`,
+        tsMs(a.scheduledTime),
+      );
   }
   return waiting;
 }
@@ -126,11 +167,13 @@ function explain(cause: number): string {
   if (cause === CAUSE.WORKFLOW_TASK_FAILED_CAUSE_NON_DETERMINISTIC_ERROR) {
     return "the workers' workflow code does not replay the run's history (non-determinism: workflow code changed by a deploy without patched())";
   }
-  if (cause === CAUSE.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE) return 'the workflow code throws an error on the workers';
+  if (cause === CAUSE.WORKFLOW_TASK_FAILED_CAUSE_WORKFLOW_WORKER_UNHANDLED_FAILURE)
+    return 'the workflow code throws an error on the workers';
   return `Temporal reports ${causeName(cause)}`;
 }
 
-const causeName = (cause: number): string => (CAUSE[cause] ?? `cause ${cause}`).replace(/^WORKFLOW_TASK_FAILED_CAUSE_/, '').toLowerCase();
+const causeName = (cause: number): string =>
+  (CAUSE[cause] ?? `cause ${cause}`).replace(/^WORKFLOW_TASK_FAILED_CAUSE_/, '').toLowerCase();
 
 /**
  * Whether the run's workflow task is failing: a pending workflow task on its second attempt or
@@ -138,13 +181,24 @@ const causeName = (cause: number): string => (CAUSE[cause] ?? `cause ${cause}`).
  * failure of a series in the history, not the retries). A task that timed out (its worker died)
  * is not failing: another worker takes it over.
  */
-export async function failingWorkflowTask(client: Client, raw: RunDescription): Promise<FailingWorkflowTask | undefined> {
+export async function failingWorkflowTask(
+  client: Client,
+  raw: RunDescription,
+): Promise<FailingWorkflowTask | undefined> {
   const attempt = raw.pendingWorkflowTask?.attempt ?? 0;
   const execution = raw.workflowExecutionInfo?.execution;
   if (attempt < 2 || !execution?.workflowId) return undefined;
-  const { history } = await client.workflowService.getWorkflowExecutionHistoryReverse({ namespace: client.options.namespace, execution, maximumPageSize: 50 });
+  const { history } = await client.workflowService.getWorkflowExecutionHistoryReverse({
+    namespace: client.options.namespace,
+    execution,
+    maximumPageSize: 50,
+  });
   for (const event of history?.events ?? []) {
-    if (event.eventType === EVENT.EVENT_TYPE_WORKFLOW_TASK_COMPLETED || event.eventType === EVENT.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT) return undefined;
+    if (
+      event.eventType === EVENT.EVENT_TYPE_WORKFLOW_TASK_COMPLETED ||
+      event.eventType === EVENT.EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT
+    )
+      return undefined;
     if (event.eventType !== EVENT.EVENT_TYPE_WORKFLOW_TASK_FAILED) continue;
     const cause = event.workflowTaskFailedEventAttributes?.cause ?? CAUSE.WORKFLOW_TASK_FAILED_CAUSE_UNSPECIFIED;
     if (ROUTINE_CAUSES.has(cause)) return undefined;
@@ -178,7 +232,9 @@ const logger = new Logger('agent');
 /** Counts a failing workflow task the api reports (a 502 or a GET) and logs its cause for the operator. */
 export function reportFailing(workflowId: string, failing: FailingWorkflowTask): void {
   workflowTasksFailing.inc({ workflow_type: failing.workflowType, cause: failing.cause });
-  logger.warn(`workflow ${workflowId} (${failing.workflowType}) cannot make progress: its workflow task failed ${failing.failures} time(s), cause ${failing.cause}: ${failing.detail}`);
+  logger.warn(
+    `workflow ${workflowId} (${failing.workflowType}) cannot make progress: its workflow task failed ${failing.failures} time(s), cause ${failing.cause}: ${failing.detail}`,
+  );
 }
 
 /**
@@ -207,14 +263,20 @@ export async function awaitAnswer<T>(
     return new WorkflowTaskFailingError(failing);
   };
   const stalled = (why: string): ServiceError =>
-    new ServiceError('compute_unavailable', `The agent run stopped making progress (${why}); it goes on when a worker takes it up again. GET /v1/agent/{id} with the X-Request-Id shows its state.`);
+    new ServiceError(
+      'compute_unavailable',
+      `The agent run stopped making progress (${why}); it goes on when a worker takes it up again. GET /v1/agent/{id} with the X-Request-Id shows its state.`,
+    );
   const watchdog = new Promise<never>((_, reject) => {
     const check = async (): Promise<void> => {
       const now = Date.now();
-      if (now - startedAt >= ANSWER_WAIT_MAX_MS) return reject(stalled(`no answer within ${ANSWER_WAIT_MAX_MS / 60_000} minutes`));
+      if (now - startedAt >= ANSWER_WAIT_MAX_MS)
+        return reject(stalled(`no answer within ${ANSWER_WAIT_MAX_MS / 60_000} minutes`));
       try {
         const raw = await temporal.connection.withDeadline(now + pickupMs, temporal.describe);
-        const failing = await temporal.connection.withDeadline(now + pickupMs, () => failingWorkflowTask(temporal.client, raw));
+        const failing = await temporal.connection.withDeadline(now + pickupMs, () =>
+          failingWorkflowTask(temporal.client, raw),
+        );
         unreachableSince = undefined;
         // A failing task is retried by Temporal (each attempt a new key below): it fails once it
         // has been failing for the pickup time, with its cause.
@@ -228,7 +290,11 @@ export async function awaitAnswer<T>(
           // Both clocks must agree that it waited: ours (no skew) and the server's (a step that
           // was waiting before we looked, or an activity retry's backoff, which is SCHEDULED too).
           if (now - firstSeen >= pickupMs && (scheduledAt === undefined || now - scheduledAt >= pickupMs)) {
-            return reject(failing ? failingError(raw, failing) : stalled(`no agent worker took up its next step within ${pickupMs / 1000} seconds`));
+            return reject(
+              failing
+                ? failingError(raw, failing)
+                : stalled(`no agent worker took up its next step within ${pickupMs / 1000} seconds`),
+            );
           }
         }
       } catch {
@@ -250,7 +316,11 @@ export async function awaitAnswer<T>(
 
 /** A compute_unavailable that came from waiting on a run, with the real cause when the run's
  * workflow task is failing (withinPickup knows only that nothing answered in time). */
-export async function withFailingCause(error: ServiceError, client: Client, describe: () => Promise<RunDescription>): Promise<ServiceError> {
+export async function withFailingCause(
+  error: ServiceError,
+  client: Client,
+  describe: () => Promise<RunDescription>,
+): Promise<ServiceError> {
   if (error.code !== 'compute_unavailable' || error instanceof WorkflowTaskFailingError) return error;
   try {
     const raw = await client.connection.withDeadline(Date.now() + 5_000, describe);

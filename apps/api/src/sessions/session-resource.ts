@@ -13,12 +13,21 @@ export const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{1
 
 /** The 410 of a session that no longer takes requests, or nothing for an active one. */
 export function closedSessionError(status: SessionStatus): ServiceError | undefined {
-  if (status === 'expired') return new ServiceError('session_expired', 'The session expired after a period without messages. Start a new session.');
-  if (status === 'ended') return new ServiceError('session_ended', 'The session was ended with DELETE /v1/sessions/{id}. Start a new session.');
+  if (status === 'expired')
+    return new ServiceError(
+      'session_expired',
+      'The session expired after a period without messages. Start a new session.',
+    );
+  if (status === 'ended')
+    return new ServiceError(
+      'session_ended',
+      'The session was ended with DELETE /v1/sessions/{id}. Start a new session.',
+    );
   return undefined;
 }
 
-export const sessionNotFound = (): ServiceError => new ServiceError('session_not_found', 'No session with this id exists in this project.');
+export const sessionNotFound = (): ServiceError =>
+  new ServiceError('session_not_found', 'No session with this id exists in this project.');
 
 export interface ListParams {
   readonly limit: number;
@@ -34,7 +43,8 @@ export function parseListParams(query: Record<string, unknown>): ListParams {
   const single = (name: string): string | undefined => {
     const value = query[name];
     if (value === undefined) return undefined;
-    if (typeof value !== 'string') throw new ServiceError('invalid_body', `Query parameter \`${name}\` must be given once, as a string.`);
+    if (typeof value !== 'string')
+      throw new ServiceError('invalid_body', `Query parameter \`${name}\` must be given once, as a string.`);
     return value;
   };
   const rawLimit = single('limit');
@@ -42,7 +52,10 @@ export function parseListParams(query: Record<string, unknown>): ListParams {
   if (rawLimit !== undefined) {
     limit = Number(rawLimit);
     if (!/^\d+$/.test(rawLimit) || limit < 1 || limit > LIST_LIMIT.max) {
-      throw new ServiceError('invalid_body', `Query parameter \`limit\` must be an integer from 1 to ${LIST_LIMIT.max}; got "${rawLimit}".`);
+      throw new ServiceError(
+        'invalid_body',
+        `Query parameter \`limit\` must be an integer from 1 to ${LIST_LIMIT.max}; got "${rawLimit}".`,
+      );
     }
   }
   const after = single('after');
@@ -52,11 +65,17 @@ export function parseListParams(query: Record<string, unknown>): ListParams {
   }
   const from = after ?? cursor;
   if (from !== undefined && !UUID.test(from)) {
-    throw new ServiceError('invalid_body', `The cursor must be a session id (the \`next_cursor\` of the previous page); got "${from}".`);
+    throw new ServiceError(
+      'invalid_body',
+      `The cursor must be a session id (the \`next_cursor\` of the previous page); got "${from}".`,
+    );
   }
   const status = single('status');
   if (status !== undefined && !(SESSION_STATUSES as readonly string[]).includes(status)) {
-    throw new ServiceError('invalid_body', `Query parameter \`status\` must be one of ${SESSION_STATUSES.join(', ')}; got "${status}".`);
+    throw new ServiceError(
+      'invalid_body',
+      `Query parameter \`status\` must be one of ${SESSION_STATUSES.join(', ')}; got "${status}".`,
+    );
   }
   return { limit, ...(from ? { after: from } : {}), ...(status ? { status: status as SessionStatus } : {}) };
 }

@@ -18,6 +18,12 @@ import { SessionsRepository } from './sessions.repository.js';
   imports: [CqrsModule, PersistenceModule, EventsModule, TemporalClientModule, RunsModule],
   controllers: [SessionsController],
   providers: [
-    SessionsRepository, CreateSessionHandler, SendSessionMessageHandler, EndSessionHandler, GetSessionHandler, ListSessionsHandler],
+    SessionsRepository,
+    CreateSessionHandler,
+    SendSessionMessageHandler,
+    EndSessionHandler,
+    GetSessionHandler,
+    ListSessionsHandler,
+  ],
 })
 export class SessionsModule {}

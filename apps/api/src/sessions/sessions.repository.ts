@@ -6,8 +6,8 @@ import type { SessionRecord } from '#libs/resources';
 
 /** A session as the api reads it. */
 
-const COLUMNS = 's.id, s.project_id, s.status, s.message_count, s.created_at, s.last_activity_at, s.expires_at, s.revision, s.version';
-
+const COLUMNS =
+  's.id, s.project_id, s.status, s.message_count, s.created_at, s.last_activity_at, s.expires_at, s.revision, s.version';
 
 const toRecord = (s: SessionState): SessionRecord => ({
   id: s.sessionId,
@@ -23,7 +23,8 @@ const toRecord = (s: SessionState): SessionRecord => ({
 const shown = (s: SessionState): boolean => s.status === 'active' || !pastRetention(s.expiresAt);
 
 /** Newest first, by (created_at, id). */
-const newestFirst = (a: SessionRecord, b: SessionRecord): number => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+const newestFirst = (a: SessionRecord, b: SessionRecord): number =>
+  b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 
 /**
  * Sessions for the api: creation within the limit (through the session stream's appender, which
@@ -45,13 +46,26 @@ export class SessionsRepository {
    * session of this id that exists already (an Idempotency-Key retry of a creation that committed)
    * is returned as it is, and nothing is started. 'limit' when the limit is reached.
    */
-  async createWithinLimit(session: Omit<SessionRecord, 'status' | 'messageCount'>, limit: number, start: () => Promise<void>): Promise<SessionRecord | 'limit'> {
+  async createWithinLimit(
+    session: Omit<SessionRecord, 'status' | 'messageCount'>,
+    limit: number,
+    start: () => Promise<void>,
+  ): Promise<SessionRecord | 'limit'> {
     // The slot and `session.created` commit first, in a short transaction: no transaction or pool
     // connection is held while Temporal answers. A workflow that then fails to start leaves a slot
     // whose workflow does not exist, and the reconciler gives it back; a retry with the same
     // Idempotency-Key starts it (the start joins a workflow that did start).
     const outcome = await this.db.transaction(async (tx) => {
-      const created = await this.sessions.create(tx, { sessionId: session.id, projectId: session.projectId, createdAt: session.createdAt, expiresAt: session.expiresAt }, limit);
+      const created = await this.sessions.create(
+        tx,
+        {
+          sessionId: session.id,
+          projectId: session.projectId,
+          createdAt: session.createdAt,
+          expiresAt: session.expiresAt,
+        },
+        limit,
+      );
       if (created !== 'exists') return created;
       const existing = await this.sessions.state(tx, session.id);
       return existing?.projectId === session.projectId ? toRecord(existing) : ('created' as const);
@@ -69,7 +83,10 @@ export class SessionsRepository {
   }
 
   /** The project's sessions, newest first, after the session `after` (a cursor) when given. */
-  async list(projectId: string, options: { limit: number; after?: string; status?: SessionStatus }): Promise<{ records: SessionRecord[]; hasMore: boolean }> {
+  async list(
+    projectId: string,
+    options: { limit: number; after?: string; status?: SessionStatus },
+  ): Promise<{ records: SessionRecord[]; hasMore: boolean }> {
     const tx = this.db.manager;
     // The project's sessions whose row is behind their stream, brought up to date from the events:
     // those the projector has not written up to the stream's version (the partial index
@@ -98,7 +115,13 @@ export class SessionsRepository {
           and ($3::timestamptz is null or (s.created_at, s.id) < ($3::timestamptz, $4::uuid))
         order by s.created_at desc, s.id desc
         limit $5`,
-      [projectId, options.status ?? null, cursor?.createdAt ?? null, cursor?.id ?? null, options.limit + 1 + fresh.size],
+      [
+        projectId,
+        options.status ?? null,
+        cursor?.createdAt ?? null,
+        cursor?.id ?? null,
+        options.limit + 1 + fresh.size,
+      ],
     );
     const after = (r: SessionRecord): boolean => !cursor || newestFirst(cursor, r) < 0;
     const records = [

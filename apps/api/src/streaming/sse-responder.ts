@@ -25,7 +25,11 @@ export class SseResponder {
    * The ledger is read when the process's listener says the request's stream moved (its admission
    * appends to it), and when the first stop comes; it is polled only while there is no listener.
    */
-  async unadmittedStop(requestId: string, firstStop: Promise<AgentStop>, boundMs: number): Promise<{ stop: AgentStop } | { error: unknown } | undefined> {
+  async unadmittedStop(
+    requestId: string,
+    firstStop: Promise<AgentStop>,
+    boundMs: number,
+  ): Promise<{ stop: AgentStop } | { error: unknown } | undefined> {
     let outcome: { stop: AgentStop } | { error: unknown } | undefined;
     firstStop.then(
       (stop) => (outcome = { stop }),
@@ -50,7 +54,13 @@ export class SseResponder {
         const left = deadline - Date.now();
         if (left <= 0) return undefined;
         const timeout = new AbortController();
-        await Promise.race([sleep(signals.listening ? left : Math.min(pause, left), undefined, { signal: timeout.signal }).catch(() => undefined), moved, firstStop.catch(() => undefined)]);
+        await Promise.race([
+          sleep(signals.listening ? left : Math.min(pause, left), undefined, { signal: timeout.signal }).catch(
+            () => undefined,
+          ),
+          moved,
+          firstStop.catch(() => undefined),
+        ]);
         timeout.abort();
         moved = new Promise<void>((resolve) => (wake = resolve));
       }
@@ -62,9 +72,17 @@ export class SseResponder {
   /** `run`, when given, is the request's first stop: a run that cannot finish (Temporal gone)
    * still ends the stream with one error event. `endOf`, when given, reads whether the run has
    * finished: a stream whose store holds no end is ended with it (see SseOptions). */
-  async respond(res: Response, requestId: string, projectId: string, afterSeq: number, run?: Promise<unknown>, endOf?: SseOptions['endOf']): Promise<void> {
+  async respond(
+    res: Response,
+    requestId: string,
+    projectId: string,
+    afterSeq: number,
+    run?: Promise<unknown>,
+    endOf?: SseOptions['endOf'],
+  ): Promise<void> {
     await this.streams.ensureStarted(); // the store covers a late hub
-    const docs = (code: string): Record<string, string> => (isErrorCode(code) ? { docs: errorDocsUrl(this.config.publicBaseUrl, code) } : {});
+    const docs = (code: string): Record<string, string> =>
+      isErrorCode(code) ? { docs: errorDocsUrl(this.config.publicBaseUrl, code) } : {};
     const session = new SseSession(
       res,
       this.streams.hub,
@@ -78,20 +96,24 @@ export class SseResponder {
       },
       this.streams.signals,
     );
-    run?.then(
-      async (stop) => {
-        // A run that ended without its end stored (a session message whose request could not
-        // start, or a store that refused the end after the stop was recorded) still ends the
-        // stream: its stop's end, unless the store has it already.
-        const [end] = stop ? endEvents(stop as AgentStop) : [];
-        if (!end || (await this.hasEnded(requestId, projectId))) return;
-        session.end(end);
-      },
-      (e: unknown) => {
-        const error = e instanceof ServiceError ? e : new ServiceError('compute_unavailable', 'The compute service could not be reached.');
-        session.fail('error', { code: error.code, message: error.message, ...docs(error.code) });
-      },
-    )
+    run
+      ?.then(
+        async (stop) => {
+          // A run that ended without its end stored (a session message whose request could not
+          // start, or a store that refused the end after the stop was recorded) still ends the
+          // stream: its stop's end, unless the store has it already.
+          const [end] = stop ? endEvents(stop as AgentStop) : [];
+          if (!end || (await this.hasEnded(requestId, projectId))) return;
+          session.end(end);
+        },
+        (e: unknown) => {
+          const error =
+            e instanceof ServiceError
+              ? e
+              : new ServiceError('compute_unavailable', 'The compute service could not be reached.');
+          session.fail('error', { code: error.code, message: error.message, ...docs(error.code) });
+        },
+      )
       // The store could not be read: the stream goes on as the store and the hub allow.
       .catch(() => undefined);
     await session.run();

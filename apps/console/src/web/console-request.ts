@@ -12,7 +12,9 @@ export interface CookieNames {
 
 export function cookieNames(publicUrl: string): CookieNames {
   const secure = publicUrl.startsWith('https:');
-  return secure ? { secure, session: '__Host-mas_console', form: '__Host-mas_console_form' } : { secure, session: 'mas_console', form: 'mas_console_form' };
+  return secure
+    ? { secure, session: '__Host-mas_console', form: '__Host-mas_console_form' }
+    : { secure, session: 'mas_console', form: 'mas_console_form' };
 }
 
 const sessions = new WeakMap<Request, ConsoleSession>();
@@ -34,10 +36,20 @@ export function parseCookies(header: string | undefined): Map<string, string> {
 }
 
 export function cookie(names: CookieNames, name: string, value: string, maxAgeSeconds?: number): string {
-  return [`${name}=${value}`, 'Path=/', 'HttpOnly', 'SameSite=Strict', names.secure ? 'Secure' : '', maxAgeSeconds === undefined ? '' : `Max-Age=${maxAgeSeconds}`].filter(Boolean).join('; ');
+  return [
+    `${name}=${value}`,
+    'Path=/',
+    'HttpOnly',
+    'SameSite=Strict',
+    names.secure ? 'Secure' : '',
+    maxAgeSeconds === undefined ? '' : `Max-Age=${maxAgeSeconds}`,
+  ]
+    .filter(Boolean)
+    .join('; ');
 }
 
-const sameToken = (a: string | undefined, b: string | undefined): boolean => !!a && !!b && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
+const sameToken = (a: string | undefined, b: string | undefined): boolean =>
+  !!a && !!b && a.length === b.length && timingSafeEqual(Buffer.from(a), Buffer.from(b));
 
 /**
  * Before every route: the session from its cookie (revoked, expired or idle sessions are none),
@@ -59,10 +71,18 @@ export function consoleRequests(accounts: ConsoleAccountsService, names: CookieN
       }
       formTokens.set(req, form);
       if (req.method === 'POST') {
-        const sent = typeof (req.body as Record<string, unknown> | undefined)?.['_csrf'] === 'string' ? String((req.body as Record<string, unknown>)['_csrf']) : undefined;
+        const sent =
+          typeof (req.body as Record<string, unknown> | undefined)?.['_csrf'] === 'string'
+            ? String((req.body as Record<string, unknown>)['_csrf'])
+            : undefined;
         const expected = session ? session.csrfToken : form;
         if (!sameToken(sent, expected)) {
-          res.status(403).type('text/plain').send('Refused: the form is missing its CSRF token or it does not match this session. Reload the page and try again.');
+          res
+            .status(403)
+            .type('text/plain')
+            .send(
+              'Refused: the form is missing its CSRF token or it does not match this session. Reload the page and try again.',
+            );
           return;
         }
       }

@@ -27,9 +27,19 @@ export class ConsoleErrorFilter implements ExceptionFilter {
       status = 400;
       message = error.message;
     } else {
-      this.logger.error(`${req.method} ${req.path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+      this.logger.error(
+        `${req.method} ${req.path}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`,
+      );
     }
     const title = status === 404 ? 'Not found' : status === 400 ? 'Not done' : 'Error';
-    send(res, page({ title, csrf: csrfTokenOf(req), session: sessionOf(req) }, html`<p class="notice error" role="alert">${message}</p><p><a href="/">Back to your projects</a></p>`), status);
+    send(
+      res,
+      page(
+        { title, csrf: csrfTokenOf(req), session: sessionOf(req) },
+        html`<p class="notice error" role="alert">${message}</p>
+          <p><a href="/">Back to your projects</a></p>`,
+      ),
+      status,
+    );
   }
 }

@@ -23,11 +23,24 @@ export class BeginRequestActivity {
     // (its workflow started, not admitted by the api) is admitted here.
     const admission = input.admitted
       ? await this.metering.pickUp({ requestId, projectId, acceptBy: input.acceptBy })
-      : await this.metering.admit({ requestId, projectId, credits: input.credits, monthlyQuota: input.monthlyQuota, acceptBy: input.acceptBy });
+      : await this.metering.admit({
+          requestId,
+          projectId,
+          credits: input.credits,
+          monthlyQuota: input.monthlyQuota,
+          acceptBy: input.acceptBy,
+        });
     if (!admission.ok) return admission;
     const { tools: builtin, notes } = await this.tools.builtinTools({ capabilities: input.capabilities, projectId });
-    const opened = await this.conversations.open({ projectId, conversationId: requestId, tools: offeredTools(input.customTools, builtin), history: input.history, message: input.message });
-    if (!opened.ok) return { ok: false, error: opened.error, balance: admission.balance, requestsUsed: admission.requestsUsed };
+    const opened = await this.conversations.open({
+      projectId,
+      conversationId: requestId,
+      tools: offeredTools(input.customTools, builtin),
+      history: input.history,
+      message: input.message,
+    });
+    if (!opened.ok)
+      return { ok: false, error: opened.error, balance: admission.balance, requestsUsed: admission.requestsUsed };
     return { ...admission, builtin, notes, length: opened.length };
   };
 }

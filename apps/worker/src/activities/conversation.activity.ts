@@ -1,4 +1,12 @@
-import { BLOB_MARKER, type AgentError, type ChatMessage, type ConversationActivities, type ConversationSlice, type OfferedTool, type TextRef } from '#libs/contracts';
+import {
+  BLOB_MARKER,
+  type AgentError,
+  type ChatMessage,
+  type ConversationActivities,
+  type ConversationSlice,
+  type OfferedTool,
+  type TextRef,
+} from '#libs/contracts';
 import type { BlobStore, ConversationStore } from '#libs/persistence';
 
 interface OpenConversation {
@@ -20,9 +28,22 @@ export class ConversationActivityHandlers {
   /** Creates a request's conversation (part of beginRequest): the tools offered, the history copied
    * from a slice of the session's conversation, then the user message (read from the blob store when
    * stored there). Idempotent; answers the conversation's length, or why it cannot be opened. */
-  async open({ projectId, conversationId, tools, history, message }: OpenConversation): Promise<{ ok: true; length: number } | { ok: false; error: AgentError }> {
+  async open({
+    projectId,
+    conversationId,
+    tools,
+    history,
+    message,
+  }: OpenConversation): Promise<{ ok: true; length: number } | { ok: false; error: AgentError }> {
     const text = 'text' in message ? message.text : (await this.blobs.get(message.blobId, projectId))?.content;
-    if (text === undefined) return { ok: false, error: { code: 'compute_error', message: 'The message is no longer stored (it expired before the request ran).' } };
+    if (text === undefined)
+      return {
+        ok: false,
+        error: {
+          code: 'compute_error',
+          message: 'The message is no longer stored (it expired before the request ran).',
+        },
+      };
     const user: ChatMessage = { role: 'user', content: text };
     const copied = history ? Math.max(0, history.to - history.from) : 0;
     if (!history || copied === 0) {
@@ -36,11 +57,28 @@ export class ConversationActivityHandlers {
     return { ok: true, length: copied + 1 };
   }
 
-  readonly appendMessages: ConversationActivities['appendMessages'] = async ({ projectId, conversationId, at, messages }) => {
-    await this.conversations.put(conversationId, projectId, at, await Promise.all(messages.map((m) => this.withBlobText(m, projectId))));
+  readonly appendMessages: ConversationActivities['appendMessages'] = async ({
+    projectId,
+    conversationId,
+    at,
+    messages,
+  }) => {
+    await this.conversations.put(
+      conversationId,
+      projectId,
+      at,
+      await Promise.all(messages.map((m) => this.withBlobText(m, projectId))),
+    );
   };
 
-  readonly appendExchange: ConversationActivities['appendExchange'] = async ({ projectId, sessionId, at, requestId, userSeq, keep }) => {
+  readonly appendExchange: ConversationActivities['appendExchange'] = async ({
+    projectId,
+    sessionId,
+    at,
+    requestId,
+    userSeq,
+    keep,
+  }) => {
     const user = await this.conversations.message(requestId, projectId, userSeq);
     const reply = await this.conversations.message(requestId, projectId);
     // Two messages are always written, so the session's length stays the count of stored messages.

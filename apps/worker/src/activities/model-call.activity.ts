@@ -2,7 +2,14 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { AccountsService } from '#libs/accounts';
 import type { AgentActivities, ChatMessage, InputFileRef, ModelStep, ModelTurn, ToolCall } from '#libs/contracts';
 import { callModel, ModelError } from '#libs/llm';
-import { modelCallDuration, modelCallErrors, modelTokens, requestAttributes, SpanKind, withSpan } from '#libs/observability';
+import {
+  modelCallDuration,
+  modelCallErrors,
+  modelTokens,
+  requestAttributes,
+  SpanKind,
+  withSpan,
+} from '#libs/observability';
 import { ConversationNotFoundError, type BlobStore, type ConversationStore } from '#libs/persistence';
 import type { StreamPublisher } from '#libs/streaming';
 
@@ -20,11 +27,17 @@ export class ModelCallActivity {
     private readonly conversations: ConversationStore,
   ) {}
 
-  readonly emitStreamEvents: AgentActivities['emitStreamEvents'] = async ({ requestId, projectId, events, fromSeq }) => ({
+  readonly emitStreamEvents: AgentActivities['emitStreamEvents'] = async ({
+    requestId,
+    projectId,
+    events,
+    fromSeq,
+  }) => ({
     nextSeq: await this.stream.append(requestId, projectId, events, fromSeq),
   });
 
-  readonly streamedText: AgentActivities['streamedText'] = ({ requestId, projectId, fromSeq }) => this.stream.streamedText(requestId, projectId, fromSeq);
+  readonly streamedText: AgentActivities['streamedText'] = ({ requestId, projectId, fromSeq }) =>
+    this.stream.streamedText(requestId, projectId, fromSeq);
 
   readonly callModel: AgentActivities['callModel'] = async (input) => {
     const { id, length } = input.conversation;
@@ -40,10 +53,19 @@ export class ModelCallActivity {
       streaming ? this.stream.nextSeq(input.requestId) : Promise.resolve(undefined),
     ]);
     if (!credentials) {
-      throw ApplicationFailure.create({ type: 'service_unavailable', message: 'No language model is configured for this project.', nonRetryable: true });
+      throw ApplicationFailure.create({
+        type: 'service_unavailable',
+        message: 'No language model is configured for this project.',
+        nonRetryable: true,
+      });
     }
     if (!conversation.ok) {
-      if (conversation.error instanceof ConversationNotFoundError) throw ApplicationFailure.create({ type: 'compute_error', message: 'The conversation is no longer stored.', nonRetryable: true });
+      if (conversation.error instanceof ConversationNotFoundError)
+        throw ApplicationFailure.create({
+          type: 'compute_error',
+          message: 'The conversation is no longer stored.',
+          nonRetryable: true,
+        });
       throw conversation.error;
     }
     const { messages: stored, tools: offered, answered: stepAnswered } = conversation;
@@ -51,7 +73,14 @@ export class ModelCallActivity {
     // The step was answered already (an activity retried after the answer was stored, or a
     // workflow task retried after this local activity ran): the stored answer is the step's, and
     // the customer's model is not called, nor paid, twice (DESIGN.md section 10).
-    if (stepAnswered?.message.role === 'assistant') return modelStep(stepAnswered.message, stepAnswered.step.usage, custom, stepAnswered.step.streamedTo, input.streamSeq);
+    if (stepAnswered?.message.role === 'assistant')
+      return modelStep(
+        stepAnswered.message,
+        stepAnswered.step.usage,
+        custom,
+        stepAnswered.step.streamedTo,
+        input.streamSeq,
+      );
     const messages = await this.withFiles(stored, input.files, input.projectId);
     const context = Context.current();
     // A regular activity (streamed runs) heartbeats, so a worker that died is noticed in 30 s; a
@@ -63,9 +92,15 @@ export class ModelCallActivity {
     // batches), numbered after every event stored for the request: an attempt after one that
     // failed half-way never reuses its seqs (a seq never carries two contents); the step's
     // `streamed` moves the workflow past all of them.
-    const writer = streaming ? this.stream.tokenWriter(input.requestId, input.projectId, Math.max(input.streamSeq!, nextSeq ?? 0)) : undefined;
+    const writer = streaming
+      ? this.stream.tokenWriter(input.requestId, input.projectId, Math.max(input.streamSeq!, nextSeq ?? 0))
+      : undefined;
     try {
-      const spanAttributes = { ...requestAttributes(input), 'gen_ai.system': credentials.provider, 'gen_ai.request.model': credentials.model };
+      const spanAttributes = {
+        ...requestAttributes(input),
+        'gen_ai.system': credentials.provider,
+        'gen_ai.request.model': credentials.model,
+      };
       const turn: ModelTurn = await withSpan('model call', SpanKind.CLIENT, spanAttributes, () =>
         callModel({
           provider: credentials.provider,
@@ -86,8 +121,15 @@ export class ModelCallActivity {
       modelTokens.inc({ provider: credentials.provider, type: 'output' }, turn.usage.outputTokens);
       if (writer) await writer.close();
       // Stored at the next seq with its figures: from here on, a re-run of this step reads it back.
-      const message = { role: 'assistant' as const, content: turn.content, ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}) };
-      await this.conversations.put(id, input.projectId, length, [message], context.info.attempt, { usage: turn.usage, ...(writer ? { streamedTo: writer.seq } : {}) });
+      const message = {
+        role: 'assistant' as const,
+        content: turn.content,
+        ...(turn.toolCalls.length ? { toolCalls: turn.toolCalls } : {}),
+      };
+      await this.conversations.put(id, input.projectId, length, [message], context.info.attempt, {
+        usage: turn.usage,
+        ...(writer ? { streamedTo: writer.seq } : {}),
+      });
       return modelStep(message, turn.usage, custom, writer?.seq, input.streamSeq);
     } catch (e) {
       const reason = e instanceof ModelError && !e.retryable ? 'permanent' : 'retryable';
@@ -99,7 +141,10 @@ export class ModelCallActivity {
         throw ApplicationFailure.create({ type: 'compute_error', message: e.message, nonRetryable: true });
       }
       // Retryable (429, 5xx, unreachable): the activity's retry policy backs off and tries again.
-      throw ApplicationFailure.create({ type: 'model_unavailable', message: e instanceof Error ? e.message : String(e) });
+      throw ApplicationFailure.create({
+        type: 'model_unavailable',
+        message: e instanceof Error ? e.message : String(e),
+      });
     } finally {
       clearInterval(heartbeat);
     }
@@ -107,15 +152,23 @@ export class ModelCallActivity {
 
   /** Input files reach the model whatever the capabilities: small ones whole, larger ones listed
    * (the documents capability's read_file tool reads them). */
-  private async withFiles(messages: ChatMessage[], files: readonly InputFileRef[], projectId: string): Promise<ChatMessage[]> {
+  private async withFiles(
+    messages: ChatMessage[],
+    files: readonly InputFileRef[],
+    projectId: string,
+  ): Promise<ChatMessage[]> {
     if (files.length === 0) return messages;
     const parts: string[] = ['The user attached these files:'];
     for (const file of files) {
       if (file.bytes <= INLINE_FILE_BYTES) {
         const blob = await this.blobs.get(file.blobId, projectId);
-        parts.push(`--- ${file.name} (${file.bytes} bytes) ---\n${blob?.content ?? '[expired]'}\n--- end of ${file.name} ---`);
+        parts.push(
+          `--- ${file.name} (${file.bytes} bytes) ---\n${blob?.content ?? '[expired]'}\n--- end of ${file.name} ---`,
+        );
       } else {
-        parts.push(`- ${file.name} (${file.bytes} bytes; too large to include, read it with the read_file tool if offered)`);
+        parts.push(
+          `- ${file.name} (${file.bytes} bytes; too large to include, read it with the read_file tool if offered)`,
+        );
       }
     }
     return [{ role: 'system', content: parts.join('\n') }, ...messages];
@@ -125,7 +178,13 @@ export class ModelCallActivity {
 /** The step the workflow decides on, from the model's stored message: the reply when it called no
  * tools; the caller's own tools' calls whole, built-in calls by reference (their arguments stay in
  * the store); the tokens; and, streaming, how far the call moved the stream's seq. */
-function modelStep(message: { readonly content: string; readonly toolCalls?: readonly ToolCall[] }, usage: ModelStep['usage'], custom: ReadonlySet<string>, streamedTo: number | undefined, streamSeq: number | undefined): ModelStep {
+function modelStep(
+  message: { readonly content: string; readonly toolCalls?: readonly ToolCall[] },
+  usage: ModelStep['usage'],
+  custom: ReadonlySet<string>,
+  streamedTo: number | undefined,
+  streamSeq: number | undefined,
+): ModelStep {
   const calls = message.toolCalls ?? [];
   return {
     ...(calls.length === 0 ? { reply: message.content } : {}),

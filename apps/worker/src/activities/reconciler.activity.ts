@@ -34,10 +34,19 @@ export class ReconcilerActivities {
         // release takes such a request up without marking it, and its run settles it.
         if (r.pickupBy && r.pickupBy >= new Date()) return this.metering.markChecked(r.requestId);
         if (!(await this.closed(agentRequestWorkflowId(r.requestId)))) return this.metering.markChecked(r.requestId);
-        if (await this.metering.release({ requestId: r.requestId, projectId: r.projectId, reason: 'reconciled', ...(r.pickupBy ? { untakenOnly: true } : {}) })) {
+        if (
+          await this.metering.release({
+            requestId: r.requestId,
+            projectId: r.projectId,
+            reason: 'reconciled',
+            ...(r.pickupBy ? { untakenOnly: true } : {}),
+          })
+        ) {
           reservationsReleased += 1;
           creditsReleased += r.credits;
-          this.logger.warn(`released ${r.credits} credits reserved by request ${r.requestId}, whose workflow ${r.pickupBy ? 'did not take it up by its pickup deadline' : 'closed without settling'}`);
+          this.logger.warn(
+            `released ${r.credits} credits reserved by request ${r.requestId}, whose workflow ${r.pickupBy ? 'did not take it up by its pickup deadline' : 'closed without settling'}`,
+          );
         }
       });
     }
@@ -54,14 +63,22 @@ export class ReconcilerActivities {
         }
       });
     }
-    return { reservationsChecked: open.length, reservationsReleased, creditsReleased, sessionsChecked: active.length, sessionsFreed };
+    return {
+      reservationsChecked: open.length,
+      reservationsReleased,
+      creditsReleased,
+      sessionsChecked: active.length,
+      sessionsFreed,
+    };
   };
 
   private async each(what: string, step: () => Promise<void>): Promise<void> {
     try {
       await step();
     } catch (e) {
-      this.logger.warn(`could not reconcile the ${what} (the next pass tries again): ${e instanceof Error ? e.message : String(e)}`);
+      this.logger.warn(
+        `could not reconcile the ${what} (the next pass tries again): ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
   }
 

@@ -11,6 +11,12 @@ export class RequestEventsActivities {
   ) {}
 
   readonly recordToolOutputs: AgentActivities['recordToolOutputs'] = async (input) => {
-    await this.db.transaction((tx) => this.requests.toolOutputsSubmitted(tx, input.projectId, { requestId: input.requestId, stop: input.stop, toolCallIds: input.toolCallIds }));
+    await this.db.transaction((tx) =>
+      this.requests.toolOutputsSubmitted(tx, input.projectId, {
+        requestId: input.requestId,
+        stop: input.stop,
+        toolCallIds: input.toolCallIds,
+      }),
+    );
   };
 }

@@ -22,23 +22,52 @@ export class WebhookDeliveryActivities {
 
   readonly deliverWebhook: WebhookActivities['deliverWebhook'] = async ({ deliveryId, timeoutMs }) => {
     const target = await this.store.target(deliveryId);
-    if (!target) throw ApplicationFailure.create({ nonRetryable: true, type: WEBHOOK_PERMANENT_FAILURES.gone, message: `no webhook delivery ${deliveryId}` });
+    if (!target)
+      throw ApplicationFailure.create({
+        nonRetryable: true,
+        type: WEBHOOK_PERMANENT_FAILURES.gone,
+        message: `no webhook delivery ${deliveryId}`,
+      });
     // A retry after an accepted attempt whose completion Temporal did not get: not sent again.
     if (target.status === 'delivered') return { deliveryId, status: 'delivered' };
-    if (!target.endpoint) throw ApplicationFailure.create({ nonRetryable: true, type: WEBHOOK_PERMANENT_FAILURES.gone, message: 'the webhook endpoint was removed' });
+    if (!target.endpoint)
+      throw ApplicationFailure.create({
+        nonRetryable: true,
+        type: WEBHOOK_PERMANENT_FAILURES.gone,
+        message: 'the webhook endpoint was removed',
+      });
     const attempt = Context.current().info.attempt;
     const attemptedAt = new Date();
-    const headers = signWebhook({ secret: target.endpoint.secret, id: deliveryId, timestamp: attemptedAt.getTime() / 1000, body: target.body });
+    const headers = signWebhook({
+      secret: target.endpoint.secret,
+      id: deliveryId,
+      timestamp: attemptedAt.getTime() / 1000,
+      body: target.body,
+    });
     const started = performance.now();
-    const outcome = await sendWebhook(new URL(target.endpoint.url), target.body, headers, { allow: this.allow, timeoutMs, resolve: this.resolve });
+    const outcome = await sendWebhook(new URL(target.endpoint.url), target.body, headers, {
+      allow: this.allow,
+      timeoutMs,
+      resolve: this.resolve,
+    });
     const durationMs = Math.round(performance.now() - started);
     const statusCode = outcome.kind === 'answered' ? outcome.statusCode : null;
     const accepted = statusCode !== null && statusCode >= 200 && statusCode < 300;
     const error = outcome.kind === 'answered' ? (accepted ? null : `answered ${outcome.statusCode}`) : outcome.reason;
     await this.store.recordAttempt(deliveryId, { attempt, attemptedAt, statusCode, error, durationMs }, accepted);
     if (accepted) return { deliveryId, status: 'delivered', statusCode: statusCode };
-    if (outcome.kind === 'refused') throw ApplicationFailure.create({ nonRetryable: true, type: WEBHOOK_PERMANENT_FAILURES.refused, message: outcome.reason });
-    if (statusCode === 410) throw ApplicationFailure.create({ nonRetryable: true, type: WEBHOOK_PERMANENT_FAILURES.receiverGone, message: 'the receiver answered 410 Gone' });
+    if (outcome.kind === 'refused')
+      throw ApplicationFailure.create({
+        nonRetryable: true,
+        type: WEBHOOK_PERMANENT_FAILURES.refused,
+        message: outcome.reason,
+      });
+    if (statusCode === 410)
+      throw ApplicationFailure.create({
+        nonRetryable: true,
+        type: WEBHOOK_PERMANENT_FAILURES.receiverGone,
+        message: 'the receiver answered 410 Gone',
+      });
     throw ApplicationFailure.create({ type: 'webhook_not_accepted', message: error ?? 'not accepted' });
   };
 

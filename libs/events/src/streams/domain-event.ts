@@ -27,7 +27,15 @@ export const fromStored = (e: StoredEvent): DomainEvent => ({
  * the version travelled with it), which a fold cannot place. */
 export const fromCloudEvent = (e: CloudEvent<Record<string, unknown>>): DomainEvent | undefined =>
   typeof e.streamversion === 'number'
-    ? { id: e.id, type: e.type, streamId: e.subject, version: e.streamversion, projectId: e.projectid, time: e.time, data: e.data }
+    ? {
+        id: e.id,
+        type: e.type,
+        streamId: e.subject,
+        version: e.streamversion,
+        projectId: e.projectid,
+        time: e.time,
+        data: e.data,
+      }
     : undefined;
 
 /** How long reads show a request or a closed session (the read models' retention, apps/relay):
@@ -42,4 +50,5 @@ export const READ_MODEL_EXPIRED = {
 } as const;
 
 /** Whether something last changed at `iso` is past the read models' retention. */
-export const pastRetention = (iso: string, now = Date.now()): boolean => new Date(iso).getTime() < now - READ_MODEL_RETENTION_MS;
+export const pastRetention = (iso: string, now = Date.now()): boolean =>
+  new Date(iso).getTime() < now - READ_MODEL_RETENTION_MS;

@@ -1,4 +1,10 @@
-import { EVENT_TYPES, type AgentRequestAcceptedData, type AgentRequestStopData, type AgentStatus, type Capability } from '#libs/contracts';
+import {
+  EVENT_TYPES,
+  type AgentRequestAcceptedData,
+  type AgentRequestStopData,
+  type AgentStatus,
+  type Capability,
+} from '#libs/contracts';
 import type { DomainEvent } from './domain-event.js';
 
 /** An agent request as its events fold it (ids and figures; the content of a stop is in

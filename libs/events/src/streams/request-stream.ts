@@ -1,5 +1,15 @@
 import type { EntityManager } from 'typeorm';
-import { agentRequestStreamId, EVENT_TYPES, type AgentRequestAcceptedData, type AgentRequestStopData, type AgentRequestStopView, type AgentRequestToolOutputsData, type EventType, type StopRecord, type StoredEvent } from '#libs/contracts';
+import {
+  agentRequestStreamId,
+  EVENT_TYPES,
+  type AgentRequestAcceptedData,
+  type AgentRequestStopData,
+  type AgentRequestStopView,
+  type AgentRequestToolOutputsData,
+  type EventType,
+  type StopRecord,
+  type StoredEvent,
+} from '#libs/contracts';
 import { deterministicUuid } from '../deterministic-id.js';
 import type { EventStore } from '../event-store.js';
 import { fromStored } from './domain-event.js';
@@ -52,7 +62,11 @@ export class RequestStream {
   }
 
   /** A stop as it was first recorded: its event's figures and its view. */
-  async recordedStop(tx: EntityManager, requestId: string, stop: number): Promise<(AgentRequestStopData & { view: AgentRequestStopView }) | undefined> {
+  async recordedStop(
+    tx: EntityManager,
+    requestId: string,
+    stop: number,
+  ): Promise<(AgentRequestStopData & { view: AgentRequestStopView }) | undefined> {
     const rows: { data: AgentRequestStopData; view: AgentRequestStopView }[] = await tx.query(
       `select e.data, v.view from request_views v join events e on e.stream_id = $3 and e.type = any($4::text[]) and (e.data->>'stop')::int = v.stop
         where v.request_id = $1 and v.stop = $2 limit 1`,
@@ -85,9 +99,15 @@ export class RequestStream {
         metadata: { projectId: record.projectId, correlationId: record.requestId, causationId: record.requestId },
       },
     ]);
-    if (!event) throw new Error(`stop ${record.stop} of request ${record.requestId} claimed, but its event was stored already`);
+    if (!event)
+      throw new Error(`stop ${record.stop} of request ${record.requestId} claimed, but its event was stored already`);
     if (record.sessionId && record.status === 'requires_tool_outputs') {
-      await this.sessions.messagePaused(tx, { sessionId: record.sessionId, projectId: record.projectId, requestId: record.requestId, stop: record.stop });
+      await this.sessions.messagePaused(tx, {
+        sessionId: record.sessionId,
+        projectId: record.projectId,
+        requestId: record.requestId,
+        stop: record.stop,
+      });
     }
     return event;
   }

@@ -15,10 +15,18 @@ export interface SessionState {
   readonly version: number;
 }
 
-const STATE_EVENTS = new Set<string>([EVENT_TYPES.sessionMessageAnswered, EVENT_TYPES.sessionExpired, EVENT_TYPES.sessionEnded, EVENT_TYPES.sessionReconciled]);
+const STATE_EVENTS = new Set<string>([
+  EVENT_TYPES.sessionMessageAnswered,
+  EVENT_TYPES.sessionExpired,
+  EVENT_TYPES.sessionEnded,
+  EVENT_TYPES.sessionReconciled,
+]);
 
 export const isSessionEvent = (type: string): boolean =>
-  STATE_EVENTS.has(type) || type === EVENT_TYPES.sessionCreated || type === EVENT_TYPES.sessionMessageAccepted || type === EVENT_TYPES.sessionMessagePaused;
+  STATE_EVENTS.has(type) ||
+  type === EVENT_TYPES.sessionCreated ||
+  type === EVENT_TYPES.sessionMessageAccepted ||
+  type === EVENT_TYPES.sessionMessagePaused;
 
 /** Folds one event into the session (pure); an event at or below the state's version changes nothing. */
 export function evolveSession(state: SessionState | undefined, event: DomainEvent): SessionState | undefined {
@@ -28,7 +36,17 @@ export function evolveSession(state: SessionState | undefined, event: DomainEven
     const d = event.data as unknown as SessionCreatedData;
     // A state event may have come first (a creation whose transaction lost the race): it stands.
     if (state) return { ...state, version: event.version };
-    return { sessionId: d.sessionId, projectId: event.projectId, status: 'active', createdAt: d.createdAt, lastActivityAt: d.createdAt, expiresAt: d.expiresAt, messageCount: 0, revision: 0, version: event.version };
+    return {
+      sessionId: d.sessionId,
+      projectId: event.projectId,
+      status: 'active',
+      createdAt: d.createdAt,
+      lastActivityAt: d.createdAt,
+      expiresAt: d.expiresAt,
+      messageCount: 0,
+      revision: 0,
+      version: event.version,
+    };
   }
   if (STATE_EVENTS.has(event.type)) {
     const d = event.data as unknown as Partial<SessionStateData>;

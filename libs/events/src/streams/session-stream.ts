@@ -18,18 +18,32 @@ export class SessionStream {
 
   /** Creates the session within the project's limit of active sessions, in the caller's
    * transaction: 'exists' when the stream exists already (a retry of a creation that committed). */
-  async create(tx: EntityManager, input: { sessionId: string; projectId: string; createdAt: Date; expiresAt: Date }, limit: number): Promise<'created' | 'exists' | 'limit'> {
+  async create(
+    tx: EntityManager,
+    input: { sessionId: string; projectId: string; createdAt: Date; expiresAt: Date },
+    limit: number,
+  ): Promise<'created' | 'exists' | 'limit'> {
     await tx.query(`select pg_advisory_xact_lock(hashtextextended($1, 0))`, [`sessions:${input.projectId}`]);
     if ((await this.store.version(tx, sessionStreamId(input.sessionId))) > 0) return 'exists';
-    const [row] = (await tx.query(`select count(*)::int as n from session_slots where project_id = $1`, [input.projectId])) as { n: number }[];
+    const [row] = (await tx.query(`select count(*)::int as n from session_slots where project_id = $1`, [
+      input.projectId,
+    ])) as { n: number }[];
     if ((row?.n ?? 0) >= limit) return 'limit';
-    await tx.query(`insert into session_slots (session_id, project_id, created_at) values ($1, $2, $3)`, [input.sessionId, input.projectId, input.createdAt]);
+    await tx.query(`insert into session_slots (session_id, project_id, created_at) values ($1, $2, $3)`, [
+      input.sessionId,
+      input.projectId,
+      input.createdAt,
+    ]);
     try {
       await this.store.append(tx, sessionStreamId(input.sessionId), 0, [
         {
           eventId: deterministicUuid(input.sessionId, EVENT_TYPES.sessionCreated),
           type: EVENT_TYPES.sessionCreated,
-          data: { sessionId: input.sessionId, createdAt: input.createdAt.toISOString(), expiresAt: input.expiresAt.toISOString() },
+          data: {
+            sessionId: input.sessionId,
+            createdAt: input.createdAt.toISOString(),
+            expiresAt: input.expiresAt.toISOString(),
+          },
           metadata: { projectId: input.projectId, correlationId: input.sessionId, causationId: input.sessionId },
         },
       ]);
@@ -41,25 +55,52 @@ export class SessionStream {
   }
 
   /** The session accepted a message (the request's id). */
-  async messageAccepted(tx: EntityManager, input: { sessionId: string; projectId: string; requestId: string }): Promise<void> {
-    await this.appendOne(tx, input.sessionId, input.projectId, EVENT_TYPES.sessionMessageAccepted, deterministicUuid(input.sessionId, input.requestId, EVENT_TYPES.sessionMessageAccepted), input.requestId, {
-      sessionId: input.sessionId,
-      requestId: input.requestId,
-    });
+  async messageAccepted(
+    tx: EntityManager,
+    input: { sessionId: string; projectId: string; requestId: string },
+  ): Promise<void> {
+    await this.appendOne(
+      tx,
+      input.sessionId,
+      input.projectId,
+      EVENT_TYPES.sessionMessageAccepted,
+      deterministicUuid(input.sessionId, input.requestId, EVENT_TYPES.sessionMessageAccepted),
+      input.requestId,
+      {
+        sessionId: input.sessionId,
+        requestId: input.requestId,
+      },
+    );
   }
 
   /** The message's request paused for tool outputs at `stop`. */
-  async messagePaused(tx: EntityManager, input: { sessionId: string; projectId: string; requestId: string; stop: number }): Promise<void> {
-    await this.appendOne(tx, input.sessionId, input.projectId, EVENT_TYPES.sessionMessagePaused, deterministicUuid(input.requestId, input.stop, EVENT_TYPES.sessionMessagePaused), input.requestId, {
-      sessionId: input.sessionId,
-      requestId: input.requestId,
-    });
+  async messagePaused(
+    tx: EntityManager,
+    input: { sessionId: string; projectId: string; requestId: string; stop: number },
+  ): Promise<void> {
+    await this.appendOne(
+      tx,
+      input.sessionId,
+      input.projectId,
+      EVENT_TYPES.sessionMessagePaused,
+      deterministicUuid(input.requestId, input.stop, EVENT_TYPES.sessionMessagePaused),
+      input.requestId,
+      {
+        sessionId: input.sessionId,
+        requestId: input.requestId,
+      },
+    );
   }
 
   /** A state the session workflow recorded (its `revision` makes the event once-only): answered
    * while active, expired, or ended; the last two give the slot back. */
   async recorded(tx: EntityManager, view: SessionView): Promise<void> {
-    const type: EventType = view.status === 'expired' ? EVENT_TYPES.sessionExpired : view.status === 'ended' ? EVENT_TYPES.sessionEnded : EVENT_TYPES.sessionMessageAnswered;
+    const type: EventType =
+      view.status === 'expired'
+        ? EVENT_TYPES.sessionExpired
+        : view.status === 'ended'
+          ? EVENT_TYPES.sessionEnded
+          : EVENT_TYPES.sessionMessageAnswered;
     const data: SessionStateData = {
       sessionId: view.sessionId,
       status: view.status,
@@ -69,14 +110,25 @@ export class SessionStream {
       messageCount: view.messageCount,
       revision: view.revision,
     };
-    await this.appendOne(tx, view.sessionId, view.projectId, type, deterministicUuid(view.sessionId, 'revision', view.revision, type), view.sessionId, { ...data });
+    await this.appendOne(
+      tx,
+      view.sessionId,
+      view.projectId,
+      type,
+      deterministicUuid(view.sessionId, 'revision', view.revision, type),
+      view.sessionId,
+      { ...data },
+    );
     if (view.status !== 'active') await tx.query(`delete from session_slots where session_id = $1`, [view.sessionId]);
   }
 
   /** Frees the slot of a session whose workflow closed without recording its end (the reconciler);
    * false when the slot was free already. */
   async reconciled(tx: EntityManager, sessionId: string, projectId: string): Promise<boolean> {
-    const [freed] = (await tx.query(`delete from session_slots where session_id = $1 returning 1`, [sessionId])) as [unknown[], number];
+    const [freed] = (await tx.query(`delete from session_slots where session_id = $1 returning 1`, [sessionId])) as [
+      unknown[],
+      number,
+    ];
     if (freed.length === 0) return false;
     const state = await this.state(tx, sessionId);
     const now = new Date().toISOString();
@@ -88,7 +140,15 @@ export class SessionStream {
       expiresAt: now,
       messageCount: state?.messageCount ?? 0,
     };
-    await this.appendOne(tx, sessionId, projectId, EVENT_TYPES.sessionReconciled, deterministicUuid(sessionId, EVENT_TYPES.sessionReconciled), sessionId, { ...data });
+    await this.appendOne(
+      tx,
+      sessionId,
+      projectId,
+      EVENT_TYPES.sessionReconciled,
+      deterministicUuid(sessionId, EVENT_TYPES.sessionReconciled),
+      sessionId,
+      { ...data },
+    );
     return true;
   }
 
@@ -111,7 +171,17 @@ export class SessionStream {
     return events.map(fromStored).reduce<SessionState | undefined>(evolveSession, from);
   }
 
-  private async appendOne(tx: EntityManager, sessionId: string, projectId: string, type: EventType, eventId: string, causationId: string, data: Record<string, unknown>): Promise<void> {
-    await this.store.append(tx, sessionStreamId(sessionId), 'any', [{ eventId, type, data, metadata: { projectId, correlationId: sessionId, causationId } }]);
+  private async appendOne(
+    tx: EntityManager,
+    sessionId: string,
+    projectId: string,
+    type: EventType,
+    eventId: string,
+    causationId: string,
+    data: Record<string, unknown>,
+  ): Promise<void> {
+    await this.store.append(tx, sessionStreamId(sessionId), 'any', [
+      { eventId, type, data, metadata: { projectId, correlationId: sessionId, causationId } },
+    ]);
   }
 }

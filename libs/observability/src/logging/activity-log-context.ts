@@ -10,10 +10,19 @@ export function withActivityLogContext<T extends Record<string, ActivityFunction
   for (const [name, fn] of Object.entries(activities)) {
     wrapped[name] = (...args: never[]) => {
       const first: unknown = args[0];
-      const input = (typeof first === 'object' && first !== null ? first : {}) as { requestId?: unknown; projectId?: unknown; sessionId?: unknown };
+      const input = (typeof first === 'object' && first !== null ? first : {}) as {
+        requestId?: unknown;
+        projectId?: unknown;
+        sessionId?: unknown;
+      };
       const text = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
       return runWithLogContext(
-        { workflow_id: Context.current().info.workflowExecution?.workflowId, request_id: text(input.requestId), project_id: text(input.projectId), session_id: text(input.sessionId) },
+        {
+          workflow_id: Context.current().info.workflowExecution?.workflowId,
+          request_id: text(input.requestId),
+          project_id: text(input.projectId),
+          session_id: text(input.sessionId),
+        },
         () => fn(...args),
       );
     };

@@ -13,9 +13,22 @@ export function httpLogging(logger: Logger): (req: Request, res: Response, next:
         const route = req.route ? `${req.baseUrl}${String((req.route as { path: string }).path)}` : undefined;
         // The resource in the path, when the handler did not name it itself.
         const id = typeof req.params?.id === 'string' ? req.params.id : undefined;
-        const ids = route?.startsWith('/v1/agent/') ? { request_id: id } : route?.startsWith('/v1/sessions/') ? { session_id: id } : {};
+        const ids = route?.startsWith('/v1/agent/')
+          ? { request_id: id }
+          : route?.startsWith('/v1/sessions/')
+            ? { session_id: id }
+            : {};
         logger.info(
-          { context: 'http', ...ids, ...context, method: req.method, route: route ?? 'unmatched', status_code: res.statusCode, duration_ms: Math.round(performance.now() - started), aborted: !res.writableFinished || undefined },
+          {
+            context: 'http',
+            ...ids,
+            ...context,
+            method: req.method,
+            route: route ?? 'unmatched',
+            status_code: res.statusCode,
+            duration_ms: Math.round(performance.now() - started),
+            aborted: !res.writableFinished || undefined,
+          },
           `${req.method} ${route ?? req.path} ${res.statusCode}`,
         );
       });

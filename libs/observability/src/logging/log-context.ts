@@ -10,7 +10,8 @@ export interface LogContext {
 
 const KEY = Symbol.for('mas.observability.log-context');
 // One store per process, even if this module is loaded twice (the tests' module registries).
-const storage: AsyncLocalStorage<LogContext> = ((globalThis as { [KEY]?: AsyncLocalStorage<LogContext> })[KEY] ??= new AsyncLocalStorage<LogContext>());
+const storage: AsyncLocalStorage<LogContext> = ((globalThis as { [KEY]?: AsyncLocalStorage<LogContext> })[KEY] ??=
+  new AsyncLocalStorage<LogContext>());
 
 /** Runs `fn` with `fields` added to the log context of everything it awaits. */
 export function runWithLogContext<T>(fields: LogContext, fn: () => T): T {

@@ -8,7 +8,8 @@ function capture(level: 'trace' | 'info' = 'info') {
   const lines: Record<string, unknown>[] = [];
   const destination = new PassThrough();
   destination.on('data', (chunk: Buffer) => {
-    for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+    for (const line of chunk.toString('utf8').split('\n').filter(Boolean))
+      lines.push(JSON.parse(line) as Record<string, unknown>);
   });
   return { logger: createLogger({ app: 'test', format: 'json', level, destination }), lines };
 }
@@ -26,20 +27,47 @@ describe('the JSON logger', () => {
       await runWithLogContext({ workflow_id: 'agent-request-r1' }, async () => logger.warn('nested'));
     });
     await flush();
-    expect(lines.map(({ level, app, msg, request_id, project_id, workflow_id }) => ({ level, app, msg, request_id, project_id, workflow_id }))).toEqual([
-      { level: 'info', app: 'test', msg: 'outside', request_id: undefined, project_id: undefined, workflow_id: undefined },
+    expect(
+      lines.map(({ level, app, msg, request_id, project_id, workflow_id }) => ({
+        level,
+        app,
+        msg,
+        request_id,
+        project_id,
+        workflow_id,
+      })),
+    ).toEqual([
+      {
+        level: 'info',
+        app: 'test',
+        msg: 'outside',
+        request_id: undefined,
+        project_id: undefined,
+        workflow_id: undefined,
+      },
       { level: 'info', app: 'test', msg: 'inside', request_id: 'r1', project_id: 'p1', workflow_id: undefined },
-      { level: 'warn', app: 'test', msg: 'nested', request_id: 'r1', project_id: 'p1', workflow_id: 'agent-request-r1' },
+      {
+        level: 'warn',
+        app: 'test',
+        msg: 'nested',
+        request_id: 'r1',
+        project_id: 'p1',
+        workflow_id: 'agent-request-r1',
+      },
     ]);
     expect(lines[0]).not.toHaveProperty('trace_id');
   });
 
-  it('adds the active span\'s trace_id and span_id when a tracer has set one', async () => {
+  it("adds the active span's trace_id and span_id when a tracer has set one", async () => {
     const { logger, lines } = capture();
     const manager = new AsyncLocalStorageContextManager().enable();
     context.setGlobalContextManager(manager);
     try {
-      const span = trace.wrapSpanContext({ traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331', traceFlags: TraceFlags.SAMPLED });
+      const span = trace.wrapSpanContext({
+        traceId: '0af7651916cd43dd8448eb211c80319c',
+        spanId: 'b7ad6b7169203331',
+        traceFlags: TraceFlags.SAMPLED,
+      });
       context.with(trace.setSpan(context.active(), span), () => logger.info('in a span'));
       logger.info('outside a span');
     } finally {
@@ -55,12 +83,20 @@ describe('the JSON logger', () => {
   it('redacts secret-named fields and key-shaped strings', async () => {
     const { logger, lines } = capture();
     const apiKey = `sk-mas_${'a1B2c3D4e5'.repeat(4)}xyz`;
-    logger.info({ apiKey: 'plain-model-key', headers: { authorization: `Bearer ${apiKey}` }, model: { key: 'k' } }, `called with ${apiKey}`);
+    logger.info(
+      { apiKey: 'plain-model-key', headers: { authorization: `Bearer ${apiKey}` }, model: { key: 'k' } },
+      `called with ${apiKey}`,
+    );
     await flush();
     const text = JSON.stringify(lines);
     expect(text).not.toContain('plain-model-key');
     expect(text).not.toContain(apiKey);
-    expect(lines[0]).toMatchObject({ apiKey: '[redacted]', headers: { authorization: '[redacted]' }, model: { key: '[redacted]' }, msg: 'called with [redacted]' });
+    expect(lines[0]).toMatchObject({
+      apiKey: '[redacted]',
+      headers: { authorization: '[redacted]' },
+      model: { key: '[redacted]' },
+      msg: 'called with [redacted]',
+    });
   });
 });
 
@@ -93,8 +129,18 @@ describe('NestPinoLogger', () => {
     temporalLogger(logger).warn('Activity failed', { error: new Error('boom') });
     await flush();
     expect(lines).toEqual([
-      expect.objectContaining({ level: 'info', msg: 'Workflow started', workflow_id: 'agent-request-r9', sdkComponent: 'worker', context: 'temporal' }),
-      expect.objectContaining({ level: 'warn', msg: 'Activity failed', err: expect.objectContaining({ message: 'boom', type: 'Error' }) }),
+      expect.objectContaining({
+        level: 'info',
+        msg: 'Workflow started',
+        workflow_id: 'agent-request-r9',
+        sdkComponent: 'worker',
+        context: 'temporal',
+      }),
+      expect.objectContaining({
+        level: 'warn',
+        msg: 'Activity failed',
+        err: expect.objectContaining({ message: 'boom', type: 'Error' }),
+      }),
     ]);
   });
 });

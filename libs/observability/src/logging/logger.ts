@@ -8,9 +8,26 @@ import { redactSecret } from './redact.js';
 
 /** Field paths whose values never reach a log line, whatever logs them (pino redaction). */
 export const REDACTED_PATHS = [
-  'apiKey', 'api_key', 'authorization', 'password', 'secret', 'token', 'masterKey', 'key',
-  '*.apiKey', '*.api_key', '*.authorization', '*.Authorization', '*.password', '*.secret', '*.token', '*.key',
-  'headers.authorization', 'req.headers.authorization', 'req.headers.cookie', 'headers.cookie',
+  'apiKey',
+  'api_key',
+  'authorization',
+  'password',
+  'secret',
+  'token',
+  'masterKey',
+  'key',
+  '*.apiKey',
+  '*.api_key',
+  '*.authorization',
+  '*.Authorization',
+  '*.password',
+  '*.secret',
+  '*.token',
+  '*.key',
+  'headers.authorization',
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'headers.cookie',
 ];
 
 export interface LoggerOptions {
@@ -39,7 +56,14 @@ export function createLogger(options: LoggerOptions): Logger {
   const destination =
     options.destination ??
     (format === 'pretty'
-      ? pretty({ colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,app,context', singleLine: true, messageFormat: '{if context}[{context}] {end}{msg}', sync: true })
+      ? pretty({
+          colorize: true,
+          translateTime: 'SYS:HH:MM:ss.l',
+          ignore: 'pid,hostname,app,context',
+          singleLine: true,
+          messageFormat: '{if context}[{context}] {end}{msg}',
+          sync: true,
+        })
       : pino.destination({ dest: 1, sync: true }));
   return pino(
     {
@@ -51,7 +75,10 @@ export function createLogger(options: LoggerOptions): Logger {
       redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
       hooks: {
         logMethod(args, method) {
-          method.apply(this, args.map((a) => (typeof a === 'string' ? redactSecret(a, undefined) : a)) as Parameters<typeof method>);
+          method.apply(
+            this,
+            args.map((a) => (typeof a === 'string' ? redactSecret(a, undefined) : a)) as Parameters<typeof method>,
+          );
         },
       },
     },
@@ -59,7 +86,14 @@ export function createLogger(options: LoggerOptions): Logger {
   );
 }
 
-const NEST_TO_PINO: Record<NestLogLevel, Level> = { verbose: 'trace', debug: 'debug', log: 'info', warn: 'warn', error: 'error', fatal: 'fatal' };
+const NEST_TO_PINO: Record<NestLogLevel, Level> = {
+  verbose: 'trace',
+  debug: 'debug',
+  log: 'info',
+  warn: 'warn',
+  error: 'error',
+  fatal: 'fatal',
+};
 const PINO_ORDER: Level[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'];
 
 /** Nest's LoggerService over pino (nestjs-pino does not support Nest 12): `new Logger('outbox')`
@@ -84,7 +118,10 @@ export class NestPinoLogger implements LoggerService {
   }
   error(message: unknown, ...rest: unknown[]): void {
     // Nest passes (message, stack?, context?); a Logger with a context passes stack undefined.
-    const context = rest.length > 0 && typeof rest[rest.length - 1] === 'string' && !isStack(rest[rest.length - 1]) ? (rest.pop() as string) : undefined;
+    const context =
+      rest.length > 0 && typeof rest[rest.length - 1] === 'string' && !isStack(rest[rest.length - 1])
+        ? (rest.pop() as string)
+        : undefined;
     const stack = rest.find(isStack);
     this.emit('error', message, context, stack as string | undefined);
   }
@@ -112,7 +149,13 @@ function isStack(value: unknown): boolean {
   return typeof value === 'string' && /\n\s+at /.test(value);
 }
 
-const TEMPORAL_TO_PINO: Record<TemporalLogLevel, Level> = { TRACE: 'trace', DEBUG: 'debug', INFO: 'info', WARN: 'warn', ERROR: 'error' };
+const TEMPORAL_TO_PINO: Record<TemporalLogLevel, Level> = {
+  TRACE: 'trace',
+  DEBUG: 'debug',
+  INFO: 'info',
+  WARN: 'warn',
+  ERROR: 'error',
+};
 
 /** Temporal's runtime logger (the SDK's and core's messages, workflows' `log`, activities'
  * `log`) over pino, with the workflow id as `workflow_id`. */
@@ -121,7 +164,10 @@ export function temporalLogger(logger: Logger): TemporalLogger {
     const { workflowId, error, ...rest } = (meta ?? {}) as LogMetadata & { workflowId?: unknown; error?: unknown };
     // `err` is the key pino serialises an Error under (message, type, stack); `error` would print {}.
     const err = error === undefined ? {} : { err: error };
-    logger[TEMPORAL_TO_PINO[level]]({ context: 'temporal', ...(typeof workflowId === 'string' ? { workflow_id: workflowId } : {}), ...rest, ...err }, message);
+    logger[TEMPORAL_TO_PINO[level]](
+      { context: 'temporal', ...(typeof workflowId === 'string' ? { workflow_id: workflowId } : {}), ...rest, ...err },
+      message,
+    );
   };
   return {
     log,

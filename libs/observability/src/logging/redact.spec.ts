@@ -10,7 +10,9 @@ describe('redactSecret', () => {
   });
 
   it('removes a masked echo of the key and fragments of it', () => {
-    expect(redactSecret('Incorrect API key provided: sk-live-**************cXYZ.', key)).toBe('Incorrect API key provided: [redacted].');
+    expect(redactSecret('Incorrect API key provided: sk-live-**************cXYZ.', key)).toBe(
+      'Incorrect API key provided: [redacted].',
+    );
     expect(redactSecret('key starting 0123456789ab is unknown', key)).toBe('key starting [redacted] is unknown');
   });
 

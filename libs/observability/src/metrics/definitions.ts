@@ -68,7 +68,10 @@ export const toolRuns = counter({
 export function outboxGauges(): { pendingRows: Gauge; oldestPendingAge: Gauge } {
   return {
     pendingRows: gauge({ name: 'mas_outbox_pending_rows', help: 'Outbox rows not yet published to Kafka.' }),
-    oldestPendingAge: gauge({ name: 'mas_outbox_oldest_pending_age_seconds', help: 'Age of the oldest outbox row not yet published to Kafka (0 when none is pending).' }),
+    oldestPendingAge: gauge({
+      name: 'mas_outbox_oldest_pending_age_seconds',
+      help: 'Age of the oldest outbox row not yet published to Kafka (0 when none is pending).',
+    }),
   };
 }
 

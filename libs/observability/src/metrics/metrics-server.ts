@@ -15,7 +15,9 @@ export async function serveMetrics(req: IncomingMessage, res: ServerResponse, ex
     const [own, more] = await Promise.all([metricsText(), extra ? extra().catch(() => '') : Promise.resolve('')]);
     res.writeHead(200, { 'content-type': METRICS_CONTENT_TYPE }).end(more ? `${own}\n${more}` : own);
   } catch (e) {
-    res.writeHead(500, { 'content-type': 'text/plain' }).end(`metrics failed: ${e instanceof Error ? e.message : String(e)}\n`);
+    res
+      .writeHead(500, { 'content-type': 'text/plain' })
+      .end(`metrics failed: ${e instanceof Error ? e.message : String(e)}\n`);
   }
 }
 
@@ -34,10 +36,11 @@ export async function startMetricsServer(port: number, extra?: ExtraMetrics): Pr
   });
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 

@@ -1,4 +1,13 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry, type CounterConfiguration, type GaugeConfiguration, type HistogramConfiguration } from 'prom-client';
+import {
+  collectDefaultMetrics,
+  Counter,
+  Gauge,
+  Histogram,
+  Registry,
+  type CounterConfiguration,
+  type GaugeConfiguration,
+  type HistogramConfiguration,
+} from 'prom-client';
 
 /** What one process keeps once, however many apps (or copies of this module) it runs: end-to-end
  * tests start the api, the worker, the relay and the projector in one process. */
@@ -26,17 +35,26 @@ export const metricsRegistry: Registry = processMetrics().registry;
 
 /** A counter of this process's registry, created on first use and shared after. */
 export function counter<L extends string>(config: Omit<CounterConfiguration<L>, 'registers'>): Counter<L> {
-  return (metricsRegistry.getSingleMetric(config.name) as Counter<L> | undefined) ?? new Counter({ ...config, registers: [metricsRegistry] });
+  return (
+    (metricsRegistry.getSingleMetric(config.name) as Counter<L> | undefined) ??
+    new Counter({ ...config, registers: [metricsRegistry] })
+  );
 }
 
 /** A histogram of this process's registry, created on first use and shared after. */
 export function histogram<L extends string>(config: Omit<HistogramConfiguration<L>, 'registers'>): Histogram<L> {
-  return (metricsRegistry.getSingleMetric(config.name) as Histogram<L> | undefined) ?? new Histogram({ ...config, registers: [metricsRegistry] });
+  return (
+    (metricsRegistry.getSingleMetric(config.name) as Histogram<L> | undefined) ??
+    new Histogram({ ...config, registers: [metricsRegistry] })
+  );
 }
 
 /** A gauge of this process's registry, created on first use and shared after. */
 export function gauge<L extends string>(config: Omit<GaugeConfiguration<L>, 'registers'>): Gauge<L> {
-  return (metricsRegistry.getSingleMetric(config.name) as Gauge<L> | undefined) ?? new Gauge({ ...config, registers: [metricsRegistry] });
+  return (
+    (metricsRegistry.getSingleMetric(config.name) as Gauge<L> | undefined) ??
+    new Gauge({ ...config, registers: [metricsRegistry] })
+  );
 }
 
 /** Runs `collect` before every scrape until the returned function is called (an app's shutdown). */

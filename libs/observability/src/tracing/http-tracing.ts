@@ -14,7 +14,11 @@ export function httpTracing(): ((req: Request, res: Response, next: NextFunction
   if (!tracing) return undefined;
   return (req, res, next) => {
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
-    const span = tracing.tracer.startSpan(req.method, { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'url.path': req.path } }, parent);
+    const span = tracing.tracer.startSpan(
+      req.method,
+      { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'url.path': req.path } },
+      parent,
+    );
     const active = trace.setSpan(parent, span);
     // Body parsing and streams call back from the socket's context: bound, they keep the span's.
     context.bind(active, req);

@@ -1,3 +1,12 @@
-export { startTracing, stopTracing, flushTracing, tracingEnabled, withSpan, traceHeaders, requestAttributes, SpanKind } from './tracing.js';
+export {
+  startTracing,
+  stopTracing,
+  flushTracing,
+  tracingEnabled,
+  withSpan,
+  traceHeaders,
+  requestAttributes,
+  SpanKind,
+} from './tracing.js';
 export { temporalClientTracing, temporalWorkerTracing } from './temporal-tracing.js';
 export { httpTracing } from './http-tracing.js';

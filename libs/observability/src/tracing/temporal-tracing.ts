@@ -1,7 +1,12 @@
 import { createRequire } from 'node:module';
 import { createTraceState, trace, type Attributes, type HrTime, type SpanContext } from '@opentelemetry/api';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
-import type { Next, WorkflowClientInterceptor, WorkflowStartInput, WorkflowStartUpdateWithStartInput } from '@temporalio/client';
+import type {
+  Next,
+  WorkflowClientInterceptor,
+  WorkflowStartInput,
+  WorkflowStartUpdateWithStartInput,
+} from '@temporalio/client';
 import {
   OpenTelemetryActivityInboundInterceptor,
   OpenTelemetryActivityOutboundInterceptor,
@@ -13,7 +18,9 @@ import { activeTracing, requestAttributes } from './tracing.js';
 
 /** The workflow interceptors of Temporal's OpenTelemetry package (a module of the workflow bundle):
  * a span per workflow run, Update and activity scheduled, continuing the client's context. */
-const WORKFLOW_INTERCEPTORS_MODULE = createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+const WORKFLOW_INTERCEPTORS_MODULE = createRequire(import.meta.url).resolve(
+  '@temporalio/interceptors-opentelemetry/lib/workflow-interceptors',
+);
 
 const AGENT_REQUEST_PREFIX = 'agent-request-';
 
@@ -39,7 +46,10 @@ const annotateStart: WorkflowClientInterceptor = {
     trace.getActiveSpan()?.setAttributes(startAttributes(input.options));
     return next(input);
   },
-  async startUpdateWithStart(input: WorkflowStartUpdateWithStartInput, next: Next<WorkflowClientInterceptor, 'startUpdateWithStart'>) {
+  async startUpdateWithStart(
+    input: WorkflowStartUpdateWithStartInput,
+    next: Next<WorkflowClientInterceptor, 'startUpdateWithStart'>,
+  ) {
     trace.getActiveSpan()?.setAttributes(startAttributes(input.workflowStartOptions));
     return next(input);
   },
@@ -56,7 +66,8 @@ export function temporalClientTracing(): WorkflowClientInterceptor[] {
 const annotateActivity: ActivityInboundCallsInterceptor = {
   async execute(input, next) {
     const arg = input.args[0];
-    if (typeof arg === 'object' && arg !== null) trace.getActiveSpan()?.setAttributes(requestAttributes(arg as { requestId?: unknown; projectId?: unknown }));
+    if (typeof arg === 'object' && arg !== null)
+      trace.getActiveSpan()?.setAttributes(requestAttributes(arg as { requestId?: unknown; projectId?: unknown }));
     return next(input);
   },
 };
@@ -90,7 +101,10 @@ function fromSandbox(span: SandboxSpan, info: WorkflowInfo, resource: ReadableSp
   const { traceState, ...rest } = span.spanContext;
   const spanContext: SpanContext = { ...rest, ...(traceState ? { traceState: createTraceState(traceState) } : {}) };
   const parentSpanContext =
-    span.parentSpanContext ?? (span.parentSpanId ? { traceId: spanContext.traceId, spanId: span.parentSpanId, traceFlags: spanContext.traceFlags } : undefined);
+    span.parentSpanContext ??
+    (span.parentSpanId
+      ? { traceId: spanContext.traceId, spanId: span.parentSpanId, traceFlags: spanContext.traceFlags }
+      : undefined);
   return {
     name: span.name,
     kind: span.kind,
@@ -99,13 +113,18 @@ function fromSandbox(span: SandboxSpan, info: WorkflowInfo, resource: ReadableSp
     startTime: span.startTime,
     endTime: span.endTime,
     status: span.status,
-    attributes: { ...span.attributes, workflow_id: info.workflowId, ...workflowAttributes(info.workflowId, info.searchAttributes?.['ProjectId']) },
+    attributes: {
+      ...span.attributes,
+      workflow_id: info.workflowId,
+      ...workflowAttributes(info.workflowId, info.searchAttributes?.['ProjectId']),
+    },
     links: span.links,
     events: span.events,
     duration: span.duration,
     ended: span.ended,
     resource,
-    instrumentationScope: span.instrumentationScope ?? span.instrumentationLibrary ?? { name: '@temporalio/interceptors-opentelemetry' },
+    instrumentationScope: span.instrumentationScope ??
+      span.instrumentationLibrary ?? { name: '@temporalio/interceptors-opentelemetry' },
     droppedAttributesCount: span.droppedAttributesCount ?? 0,
     droppedEventsCount: span.droppedEventsCount ?? 0,
     droppedLinksCount: span.droppedLinksCount ?? 0,
@@ -123,14 +142,20 @@ export function temporalWorkerTracing(): Pick<WorkerOptions, 'interceptors' | 's
   if (!tracing) return {};
   const sinks: InjectedSinks<{ exporter: { export(spans: SandboxSpan[]): void } }> = {
     exporter: {
-      export: { fn: (info, spans) => spans.forEach((span) => tracing.processor.onEnd(fromSandbox(span, info, tracing.resource))) },
+      export: {
+        fn: (info, spans) =>
+          spans.forEach((span) => tracing.processor.onEnd(fromSandbox(span, info, tracing.resource))),
+      },
     },
   };
   return {
     interceptors: {
       workflowModules: [WORKFLOW_INTERCEPTORS_MODULE],
       activity: [
-        (ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) }),
+        (ctx) => ({
+          inbound: new OpenTelemetryActivityInboundInterceptor(ctx),
+          outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+        }),
         () => ({ inbound: annotateActivity }),
       ],
     },

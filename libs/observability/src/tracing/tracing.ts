@@ -1,4 +1,12 @@
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Attributes, type Tracer } from '@opentelemetry/api';
+import {
+  context,
+  propagation,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Attributes,
+  type Tracer,
+} from '@opentelemetry/api';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes, type Resource } from '@opentelemetry/resources';
 import { BatchSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
@@ -24,10 +32,15 @@ let active: ActiveTracing | undefined;
  * before the app builds its Temporal client and worker (they add their interceptors only when
  * tracing is on). Returns whether tracing is on.
  */
-export function startTracing(serviceName: string, config: Pick<AppConfig, 'tracing'> = configFromEnvironment(), exporter?: SpanExporter): boolean {
+export function startTracing(
+  serviceName: string,
+  config: Pick<AppConfig, 'tracing'> = configFromEnvironment(),
+  exporter?: SpanExporter,
+): boolean {
   if (active) return true;
   const endpoint = config.tracing.otlpEndpoint;
-  const spanExporter = exporter ?? (endpoint ? new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` }) : undefined);
+  const spanExporter =
+    exporter ?? (endpoint ? new OTLPTraceExporter({ url: `${endpoint.replace(/\/+$/, '')}/v1/traces` }) : undefined);
   if (!spanExporter) return false;
   const resource = resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName });
   const processor = new BatchSpanProcessor(spanExporter);

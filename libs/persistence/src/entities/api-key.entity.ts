@@ -12,5 +12,6 @@ export class ApiKeyEntity {
   @CreateDateColumn({ name: 'created_at', type: 'timestamptz' }) createdAt!: Date;
   @Column('timestamptz', { name: 'revoked_at', nullable: true }) revokedAt!: Date | null;
   /** When the key last authenticated an api request, to the minute (written by `authenticateRequest`). */
-  @Column({ type: 'timestamptz', name: 'last_used_at', nullable: true, insert: false, update: false }) lastUsedAt!: Date | null;
+  @Column({ type: 'timestamptz', name: 'last_used_at', nullable: true, insert: false, update: false })
+  lastUsedAt!: Date | null;
 }

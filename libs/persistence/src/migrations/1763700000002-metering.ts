@@ -4,7 +4,9 @@ export class Metering1763700000002 implements MigrationInterface {
   name = 'Metering1763700000002';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`alter table projects add column requests_used integer not null default 0 check (requests_used >= 0)`);
+    await q.query(
+      `alter table projects add column requests_used integer not null default 0 check (requests_used >= 0)`,
+    );
     // One reservation and one settlement per request: the primary key makes both idempotent.
     await q.query(`
       create table credit_ledger (

@@ -74,7 +74,14 @@ export class Events1763700000005 implements MigrationInterface {
   }
 
   async down(q: QueryRunner): Promise<void> {
-    for (const table of ['request_log', 'usage_by_capability', 'usage_totals', 'projection_processed', 'outbox', 'events']) {
+    for (const table of [
+      'request_log',
+      'usage_by_capability',
+      'usage_totals',
+      'projection_processed',
+      'outbox',
+      'events',
+    ]) {
       await q.query(`drop table ${table}`);
     }
   }

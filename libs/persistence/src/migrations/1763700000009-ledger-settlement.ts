@@ -9,7 +9,9 @@ export class LedgerSettlement1763700000009 implements MigrationInterface {
     // first did. `reason` says who settled.
     await q.query(`alter table credit_ledger add column stop integer`);
     await q.query(`alter table credit_ledger add column balance_after integer`);
-    await q.query(`alter table credit_ledger add column reason text not null default 'stop' check (reason in ('admission', 'stop', 'release', 'reconciled'))`);
+    await q.query(
+      `alter table credit_ledger add column reason text not null default 'stop' check (reason in ('admission', 'stop', 'release', 'reconciled'))`,
+    );
     await q.query(`update credit_ledger set reason = 'admission' where kind = 'reserve'`);
     // The reconciler looks for reservations without a settlement.
     await q.query(`create index credit_ledger_reserve_idx on credit_ledger (created_at) where kind = 'reserve'`);

@@ -42,7 +42,9 @@ export class EventSourced1763700000010 implements MigrationInterface {
         checked_at timestamptz
       )`);
     await q.query(`create index session_slots_project_idx on session_slots (project_id)`);
-    await q.query(`insert into session_slots (session_id, project_id, created_at) select id, project_id, created_at from sessions where status = 'active'`);
+    await q.query(
+      `insert into session_slots (session_id, project_id, created_at) select id, project_id, created_at from sessions where status = 'active'`,
+    );
 
     // The read models are projections now: each row remembers the stream version it reflects.
     await q.query(`alter table sessions drop constraint if exists sessions_project_id_fkey`);
@@ -66,7 +68,8 @@ export class EventSourced1763700000010 implements MigrationInterface {
   async down(q: QueryRunner): Promise<void> {
     await q.query(`drop table projection_rebuild_applied`);
     await q.query(`drop index request_log_updated_idx`);
-    for (const column of ['requests_used', 'credits_remaining', 'leg_tokens', 'leg_credits', 'stop', 'version']) await q.query(`alter table request_log drop column ${column}`);
+    for (const column of ['requests_used', 'credits_remaining', 'leg_tokens', 'leg_credits', 'stop', 'version'])
+      await q.query(`alter table request_log drop column ${column}`);
     await q.query(`alter table sessions drop column version`);
     await q.query(`drop table session_slots`);
     await q.query(`drop table request_views`);

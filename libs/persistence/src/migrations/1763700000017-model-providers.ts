@@ -17,6 +17,8 @@ export class ModelProviders1763700000017 implements MigrationInterface {
     await q.query(`alter table model_configs drop column settings`);
     await q.query(`delete from model_configs where provider not in ('openai', 'anthropic', 'scripted')`);
     await q.query(`alter table model_configs drop constraint model_configs_provider_check`);
-    await q.query(`alter table model_configs add constraint model_configs_provider_check check (provider in ('openai', 'anthropic', 'scripted'))`);
+    await q.query(
+      `alter table model_configs add constraint model_configs_provider_check check (provider in ('openai', 'anthropic', 'scripted'))`,
+    );
   }
 }

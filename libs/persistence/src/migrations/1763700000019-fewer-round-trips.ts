@@ -14,7 +14,9 @@ export class FewerRoundTrips1763700000019 implements MigrationInterface {
         return null;
       end
       $$`);
-    await q.query(`create trigger outbox_notify after insert on outbox for each statement execute function outbox_notify()`);
+    await q.query(
+      `create trigger outbox_notify after insert on outbox for each statement execute function outbox_notify()`,
+    );
     // Every money step of libs/metering starts by locking the project row and reading the request's
     // ledger rows. One round trip for both; the ledger is read by a second statement of the
     // function, so under READ COMMITTED it sees what a step that held the lock before committed (a

@@ -26,7 +26,9 @@ export class StateScale1763700000030 implements MigrationInterface {
         return new;
       end
       $$`);
-    await q.query(`create trigger credit_ledger_settled before insert on credit_ledger for each row when (new.kind = 'settle') execute function credit_ledger_settled()`);
+    await q.query(
+      `create trigger credit_ledger_settled before insert on credit_ledger for each row when (new.kind = 'settle') execute function credit_ledger_settled()`,
+    );
     await q.query(`
       update credit_ledger l set settled_at = s.created_at from credit_ledger s
        where s.request_id = l.request_id and s.kind = 'settle' and l.settled_at is null`);

@@ -3,9 +3,15 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
 /** Each index: its name, and what follows `on`. */
 const INDEXES: readonly (readonly [string, string])[] = [
   // GET /v1/sessions: the project's session streams whose read-model row is behind (1763700000030).
-  ['streams_sessions_behind_idx', `streams (project_id) where stream_id like 'session-%' and (projected_version is null or projected_version < version)`],
+  [
+    'streams_sessions_behind_idx',
+    `streams (project_id) where stream_id like 'session-%' and (projected_version is null or projected_version < version)`,
+  ],
   // The reconciler: open reservations, never checked first, then the longest unchecked.
-  ['credit_ledger_open_idx', `credit_ledger (checked_at nulls first, created_at) where kind = 'reserve' and settled_at is null`],
+  [
+    'credit_ledger_open_idx',
+    `credit_ledger (checked_at nulls first, created_at) where kind = 'reserve' and settled_at is null`,
+  ],
   // GET /v1/agent/{id} and webhook renders: a request's generated files.
   ['generated_files_request_idx', `generated_files (request_id)`],
   // Retention (apps/relay/src/retention.ts): the column each rule filters on.
@@ -29,7 +35,10 @@ export class StateScaleIndexes1763700000031 implements MigrationInterface {
 
   async up(q: QueryRunner): Promise<void> {
     for (const [name, on] of INDEXES) {
-      const invalid: unknown[] = await q.query(`select 1 from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = $1 and not i.indisvalid`, [name]);
+      const invalid: unknown[] = await q.query(
+        `select 1 from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = $1 and not i.indisvalid`,
+        [name],
+      );
       if (invalid.length) await q.query(`drop index concurrently ${name}`);
       await q.query(`create index concurrently if not exists ${name} on ${on}`);
     }

@@ -60,6 +60,13 @@ export class Console1763700000040 implements MigrationInterface {
 
   async down(q: QueryRunner): Promise<void> {
     await q.query(`alter table api_keys drop column last_used_at`);
-    for (const table of ['console_signin_failures', 'console_sessions', 'console_links', 'console_members', 'console_users']) await q.query(`drop table ${table}`);
+    for (const table of [
+      'console_signin_failures',
+      'console_sessions',
+      'console_links',
+      'console_members',
+      'console_users',
+    ])
+      await q.query(`drop table ${table}`);
   }
 }

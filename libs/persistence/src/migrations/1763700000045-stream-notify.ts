@@ -22,7 +22,9 @@ export class StreamNotify1763700000045 implements MigrationInterface {
         return null;
       end
       $$`);
-    await q.query(`create trigger stream_events_notify after insert on stream_events referencing new table as added for each statement execute function stream_events_notify()`);
+    await q.query(
+      `create trigger stream_events_notify after insert on stream_events referencing new table as added for each statement execute function stream_events_notify()`,
+    );
     await q.query(`
       create function request_stream_notify() returns trigger language plpgsql as $$
       begin
@@ -30,7 +32,9 @@ export class StreamNotify1763700000045 implements MigrationInterface {
         return null;
       end
       $$`);
-    await q.query(`create trigger request_stream_notify after insert or update on streams for each row when (new.stream_id like 'agent-request-%') execute function request_stream_notify()`);
+    await q.query(
+      `create trigger request_stream_notify after insert or update on streams for each row when (new.stream_id like 'agent-request-%') execute function request_stream_notify()`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

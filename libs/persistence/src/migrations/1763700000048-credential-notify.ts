@@ -27,7 +27,9 @@ export class CredentialNotify1763700000048 implements MigrationInterface {
       create trigger api_key_changed_notify after update on api_keys for each row
         when (old.revoked_at is distinct from new.revoked_at or old.key_hash is distinct from new.key_hash or old.project_id is distinct from new.project_id or old.id is distinct from new.id)
         execute function api_key_notify()`);
-    await q.query(`create trigger api_key_deleted_notify after delete on api_keys for each row execute function api_key_notify()`);
+    await q.query(
+      `create trigger api_key_deleted_notify after delete on api_keys for each row execute function api_key_notify()`,
+    );
     await q.query(`
       create function model_config_notify() returns trigger language plpgsql as $$
       begin
@@ -38,7 +40,9 @@ export class CredentialNotify1763700000048 implements MigrationInterface {
         return null;
       end
       $$`);
-    await q.query(`create trigger model_config_notify after insert or update or delete on model_configs for each row execute function model_config_notify()`);
+    await q.query(
+      `create trigger model_config_notify after insert or update or delete on model_configs for each row execute function model_config_notify()`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {

@@ -12,17 +12,25 @@ export class WebhookResend1763700000050 implements MigrationInterface {
   name = 'WebhookResend1763700000050';
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`alter table webhook_deliveries add column resend_of uuid, add column awaiting_start boolean not null default false`);
-    await q.query(`create unique index webhook_deliveries_first on webhook_deliveries (event_id, subscription_id) where resend_of is null`);
+    await q.query(
+      `alter table webhook_deliveries add column resend_of uuid, add column awaiting_start boolean not null default false`,
+    );
+    await q.query(
+      `create unique index webhook_deliveries_first on webhook_deliveries (event_id, subscription_id) where resend_of is null`,
+    );
     await q.query(`alter table webhook_deliveries drop constraint webhook_deliveries_event_id_subscription_id_key`);
     // What the dispatcher looks for: usually no row at all.
-    await q.query(`create index webhook_deliveries_awaiting_start on webhook_deliveries (created_at) where awaiting_start`);
+    await q.query(
+      `create index webhook_deliveries_awaiting_start on webhook_deliveries (created_at) where awaiting_start`,
+    );
   }
 
   async down(q: QueryRunner): Promise<void> {
     await q.query(`delete from webhook_deliveries where resend_of is not null`);
     await q.query(`drop index webhook_deliveries_awaiting_start`);
-    await q.query(`alter table webhook_deliveries add constraint webhook_deliveries_event_id_subscription_id_key unique (event_id, subscription_id)`);
+    await q.query(
+      `alter table webhook_deliveries add constraint webhook_deliveries_event_id_subscription_id_key unique (event_id, subscription_id)`,
+    );
     await q.query(`drop index webhook_deliveries_first`);
     await q.query(`alter table webhook_deliveries drop column resend_of, drop column awaiting_start`);
   }

@@ -24,7 +24,9 @@ export class AdmissionInApi1763700000052 implements MigrationInterface {
   transaction = false;
 
   async up(q: QueryRunner): Promise<void> {
-    await q.query(`alter table credit_ledger add column if not exists pickup_by timestamptz, add column if not exists picked_up_at timestamptz, add column if not exists requests_used integer, add column if not exists input_bytes bigint`);
+    await q.query(
+      `alter table credit_ledger add column if not exists pickup_by timestamptz, add column if not exists picked_up_at timestamptz, add column if not exists requests_used integer, add column if not exists input_bytes bigint`,
+    );
     await q.query(`
       create or replace function admit_request(p_project uuid, p_request uuid, p_credits integer, p_quota integer, p_period_start timestamptz, p_pickup_by timestamptz,
                                                p_input_bytes bigint, p_max_in_flight integer, p_max_bytes_per_day bigint)
@@ -88,7 +90,10 @@ export class AdmissionInApi1763700000052 implements MigrationInterface {
       end
       $$`);
     for (const [name, on] of INDEXES) {
-      const invalid: unknown[] = await q.query(`select 1 from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = $1 and not i.indisvalid`, [name]);
+      const invalid: unknown[] = await q.query(
+        `select 1 from pg_index i join pg_class c on c.oid = i.indexrelid where c.relname = $1 and not i.indisvalid`,
+        [name],
+      );
       if (invalid.length) await q.query(`drop index concurrently ${name}`);
       await q.query(`create index concurrently if not exists ${name} on ${on}`);
     }
@@ -96,8 +101,12 @@ export class AdmissionInApi1763700000052 implements MigrationInterface {
 
   async down(q: QueryRunner): Promise<void> {
     for (const [name] of [...INDEXES].reverse()) await q.query(`drop index if exists ${name}`);
-    await q.query(`drop function if exists admit_request(uuid, uuid, integer, integer, timestamptz, timestamptz, bigint, integer, bigint)`);
-    await q.query(`alter table credit_ledger drop column if exists input_bytes, drop column if exists requests_used, drop column if exists picked_up_at, drop column if exists pickup_by`);
+    await q.query(
+      `drop function if exists admit_request(uuid, uuid, integer, integer, timestamptz, timestamptz, bigint, integer, bigint)`,
+    );
+    await q.query(
+      `alter table credit_ledger drop column if exists input_bytes, drop column if exists requests_used, drop column if exists picked_up_at, drop column if exists pickup_by`,
+    );
   }
 }
 
@@ -105,5 +114,8 @@ const INDEXES: readonly (readonly [string, string])[] = [
   // The runs in flight of a project: its open reservations.
   ['credit_ledger_open_project_idx', `credit_ledger (project_id) where kind = 'reserve' and settled_at is null`],
   // The input bytes a project stored in the last 24 hours.
-  ['credit_ledger_input_bytes_idx', `credit_ledger (project_id, created_at) where kind = 'reserve' and input_bytes > 0`],
+  [
+    'credit_ledger_input_bytes_idx',
+    `credit_ledger (project_id, created_at) where kind = 'reserve' and input_bytes > 0`,
+  ],
 ];

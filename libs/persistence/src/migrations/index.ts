@@ -27,4 +27,32 @@ import { SessionEndRequests1763700000051 } from './1763700000051-session-end-req
 import { AdmissionInApi1763700000052 } from './1763700000052-admission-in-api.js';
 
 /** Every migration, in the order they apply. */
-export const MIGRATIONS: readonly Function[] = [Accounts1763700000001, Metering1763700000002, Files1763700000003, Sessions1763700000004, Events1763700000005, StreamEvents1763700000006, Idempotency1763700000007, IdempotencyExtended1763700000008, LedgerSettlement1763700000009, EventSourced1763700000010, Conversations1763700000011, LedgerChecked1763700000013, Webhooks1763700000014, McpServers1763700000015, ModelProviders1763700000017, RateLimitFunction1763700000018, FewerRoundTrips1763700000019, ModelAnswers1763700000020, BillingAnchor1763700000021, StateScale1763700000030, StateScaleIndexes1763700000031, Console1763700000040, StreamNotify1763700000045, CredentialNotify1763700000048, WebhookResend1763700000050, SessionEndRequests1763700000051, AdmissionInApi1763700000052];
+export const MIGRATIONS: readonly Function[] = [
+  Accounts1763700000001,
+  Metering1763700000002,
+  Files1763700000003,
+  Sessions1763700000004,
+  Events1763700000005,
+  StreamEvents1763700000006,
+  Idempotency1763700000007,
+  IdempotencyExtended1763700000008,
+  LedgerSettlement1763700000009,
+  EventSourced1763700000010,
+  Conversations1763700000011,
+  LedgerChecked1763700000013,
+  Webhooks1763700000014,
+  McpServers1763700000015,
+  ModelProviders1763700000017,
+  RateLimitFunction1763700000018,
+  FewerRoundTrips1763700000019,
+  ModelAnswers1763700000020,
+  BillingAnchor1763700000021,
+  StateScale1763700000030,
+  StateScaleIndexes1763700000031,
+  Console1763700000040,
+  StreamNotify1763700000045,
+  CredentialNotify1763700000048,
+  WebhookResend1763700000050,
+  SessionEndRequests1763700000051,
+  AdmissionInApi1763700000052,
+];

@@ -19,7 +19,9 @@ async function expectNextCallWorks(): Promise<void> {
 
 describe('run_javascript', () => {
   it('returns console output and the JSON of the last expression', async () => {
-    const result = await run('const xs = [3, 1, 2].sort();\nconsole.log("sorted", xs);\nconsole.warn("careful");\n({ xs, total: xs.reduce((a, b) => a + b, 0) })');
+    const result = await run(
+      'const xs = [3, 1, 2].sort();\nconsole.log("sorted", xs);\nconsole.warn("careful");\n({ xs, total: xs.reduce((a, b) => a + b, 0) })',
+    );
     expect(result).toEqual({
       ok: true,
       output: 'Console output:\nsorted [1,2,3]\n[warn] careful\nResult: {"xs":[1,2,3],"total":6}',
@@ -27,15 +29,22 @@ describe('run_javascript', () => {
   });
 
   it('settles a final promise and reports undefined and bigint values', async () => {
-    await expect(run('(async () => 40 + 2)()')).resolves.toEqual({ ok: true, output: 'Console output: (none)\nResult: 42' });
+    await expect(run('(async () => 40 + 2)()')).resolves.toEqual({
+      ok: true,
+      output: 'Console output: (none)\nResult: 42',
+    });
     await expect(run('let x = 1;')).resolves.toEqual({ ok: true, output: 'Console output: (none)\nResult: undefined' });
-    await expect(run('2n ** 70n')).resolves.toEqual({ ok: true, output: 'Console output: (none)\nResult: 1180591620717411303424n' });
+    await expect(run('2n ** 70n')).resolves.toEqual({
+      ok: true,
+      output: 'Console output: (none)\nResult: 1180591620717411303424n',
+    });
   });
 
   it('reports an uncaught error with its location and the output printed before it', async () => {
     await expect(run('console.log("before");\nnull.x')).resolves.toEqual({
       ok: false,
-      error: "Uncaught TypeError: cannot read property 'x' of null (at main.js:2:5)\nConsole output before the error:\nbefore",
+      error:
+        "Uncaught TypeError: cannot read property 'x' of null (at main.js:2:5)\nConsole output before the error:\nbefore",
     });
     await expectNextCallWorks();
   });
@@ -51,7 +60,9 @@ describe('run_javascript', () => {
   });
 
   it('stops a promise-job loop at the time limit', async () => {
-    await expect(run('function again() { return Promise.resolve().then(again); } again(); 1', { timeoutMs: 300 })).resolves.toEqual({
+    await expect(
+      run('function again() { return Promise.resolve().then(again); } again(); 1', { timeoutMs: 300 }),
+    ).resolves.toEqual({
       ok: false,
       error: 'JavaScript timed out: the script ran longer than the 300 ms limit and was stopped.',
     });
@@ -68,7 +79,9 @@ describe('run_javascript', () => {
 
   it('stops a memory bomb at the memory limit', async () => {
     // A generous time limit, so only the memory limit can stop it.
-    await expect(run('const hoard = []; while (true) hoard.push({ a: 1, b: [1, 2, 3] });', { timeoutMs: 20_000 })).resolves.toEqual({
+    await expect(
+      run('const hoard = []; while (true) hoard.push({ a: 1, b: [1, 2, 3] });', { timeoutMs: 20_000 }),
+    ).resolves.toEqual({
       ok: false,
       error: 'JavaScript ran out of memory: the sandbox is limited to 32 MB (out of memory).',
     });
@@ -84,11 +97,15 @@ describe('run_javascript', () => {
   });
 
   it('stops unbounded recursion with a stack overflow, even when the host stack is the smaller one', async () => {
-    await expect(run('function down(n) { return down(n + 1) + 1; }\ndown(0)', { maxStackBytes: 64 * 1024 })).resolves.toEqual({
+    await expect(
+      run('function down(n) { return down(n + 1) + 1; }\ndown(0)', { maxStackBytes: 64 * 1024 }),
+    ).resolves.toEqual({
       ok: false,
       error: 'JavaScript stack overflow: too much recursion (maximum call stack size exceeded).',
     });
-    await expect(run('function down(n) { return down(n + 1) + 1; }\ndown(0)', { maxStackBytes: 64 * 1024 * 1024 })).resolves.toEqual({
+    await expect(
+      run('function down(n) { return down(n + 1) + 1; }\ndown(0)', { maxStackBytes: 64 * 1024 * 1024 }),
+    ).resolves.toEqual({
       ok: false,
       error: 'JavaScript stack overflow: too much recursion (maximum call stack size exceeded).',
     });
@@ -104,7 +121,11 @@ describe('run_javascript', () => {
   });
 
   it.each([
-    ['require', 'require("fs").readFileSync("/etc/passwd", "utf8")', "Uncaught ReferenceError: 'require' is not defined (at main.js:1:1)"],
+    [
+      'require',
+      'require("fs").readFileSync("/etc/passwd", "utf8")',
+      "Uncaught ReferenceError: 'require' is not defined (at main.js:1:1)",
+    ],
     ['process', 'process.env', "Uncaught ReferenceError: 'process' is not defined (at main.js:1:1)"],
     ['fetch', 'fetch("http://169.254.169.254/")', "Uncaught ReferenceError: 'fetch' is not defined (at main.js:1:1)"],
     ['setTimeout', 'setTimeout(() => {}, 10)', "Uncaught ReferenceError: 'setTimeout' is not defined (at main.js:1:1)"],
@@ -122,12 +143,19 @@ describe('run_javascript', () => {
   });
 
   it('refuses a static import', async () => {
-    await expect(run('import fs from "fs";\nfs')).resolves.toEqual({ ok: false, error: `Uncaught SyntaxError: expecting '(' (at main.js:1:8). ${NOTE}` });
+    await expect(run('import fs from "fs";\nfs')).resolves.toEqual({
+      ok: false,
+      error: `Uncaught SyntaxError: expecting '(' (at main.js:1:8). ${NOTE}`,
+    });
     await expectNextCallWorks();
   });
 
   it('gives no route to the host through the Function constructor', async () => {
-    await expect(run('const g = Function("return this")(); [typeof g.process, typeof g.require, typeof g.fetch, typeof g.std, typeof g.os].join()')).resolves.toEqual({
+    await expect(
+      run(
+        'const g = Function("return this")(); [typeof g.process, typeof g.require, typeof g.fetch, typeof g.std, typeof g.os].join()',
+      ),
+    ).resolves.toEqual({
       ok: true,
       output: 'Console output: (none)\nResult: "undefined,undefined,undefined,undefined,undefined"',
     });
@@ -141,7 +169,9 @@ describe('run_javascript', () => {
   });
 
   it('bounds console output', async () => {
-    const result = await run('for (let i = 0; i < 20000; i++) console.log("line " + i); "done"', { maxConsoleChars: 100 });
+    const result = await run('for (let i = 0; i < 20000; i++) console.log("line " + i); "done"', {
+      maxConsoleChars: 100,
+    });
     expect(result.ok).toBe(true);
     const output = result.ok ? result.output : '';
     expect(output).toContain('[console output truncated at 100 characters]');
@@ -152,7 +182,8 @@ describe('run_javascript', () => {
   it('rejects arguments that are not a program', async () => {
     await expect(runJavascriptTool.run({ source: 'x' })).resolves.toEqual({
       ok: false,
-      error: 'Invalid arguments for run_javascript: arguments is missing the required property "code"; arguments has an unknown property "source".',
+      error:
+        'Invalid arguments for run_javascript: arguments is missing the required property "code"; arguments has an unknown property "source".',
     });
   });
 });

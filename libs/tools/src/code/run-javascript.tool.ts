@@ -1,4 +1,10 @@
-import type { EmscriptenModuleLoaderOptions, QuickJSContext, QuickJSHandle, QuickJSRuntime, QuickJSSyncVariant } from 'quickjs-emscripten';
+import type {
+  EmscriptenModuleLoaderOptions,
+  QuickJSContext,
+  QuickJSHandle,
+  QuickJSRuntime,
+  QuickJSSyncVariant,
+} from 'quickjs-emscripten';
 import { defineTool } from '../tool-definition.js';
 import { boundText, errorMessage, toolError, toolOk, withDefaults, type ToolDefinition } from '../tool.js';
 
@@ -34,9 +40,34 @@ const SANDBOX_NOTE =
   'timers, file system or network.';
 // Names a model reaches for out of Node or browser habit; their ReferenceError gets the sandbox note.
 const HOST_ONLY_NAMES = new Set([
-  'require', 'process', 'fetch', 'module', 'exports', '__dirname', '__filename', 'Buffer', 'global', 'setTimeout',
-  'setInterval', 'setImmediate', 'clearTimeout', 'clearInterval', 'queueMicrotask', 'XMLHttpRequest', 'WebSocket',
-  'Deno', 'Bun', 'window', 'document', 'navigator', 'std', 'os', 'structuredClone', 'TextEncoder', 'TextDecoder', 'URL',
+  'require',
+  'process',
+  'fetch',
+  'module',
+  'exports',
+  '__dirname',
+  '__filename',
+  'Buffer',
+  'global',
+  'setTimeout',
+  'setInterval',
+  'setImmediate',
+  'clearTimeout',
+  'clearInterval',
+  'queueMicrotask',
+  'XMLHttpRequest',
+  'WebSocket',
+  'Deno',
+  'Bun',
+  'window',
+  'document',
+  'navigator',
+  'std',
+  'os',
+  'structuredClone',
+  'TextEncoder',
+  'TextDecoder',
+  'URL',
 ]);
 const MAX_PENDING_JOB_BATCHES = 10_000;
 const STACK_OVERFLOW = 'JavaScript stack overflow: too much recursion (maximum call stack size exceeded).';
@@ -46,7 +77,9 @@ let silentReleaseSync: Promise<QuickJSSyncVariant> | undefined;
 const quickJsModule = async () => {
   const quickjs = await import('quickjs-emscripten');
   silentReleaseSync ??= Promise.resolve(
-    quickjs.newVariant(quickjs.RELEASE_SYNC, { emscriptenModule: { print: () => undefined, printErr: () => undefined } as EmscriptenModuleLoaderOptions }),
+    quickjs.newVariant(quickjs.RELEASE_SYNC, {
+      emscriptenModule: { print: () => undefined, printErr: () => undefined } as EmscriptenModuleLoaderOptions,
+    }),
   );
   return quickjs.newQuickJSWASMModule(await silentReleaseSync);
 };
@@ -60,7 +93,10 @@ type Limits = Required<RunJavascriptOptions>;
 type Outcome = { readonly ok: true; readonly value: string } | { readonly ok: false; readonly error: string };
 
 /** `run_javascript` (code): evaluates JavaScript in a fresh QuickJS (WebAssembly) sandbox with memory and time limits. */
-export const runJavascriptTool: ToolDefinition<RunJavascriptOptions> = defineTool<RunJavascriptArgs, RunJavascriptOptions>(
+export const runJavascriptTool: ToolDefinition<RunJavascriptOptions> = defineTool<
+  RunJavascriptArgs,
+  RunJavascriptOptions
+>(
   'code',
   {
     name: 'run_javascript',
@@ -72,7 +108,12 @@ export const runJavascriptTool: ToolDefinition<RunJavascriptOptions> = defineToo
     parameters: {
       type: 'object',
       properties: {
-        code: { type: 'string', minLength: 1, maxLength: RUN_JAVASCRIPT_MAX_CODE_CHARS, description: 'The JavaScript source to run as a script.' },
+        code: {
+          type: 'string',
+          minLength: 1,
+          maxLength: RUN_JAVASCRIPT_MAX_CODE_CHARS,
+          description: 'The JavaScript source to run as a script.',
+        },
       },
       required: ['code'],
       additionalProperties: false,
@@ -99,7 +140,9 @@ export const runJavascriptTool: ToolDefinition<RunJavascriptOptions> = defineToo
         const reason = signal?.aborted ? 'JavaScript execution was cancelled.' : outcome.error;
         return toolError(printed ? `${reason}\nConsole output before the error:\n${printed}` : reason);
       }
-      return toolOk(`${printed ? `Console output:\n${printed}\n` : 'Console output: (none)\n'}Result: ${outcome.value}`);
+      return toolOk(
+        `${printed ? `Console output:\n${printed}\n` : 'Console output: (none)\n'}Result: ${outcome.value}`,
+      );
     } finally {
       safely(() => context?.dispose());
       safely(() => runtime?.dispose());
@@ -138,7 +181,13 @@ function evaluate(
     if (result.error) {
       handles.push(result.error);
       const error = describeThrown(context, result.error, limits, 'Uncaught');
-      return { ok: false, error: /^Uncaught SyntaxError/.test(error) && /^\s*(import|export)\b/m.test(code) ? `${error}. ${SANDBOX_NOTE}` : error };
+      return {
+        ok: false,
+        error:
+          /^Uncaught SyntaxError/.test(error) && /^\s*(import|export)\b/m.test(code)
+            ? `${error}. ${SANDBOX_NOTE}`
+            : error,
+      };
     }
     handles.push(result.value);
 
@@ -149,7 +198,10 @@ function evaluate(
     if (context.typeof(final) === 'object') {
       const state = context.getPromiseState(final);
       if (state.type === 'pending') {
-        return { ok: false, error: 'The script ended with a Promise that never settled (the sandbox has no timers or I/O to wait for).' };
+        return {
+          ok: false,
+          error: 'The script ended with a Promise that never settled (the sandbox has no timers or I/O to wait for).',
+        };
       }
       if (state.type === 'rejected') {
         handles.push(state.error);
@@ -166,7 +218,12 @@ function evaluate(
   }
 }
 
-function drainJobs(context: QuickJSContext, runtime: QuickJSRuntime, deadline: number, limits: Limits): string | undefined {
+function drainJobs(
+  context: QuickJSContext,
+  runtime: QuickJSRuntime,
+  deadline: number,
+  limits: Limits,
+): string | undefined {
   for (let batch = 0; runtime.hasPendingJob(); batch++) {
     if (Date.now() > deadline || batch >= MAX_PENDING_JOB_BATCHES) return timeoutMessage(limits);
     const jobs = runtime.executePendingJobs(1000);
@@ -179,7 +236,12 @@ function drainJobs(context: QuickJSContext, runtime: QuickJSRuntime, deadline: n
   return undefined;
 }
 
-function stringifyResult(context: QuickJSContext, stringify: QuickJSHandle, value: QuickJSHandle, limits: Limits): string {
+function stringifyResult(
+  context: QuickJSContext,
+  stringify: QuickJSHandle,
+  value: QuickJSHandle,
+  limits: Limits,
+): string {
   const kind = context.typeof(value);
   if (kind === 'undefined') return 'undefined';
   if (kind === 'function') return '[function]';
@@ -210,7 +272,10 @@ function describeThrown(context: QuickJSContext, error: QuickJSHandle, limits: L
   const where = locationOf(stack);
   const text = `${prefix} ${name ? `${name}: ` : ''}${message}${where ? ` (at ${where})` : ''}`;
   const missing = /^'([\w$]+)' is not defined$/.exec(message)?.[1];
-  if ((name === 'ReferenceError' && missing !== undefined && HOST_ONLY_NAMES.has(missing)) || /could not load module/.test(message)) {
+  if (
+    (name === 'ReferenceError' && missing !== undefined && HOST_ONLY_NAMES.has(missing)) ||
+    /could not load module/.test(message)
+  ) {
     return `${text}. ${SANDBOX_NOTE}`;
   }
   return text;
@@ -308,7 +373,10 @@ function formatArgument(context: QuickJSContext, arg: QuickJSHandle): string {
     if (kind === 'function') return '[function]';
     if (kind === 'bigint') return `${context.getBigInt(arg).toString()}n`;
     const value: unknown = context.dump(arg);
-    if (value instanceof Error || (typeof value === 'object' && value !== null && 'message' in value && 'name' in value)) {
+    if (
+      value instanceof Error ||
+      (typeof value === 'object' && value !== null && 'message' in value && 'name' in value)
+    ) {
       const e = value as { name: unknown; message: unknown };
       return `${String(e.name)}: ${String(e.message)}`;
     }

@@ -47,20 +47,28 @@ describe('buildSimpleSpec', () => {
 
 describe('chartSpecProblem', () => {
   it('accepts a spec with inline data', () => {
-    expect(chartSpecProblem({ mark: 'bar', data: { values: [{ a: 1 }] }, encoding: { x: { field: 'a' } } })).toBeUndefined();
+    expect(
+      chartSpecProblem({ mark: 'bar', data: { values: [{ a: 1 }] }, encoding: { x: { field: 'a' } } }),
+    ).toBeUndefined();
   });
 
   it('refuses data URLs anywhere in the spec, nested layers included', () => {
-    expect(chartSpecProblem({ layer: [{ mark: 'bar' }, { data: { url: 'http://169.254.169.254/latest' }, mark: 'line' }] })).toBe(
+    expect(
+      chartSpecProblem({ layer: [{ mark: 'bar' }, { data: { url: 'http://169.254.169.254/latest' }, mark: 'line' }] }),
+    ).toBe(
       'the spec loads data from "http://169.254.169.254/latest"; remote and file data are not allowed, put the rows in data.values instead',
     );
-    expect(chartSpecProblem({ data: { url: '/etc/passwd', format: { type: 'csv' } }, mark: 'bar' })).toMatch(/^the spec loads data from "\/etc\/passwd"/);
+    expect(chartSpecProblem({ data: { url: '/etc/passwd', format: { type: 'csv' } }, mark: 'bar' })).toMatch(
+      /^the spec loads data from "\/etc\/passwd"/,
+    );
   });
 
   it('refuses non-objects and absurd sizes', () => {
     expect(chartSpecProblem([1])).toBe('the spec must be a JSON object (a Vega-Lite specification)');
     expect(chartSpecProblem({ mark: 'bar', width: 1e6 })).toBe('width must be between 0 and 4000 pixels');
-    expect(chartSpecProblem({ mark: { type: 'pie' } })).toMatch(/^"pie" is not a Vega-Lite mark; use one of arc, area, bar/);
+    expect(chartSpecProblem({ mark: { type: 'pie' } })).toMatch(
+      /^"pie" is not a Vega-Lite mark; use one of arc, area, bar/,
+    );
     expect(chartSpecProblem({ layer: [{ mark: 'bar' }] })).toBeUndefined();
   });
 });

@@ -13,8 +13,23 @@ export interface SimpleChart {
 
 /** Vega-Lite's marks, composite marks included. */
 export const VEGA_LITE_MARKS: ReadonlySet<string> = new Set([
-  'arc', 'area', 'bar', 'image', 'line', 'point', 'rect', 'rule', 'text', 'tick', 'trail', 'circle', 'square', 'geoshape',
-  'boxplot', 'errorband', 'errorbar',
+  'arc',
+  'area',
+  'bar',
+  'image',
+  'line',
+  'point',
+  'rect',
+  'rule',
+  'text',
+  'tick',
+  'trail',
+  'circle',
+  'square',
+  'geoshape',
+  'boxplot',
+  'errorband',
+  'errorbar',
 ]);
 
 /** Largest width or height a chart may ask for, in pixels. */
@@ -27,7 +42,14 @@ export function inferFieldType(rows: readonly Readonly<Record<string, unknown>>[
   const values = rows.map((row) => row[field]).filter((v) => v !== null && v !== undefined && v !== '');
   if (values.length === 0) return 'nominal';
   if (values.every((v) => typeof v === 'number' && Number.isFinite(v))) return 'quantitative';
-  if (values.every((v) => typeof v === 'string' && /^\d{4}-\d{2}(-\d{2})?([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) && !Number.isNaN(Date.parse(v)))) {
+  if (
+    values.every(
+      (v) =>
+        typeof v === 'string' &&
+        /^\d{4}-\d{2}(-\d{2})?([T ][\d:.]+(Z|[+-]\d{2}:?\d{2})?)?$/.test(v) &&
+        !Number.isNaN(Date.parse(v)),
+    )
+  ) {
     return 'temporal';
   }
   return 'nominal';
@@ -40,7 +62,14 @@ export function buildSimpleSpec(chart: SimpleChart): Record<string, unknown> {
     ...(chart.title ? { title: chart.title } : {}),
     data: { values: chart.data },
   };
-  const color = chart.color ? { color: { field: chart.color, type: inferFieldType(chart.data, chart.color) === 'quantitative' ? 'quantitative' : 'nominal' } } : {};
+  const color = chart.color
+    ? {
+        color: {
+          field: chart.color,
+          type: inferFieldType(chart.data, chart.color) === 'quantitative' ? 'quantitative' : 'nominal',
+        },
+      }
+    : {};
   if (chart.mark === 'arc') {
     return {
       ...base,
@@ -69,7 +98,8 @@ export function buildSimpleSpec(chart: SimpleChart): Record<string, unknown> {
  * (`url`), or a size beyond MAX_CHART_DIMENSION. The renderer's loader refuses everything as well.
  */
 export function chartSpecProblem(spec: unknown): string | undefined {
-  if (typeof spec !== 'object' || spec === null || Array.isArray(spec)) return 'the spec must be a JSON object (a Vega-Lite specification)';
+  if (typeof spec !== 'object' || spec === null || Array.isArray(spec))
+    return 'the spec must be a JSON object (a Vega-Lite specification)';
   const urls: string[] = [];
   const walk = (value: unknown, depth: number): void => {
     if (depth > 64 || typeof value !== 'object' || value === null) return;
@@ -93,7 +123,8 @@ export function chartSpecProblem(spec: unknown): string | undefined {
   }
   for (const key of ['width', 'height'] as const) {
     const size = (spec as Record<string, unknown>)[key];
-    if (typeof size === 'number' && (size > MAX_CHART_DIMENSION || size < 0)) return `${key} must be between 0 and ${MAX_CHART_DIMENSION} pixels`;
+    if (typeof size === 'number' && (size > MAX_CHART_DIMENSION || size < 0))
+      return `${key} must be between 0 and ${MAX_CHART_DIMENSION} pixels`;
   }
   return undefined;
 }

@@ -74,7 +74,11 @@ function permissionFlag(): string {
 }
 
 /** Renders a Vega-Lite spec to SVG in a child process with a memory cap, a time limit and read access to node_modules only. */
-export function renderChartSvg(spec: unknown, limits: ChartRenderLimits, signal?: AbortSignal): Promise<ChartRenderResult> {
+export function renderChartSvg(
+  spec: unknown,
+  limits: ChartRenderLimits,
+  signal?: AbortSignal,
+): Promise<ChartRenderResult> {
   const { vegaUrl, vegaLiteUrl, readRoot } = vegaModules();
   return new Promise((resolve) => {
     const child = spawn(
@@ -106,7 +110,10 @@ export function renderChartSvg(spec: unknown, limits: ChartRenderLimits, signal?
       killedFor ??= reason;
       child.kill('SIGKILL');
     };
-    const timer = setTimeout(() => kill(`rendering took longer than the ${limits.timeoutMs} ms limit`), limits.timeoutMs);
+    const timer = setTimeout(
+      () => kill(`rendering took longer than the ${limits.timeoutMs} ms limit`),
+      limits.timeoutMs,
+    );
     const onCancel = (): void => kill('rendering was cancelled');
     signal?.addEventListener('abort', onCancel, { once: true });
 
@@ -127,7 +134,9 @@ export function renderChartSvg(spec: unknown, limits: ChartRenderLimits, signal?
         const oom = /heap out of memory|Allocation failed/i.test(stderr);
         return finish({
           ok: false,
-          error: oom ? `rendering needed more than the ${limits.memoryMb} MB memory limit` : `the chart renderer stopped (${exitSignal ?? `exit code ${code}`})`,
+          error: oom
+            ? `rendering needed more than the ${limits.memoryMb} MB memory limit`
+            : `the chart renderer stopped (${exitSignal ?? `exit code ${code}`})`,
         });
       }
       finish(parseReply(stdout, limits.maxSvgBytes));
@@ -146,10 +155,17 @@ function parseReply(stdout: string, maxSvgBytes: number): ChartRenderResult {
   }
   const refused = Array.isArray(reply.refused) ? reply.refused.map(String) : [];
   if (refused.length > 0) {
-    return { ok: false, error: `the chart tried to load ${refused.slice(0, 3).map((u) => `"${u.slice(0, 200)}"`).join(', ')}; images, remote data and links are not allowed` };
+    return {
+      ok: false,
+      error: `the chart tried to load ${refused
+        .slice(0, 3)
+        .map((u) => `"${u.slice(0, 200)}"`)
+        .join(', ')}; images, remote data and links are not allowed`,
+    };
   }
   if (reply.ok === true && typeof reply.svg === 'string') {
-    if (Buffer.byteLength(reply.svg, 'utf8') > maxSvgBytes) return { ok: false, error: `the SVG is larger than the ${maxSvgBytes}-byte limit` };
+    if (Buffer.byteLength(reply.svg, 'utf8') > maxSvgBytes)
+      return { ok: false, error: `the SVG is larger than the ${maxSvgBytes}-byte limit` };
     const warnings = Array.isArray(reply.warnings) ? reply.warnings.map(String) : [];
     return { ok: true, svg: reply.svg, warnings };
   }

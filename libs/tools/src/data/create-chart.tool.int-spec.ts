@@ -37,27 +37,46 @@ afterAll(async () => {
 
 describe('create_chart', () => {
   it('renders the simple form to SVG with the data, axes and title', async () => {
-    const result = await createChartTool.run({ mark: 'bar', data: rows, x: 'fruit', y: 'count', title: 'Fruit sold', name: 'fruit.svg' });
+    const result = await createChartTool.run({
+      mark: 'bar',
+      data: rows,
+      x: 'fruit',
+      y: 'count',
+      title: 'Fruit sold',
+      name: 'fruit.svg',
+    });
     expect(result.ok && result.output).toMatch(/^Created fruit\.svg \(image\/svg\+xml, [\d.]+ KB\)\.$/);
     expect(result.ok && result.files?.[0]?.name).toBe('fruit.svg');
     const svg = svgOf(result);
     expect(svg.startsWith('<svg')).toBe(true);
     for (const text of ['Fruit sold', 'apples', 'pears', 'plums', '>fruit<', '>count<']) expect(svg).toContain(text);
-    expect(svg.match(/role-mark bar/g)?.length ?? svg.match(/<path[^>]*aria-roledescription="bar"/g)?.length).toBeGreaterThan(0);
+    expect(
+      svg.match(/role-mark bar/g)?.length ?? svg.match(/<path[^>]*aria-roledescription="bar"/g)?.length,
+    ).toBeGreaterThan(0);
   }, 30_000);
 
   it('renders a full Vega-Lite spec', async () => {
     const spec = {
-      data: { values: [{ t: '2024-01-01', v: 1 }, { t: '2024-02-01', v: 3 }] },
+      data: {
+        values: [
+          { t: '2024-01-01', v: 1 },
+          { t: '2024-02-01', v: 3 },
+        ],
+      },
       mark: 'line',
-      encoding: { x: { field: 't', type: 'temporal', title: 'Month' }, y: { field: 'v', type: 'quantitative', title: 'Value' } },
+      encoding: {
+        x: { field: 't', type: 'temporal', title: 'Month' },
+        y: { field: 'v', type: 'quantitative', title: 'Value' },
+      },
     };
     const svg = svgOf(await createChartTool.run({ spec, title: 'Trend' }));
     for (const text of ['Trend', 'Month', 'Value']) expect(svg).toContain(text);
   }, 30_000);
 
   it('refuses remote data in the spec before rendering', async () => {
-    await expect(createChartTool.run({ spec: { data: { url: `http://127.0.0.1:${port}/rows.json` }, mark: 'bar' } })).resolves.toEqual({
+    await expect(
+      createChartTool.run({ spec: { data: { url: `http://127.0.0.1:${port}/rows.json` }, mark: 'bar' } }),
+    ).resolves.toEqual({
       ok: false,
       error: `Cannot draw the chart: the spec loads data from "http://127.0.0.1:${port}/rows.json"; remote and file data are not allowed, put the rows in data.values instead.`,
     });
@@ -78,10 +97,16 @@ describe('create_chart', () => {
   }, 30_000);
 
   it('stops a spec that computes without bound, and the next chart still renders', async () => {
-    const spec = { data: { sequence: { start: 0, stop: 100_000_000, as: 'x' } }, mark: 'point', encoding: { x: { field: 'x', type: 'quantitative' } } };
+    const spec = {
+      data: { sequence: { start: 0, stop: 100_000_000, as: 'x' } },
+      mark: 'point',
+      encoding: { x: { field: 'x', type: 'quantitative' } },
+    };
     const result = await createChartTool.run({ spec }, { options: { timeoutMs: 8000, memoryMb: 64 } });
     expect(result.ok).toBe(false);
-    expect(!result.ok && result.error).toMatch(/^Cannot draw the chart: (rendering needed more than the 64 MB memory limit|rendering took longer than the 8000 ms limit)\.$/);
+    expect(!result.ok && result.error).toMatch(
+      /^Cannot draw the chart: (rendering needed more than the 64 MB memory limit|rendering took longer than the 8000 ms limit)\.$/,
+    );
     svgOf(await createChartTool.run({ mark: 'point', data: rows, x: 'fruit', y: 'count' }));
   }, 60_000);
 
@@ -98,7 +123,9 @@ describe('create_chart', () => {
       ok: false,
       error: 'Give either `spec` or the simple form (`mark`, `data`, `x`, `y`), not both.',
     });
-    await expect(createChartTool.run({ mark: 'pie', data: rows, x: 'fruit', y: 'count', name: 'c.png' })).resolves.toEqual({
+    await expect(
+      createChartTool.run({ mark: 'pie', data: rows, x: 'fruit', y: 'count', name: 'c.png' }),
+    ).resolves.toEqual({
       ok: false,
       error:
         'Invalid arguments for create_chart: arguments.name must match pattern "\\.svg$"; arguments.mark must be one of ["bar","line","point","area","arc","tick","circle","square","rect"].',

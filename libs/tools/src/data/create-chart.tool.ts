@@ -44,14 +44,29 @@ export const createChartTool: ToolDefinition<CreateChartOptions> = defineTool<Cr
     parameters: {
       type: 'object',
       properties: {
-        name: { type: 'string', minLength: 5, maxLength: MAX_FILE_NAME_LENGTH, pattern: '\\.svg$', description: 'File name ending in .svg (default "chart.svg").' },
+        name: {
+          type: 'string',
+          minLength: 5,
+          maxLength: MAX_FILE_NAME_LENGTH,
+          pattern: '\\.svg$',
+          description: 'File name ending in .svg (default "chart.svg").',
+        },
         spec: { type: 'object', description: 'A complete Vega-Lite specification with inline data.' },
         mark: { type: 'string', enum: [...SIMPLE_MARKS], description: 'Simple form: the mark type.' },
-        data: { type: 'array', maxItems: MAX_CHART_ROWS, items: { type: 'object' }, description: 'Simple form: the rows to plot.' },
+        data: {
+          type: 'array',
+          maxItems: MAX_CHART_ROWS,
+          items: { type: 'object' },
+          description: 'Simple form: the rows to plot.',
+        },
         x: { type: 'string', minLength: 1, description: 'Simple form: field on the x axis (categories for "arc").' },
         y: { type: 'string', minLength: 1, description: 'Simple form: field on the y axis (sizes for "arc").' },
         color: { type: 'string', minLength: 1, description: 'Simple form: optional field that colours the marks.' },
-        title: { type: 'string', maxLength: 200, description: 'Chart title (simple form, or added to a spec without one).' },
+        title: {
+          type: 'string',
+          maxLength: 200,
+          description: 'Chart title (simple form, or added to a spec without one).',
+        },
       },
       additionalProperties: false,
     },
@@ -65,26 +80,40 @@ export const createChartTool: ToolDefinition<CreateChartOptions> = defineTool<Cr
     const simple = [args.mark, args.data, args.x, args.y, args.color];
     let spec: Record<string, unknown>;
     if (args.spec) {
-      if (simple.some((v) => v !== undefined)) return toolError('Give either `spec` or the simple form (`mark`, `data`, `x`, `y`), not both.');
+      if (simple.some((v) => v !== undefined))
+        return toolError('Give either `spec` or the simple form (`mark`, `data`, `x`, `y`), not both.');
       spec = args.title && args.spec['title'] === undefined ? { ...args.spec, title: args.title } : args.spec;
     } else {
       const { mark, data, x, y } = args;
-      if (!mark || !data || !x || !y) return toolError('Give a Vega-Lite `spec`, or all of `mark`, `data`, `x` and `y`.');
+      if (!mark || !data || !x || !y)
+        return toolError('Give a Vega-Lite `spec`, or all of `mark`, `data`, `x` and `y`.');
       if (data.length === 0) return toolError('`data` has no rows to plot.');
       const fields = [x, y, ...(args.color ? [args.color] : [])];
       const missing = fields.filter((field) => !data.some((row) => field in row));
-      if (missing.length > 0) return toolError(`No row of \`data\` has the field(s) ${missing.map((m) => `"${m}"`).join(', ')}.`);
-      spec = buildSimpleSpec({ mark, data, x, y, ...(args.color ? { color: args.color } : {}), ...(args.title ? { title: args.title } : {}) });
+      if (missing.length > 0)
+        return toolError(`No row of \`data\` has the field(s) ${missing.map((m) => `"${m}"`).join(', ')}.`);
+      spec = buildSimpleSpec({
+        mark,
+        data,
+        x,
+        y,
+        ...(args.color ? { color: args.color } : {}),
+        ...(args.title ? { title: args.title } : {}),
+      });
     }
 
     const problem = chartSpecProblem(spec);
     if (problem) return toolError(`Cannot draw the chart: ${problem}.`);
-    if (JSON.stringify(spec).length > MAX_SPEC_CHARS) return toolError(`Cannot draw the chart: the spec is larger than ${MAX_SPEC_CHARS} characters.`);
+    if (JSON.stringify(spec).length > MAX_SPEC_CHARS)
+      return toolError(`Cannot draw the chart: the spec is larger than ${MAX_SPEC_CHARS} characters.`);
 
     const rendered = await renderChartSvg(spec, limits, signal);
     if (!rendered.ok) return toolError(`Cannot draw the chart: ${rendered.error}.`);
     const size = formatBytes(Buffer.byteLength(rendered.svg, 'utf8'));
-    const warnings = rendered.warnings.length > 0 ? `\nRenderer warnings:\n${rendered.warnings.map((w) => `- ${w.slice(0, 300)}`).join('\n')}` : '';
+    const warnings =
+      rendered.warnings.length > 0
+        ? `\nRenderer warnings:\n${rendered.warnings.map((w) => `- ${w.slice(0, 300)}`).join('\n')}`
+        : '';
     return toolOk(`Created ${name} (image/svg+xml, ${size}).${warnings}`, [
       { name, content: rendered.svg, encoding: 'utf8', mediaType: 'image/svg+xml' },
     ]);

@@ -1,7 +1,12 @@
 /** A Markdown table of query results; cells are cut to `maxCellChars`, pipes escaped, line breaks flattened. */
-export function markdownTable(columns: readonly string[], rows: readonly (readonly unknown[])[], maxCellChars: number): string {
+export function markdownTable(
+  columns: readonly string[],
+  rows: readonly (readonly unknown[])[],
+  maxCellChars: number,
+): string {
   const cell = (value: unknown): string => {
-    const text = value === null || value === undefined ? 'NULL' : typeof value === 'string' ? value : JSON.stringify(value);
+    const text =
+      value === null || value === undefined ? 'NULL' : typeof value === 'string' ? value : JSON.stringify(value);
     const cut = text.length > maxCellChars ? `${text.slice(0, maxCellChars)}…` : text;
     return cut.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
   };

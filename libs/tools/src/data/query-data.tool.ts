@@ -4,7 +4,16 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileExtension, toolFileBytes } from '../files/tool-file.util.js';
 import { defineTool } from '../tool-definition.js';
-import { boundText, errorMessage, toolError, toolOk, withDefaults, type ToolDefinition, type ToolFile, type ToolResult } from '../tool.js';
+import {
+  boundText,
+  errorMessage,
+  toolError,
+  toolOk,
+  withDefaults,
+  type ToolDefinition,
+  type ToolFile,
+  type ToolResult,
+} from '../tool.js';
 import { markdownTable } from './markdown-table.util.js';
 import { isDataFileName, tableNamesFor } from './table-name.util.js';
 
@@ -57,7 +66,13 @@ export const queryDataTool: ToolDefinition<QueryDataOptions> = defineTool<QueryD
     parameters: {
       type: 'object',
       properties: {
-        sql: { type: 'string', minLength: 1, maxLength: 20_000, pattern: '\\S', description: 'One or more SQL statements; the last one gives the result.' },
+        sql: {
+          type: 'string',
+          minLength: 1,
+          maxLength: 20_000,
+          pattern: '\\S',
+          description: 'One or more SQL statements; the last one gives the result.',
+        },
       },
       required: ['sql'],
       additionalProperties: false,
@@ -93,12 +108,16 @@ export const queryDataTool: ToolDefinition<QueryDataOptions> = defineTool<QueryD
 );
 
 /** Copies the data files into a private directory, creates one table per file, and deletes the copies. */
-async function loadInputs(connection: DuckDBConnection, files: readonly ToolFile[]): Promise<{ tables: LoadedTable[]; notes: string[] }> {
+async function loadInputs(
+  connection: DuckDBConnection,
+  files: readonly ToolFile[],
+): Promise<{ tables: LoadedTable[]; notes: string[] }> {
   const dataFiles = files.filter((f) => isDataFileName(f.name));
   const names = tableNamesFor(dataFiles.map((f) => f.name));
   const tables: LoadedTable[] = [];
   const notes: string[] = [];
-  if (dataFiles.length === 0) return { tables, notes: ['No CSV, TSV, JSON or Parquet input files, so there are no tables to query.'] };
+  if (dataFiles.length === 0)
+    return { tables, notes: ['No CSV, TSV, JSON or Parquet input files, so there are no tables to query.'] };
   const dir = await mkdtemp(path.join(tmpdir(), 'query-data-'));
   try {
     for (const [index, file] of dataFiles.entries()) {
@@ -164,7 +183,9 @@ async function runQuery(
     if (columns.length === 0) return toolOk(`${prefix}The statement ran; it returns no rows.`);
     const shown = rows.slice(0, limits.maxRows);
     const more = rows.length > limits.maxRows;
-    const count = more ? `First ${limits.maxRows} rows shown; the result has more (use LIMIT, filters or aggregates).` : `${shown.length} ${shown.length === 1 ? 'row' : 'rows'}.`;
+    const count = more
+      ? `First ${limits.maxRows} rows shown; the result has more (use LIMIT, filters or aggregates).`
+      : `${shown.length} ${shown.length === 1 ? 'row' : 'rows'}.`;
     const table = markdownTable(columns, shown, limits.maxCellChars);
     return toolOk(`${prefix}${boundText(table, limits.maxOutputChars, 'select fewer columns or rows')}\n\n${count}`);
   } catch (e) {

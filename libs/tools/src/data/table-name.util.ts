@@ -8,12 +8,14 @@ export const MAX_TABLE_NAME_LENGTH = 63;
 
 // Words that cannot stand unquoted as a table name in DuckDB's SQL; such names get "_data" appended.
 const RESERVED = new Set(
-  ('all analyse analyze and any array as asc asymmetric at both by case cast check collate column constraint create ' +
+  (
+    'all analyse analyze and any array as asc asymmetric at both by case cast check collate column constraint create ' +
     'cross current_catalog current_date current_role current_schema current_time current_timestamp current_user default ' +
     'deferrable desc describe distinct do else end except false fetch for foreign from full grant group having in initially ' +
     'inner intersect into is join lateral leading left like limit localtime localtimestamp natural not null offset on only ' +
     'or order outer pivot placing primary qualify references returning right select session_user show similar some ' +
-    'summarize symmetric table then to trailing true union unique unpivot using variadic when where window with').split(' '),
+    'summarize symmetric table then to trailing true union unique unpivot using variadic when where window with'
+  ).split(' '),
 );
 
 /** Whether query_data loads a file with this name. */

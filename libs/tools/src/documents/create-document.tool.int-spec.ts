@@ -134,7 +134,10 @@ describe('create_document', () => {
   });
 
   it('grows to several pages for a long document', async () => {
-    const long = Array.from({ length: 120 }, (_, i) => `Paragraph ${i + 1} with enough words to take a line or two in the PDF.`).join('\n\n');
+    const long = Array.from(
+      { length: 120 },
+      (_, i) => `Paragraph ${i + 1} with enough words to take a line or two in the PDF.`,
+    ).join('\n\n');
     const result = await createDocumentTool.run({ name: 'long.pdf', content: long });
     expect(result.ok && result.output).toMatch(/^Created long\.pdf \(application\/pdf, [3-9] pages, /);
     const read = await readFileTool.run({ name: 'long.pdf' }, { inputFiles: [fileOf(result)] });
@@ -152,13 +155,20 @@ describe('create_document', () => {
     });
     const result = await createDocumentTool.run({ name: 'big.pdf', content: 'x' }, { options: { maxBytes: 100 } });
     expect(result.ok).toBe(false);
-    expect(!result.ok && result.error).toMatch(/^Cannot create "big\.pdf": the PDF would be [\d,]+ bytes, over the 100-byte limit\.$/);
+    expect(!result.ok && result.error).toMatch(
+      /^Cannot create "big\.pdf": the PDF would be [\d,]+ bytes, over the 100-byte limit\.$/,
+    );
   });
 });
 
 describe('read_file on PDFs', () => {
   it('refuses a base64 file that is not a PDF', async () => {
-    const file: ToolFile = { name: 'broken.pdf', content: Buffer.from('hello').toString('base64'), encoding: 'base64', mediaType: 'application/pdf' };
+    const file: ToolFile = {
+      name: 'broken.pdf',
+      content: Buffer.from('hello').toString('base64'),
+      encoding: 'base64',
+      mediaType: 'application/pdf',
+    };
     const result = await readFileTool.run({ name: 'broken.pdf' }, { inputFiles: [file] });
     expect(result.ok).toBe(false);
     expect(!result.ok && result.error).toMatch(/^broken\.pdf could not be read as a PDF: .+\.$/);

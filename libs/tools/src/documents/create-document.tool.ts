@@ -18,7 +18,10 @@ interface CreateDocumentArgs {
 }
 
 /** `create_document` (documents): writes Markdown as a `.md` file or renders it to a `.pdf` (base64). */
-export const createDocumentTool: ToolDefinition<CreateDocumentOptions> = defineTool<CreateDocumentArgs, CreateDocumentOptions>(
+export const createDocumentTool: ToolDefinition<CreateDocumentOptions> = defineTool<
+  CreateDocumentArgs,
+  CreateDocumentOptions
+>(
   'documents',
   {
     name: 'create_document',
@@ -29,9 +32,24 @@ export const createDocumentTool: ToolDefinition<CreateDocumentOptions> = defineT
     parameters: {
       type: 'object',
       properties: {
-        name: { type: 'string', minLength: 4, maxLength: MAX_FILE_NAME_LENGTH, pattern: '\\.(md|pdf)$', description: 'File name ending in .md or .pdf, e.g. "report.pdf".' },
-        content: { type: 'string', minLength: 1, maxLength: CREATE_DOCUMENT_DEFAULTS.maxContentChars, description: 'The document in Markdown.' },
-        title: { type: 'string', maxLength: 200, description: 'Optional document title (shown as the first heading and in the PDF metadata).' },
+        name: {
+          type: 'string',
+          minLength: 4,
+          maxLength: MAX_FILE_NAME_LENGTH,
+          pattern: '\\.(md|pdf)$',
+          description: 'File name ending in .md or .pdf, e.g. "report.pdf".',
+        },
+        content: {
+          type: 'string',
+          minLength: 1,
+          maxLength: CREATE_DOCUMENT_DEFAULTS.maxContentChars,
+          description: 'The document in Markdown.',
+        },
+        title: {
+          type: 'string',
+          maxLength: 200,
+          description: 'Optional document title (shown as the first heading and in the PDF metadata).',
+        },
       },
       required: ['name', 'content'],
       additionalProperties: false,
@@ -44,9 +62,13 @@ export const createDocumentTool: ToolDefinition<CreateDocumentOptions> = defineT
     const title = args.title?.trim() || undefined;
 
     if (fileExtension(args.name) === 'md') {
-      const content = title && !args.content.trimStart().startsWith('# ') ? `# ${title}\n\n${args.content}` : args.content;
+      const content =
+        title && !args.content.trimStart().startsWith('# ') ? `# ${title}\n\n${args.content}` : args.content;
       const bytes = Buffer.byteLength(content, 'utf8');
-      if (bytes > maxBytes) return toolError(`Cannot create "${args.name}": it would be ${bytes.toLocaleString('en-US')} bytes, over the ${maxBytes.toLocaleString('en-US')}-byte limit.`);
+      if (bytes > maxBytes)
+        return toolError(
+          `Cannot create "${args.name}": it would be ${bytes.toLocaleString('en-US')} bytes, over the ${maxBytes.toLocaleString('en-US')}-byte limit.`,
+        );
       return toolOk(`Created ${args.name} (text/markdown, ${formatBytes(bytes)}).`, [
         { name: args.name, content, encoding: 'utf8', mediaType: 'text/markdown' },
       ]);
@@ -56,10 +78,13 @@ export const createDocumentTool: ToolDefinition<CreateDocumentOptions> = defineT
     const { renderMarkdownPdf } = await import('./pdf.renderer.js');
     const pdf = await renderMarkdownPdf(args.content, title);
     if (pdf.bytes.length > maxBytes) {
-      return toolError(`Cannot create "${args.name}": the PDF would be ${pdf.bytes.length.toLocaleString('en-US')} bytes, over the ${maxBytes.toLocaleString('en-US')}-byte limit.`);
+      return toolError(
+        `Cannot create "${args.name}": the PDF would be ${pdf.bytes.length.toLocaleString('en-US')} bytes, over the ${maxBytes.toLocaleString('en-US')}-byte limit.`,
+      );
     }
-    return toolOk(`Created ${args.name} (application/pdf, ${pdf.pages} ${pdf.pages === 1 ? 'page' : 'pages'}, ${formatBytes(pdf.bytes.length)}).`, [
-      { name: args.name, content: pdf.bytes.toString('base64'), encoding: 'base64', mediaType: 'application/pdf' },
-    ]);
+    return toolOk(
+      `Created ${args.name} (application/pdf, ${pdf.pages} ${pdf.pages === 1 ? 'page' : 'pages'}, ${formatBytes(pdf.bytes.length)}).`,
+      [{ name: args.name, content: pdf.bytes.toString('base64'), encoding: 'base64', mediaType: 'application/pdf' }],
+    );
   },
 );

@@ -32,7 +32,10 @@ describe('parseMarkdown', () => {
     ].join('\n');
     expect(parseMarkdown(markdown)).toEqual([
       { kind: 'heading', level: 1, spans: [{ text: 'Quarterly report' }] },
-      { kind: 'paragraph', spans: [{ text: 'Sales grew ' }, { text: '12%', bold: true }, { text: ' over the quarter.' }] },
+      {
+        kind: 'paragraph',
+        spans: [{ text: 'Sales grew ' }, { text: '12%', bold: true }, { text: ' over the quarter.' }],
+      },
       { kind: 'heading', level: 2, spans: [{ text: 'Highlights' }] },
       {
         kind: 'list',
@@ -52,13 +55,30 @@ describe('parseMarkdown', () => {
       { kind: 'code', text: 'const x = 1;' },
       { kind: 'quote', spans: [{ text: 'Quoted words' }] },
       { kind: 'rule' },
-      { kind: 'table', rows: [['Region', 'Sales'], ['North', '10'], ['a|b', '2']] },
+      {
+        kind: 'table',
+        rows: [
+          ['Region', 'Sales'],
+          ['North', '10'],
+          ['a|b', '2'],
+        ],
+      },
     ]);
   });
 
   it('nests lists three deep, ordered inside bulleted, numbering from the list start, with task items', () => {
     // (An ordered list that interrupts a paragraph must start at 1, so the start shows at the top level.)
-    const markdown = ['- Plan', '  1. Draft', '  2. Review', '     - with **legal**', '- [x] Done', '- [ ] Open', '', '3. Third', '4. Fourth'].join('\n');
+    const markdown = [
+      '- Plan',
+      '  1. Draft',
+      '  2. Review',
+      '     - with **legal**',
+      '- [x] Done',
+      '- [ ] Open',
+      '',
+      '3. Third',
+      '4. Fourth',
+    ].join('\n');
     expect(parseMarkdown(markdown)).toEqual([
       {
         kind: 'list',
@@ -82,7 +102,9 @@ describe('parseMarkdown', () => {
   });
 
   it('keeps a code fence and a second paragraph inside their list item', () => {
-    const markdown = ['1. Install:', '', '   ```sh', '   npm ci', '   ```', '', '   Then run it.', '2. Done'].join('\n');
+    const markdown = ['1. Install:', '', '   ```sh', '   npm ci', '   ```', '', '   Then run it.', '2. Done'].join(
+      '\n',
+    );
     expect(parseMarkdown(markdown)).toEqual([
       {
         kind: 'list',
@@ -97,7 +119,21 @@ describe('parseMarkdown', () => {
   });
 
   it('reads tilde fences, indented code, setext headings, hard breaks, entities and HTML blocks', () => {
-    const markdown = ['Title', '=====', '', '~~~', '<raw> & **not bold**', '~~~', '', '    indented()', '', 'line one\\', 'line two &amp; &copy; &#8364;', '', '<div>html <b>block</b></div>'].join('\n');
+    const markdown = [
+      'Title',
+      '=====',
+      '',
+      '~~~',
+      '<raw> & **not bold**',
+      '~~~',
+      '',
+      '    indented()',
+      '',
+      'line one\\',
+      'line two &amp; &copy; &#8364;',
+      '',
+      '<div>html <b>block</b></div>',
+    ].join('\n');
     expect(parseMarkdown(markdown)).toEqual([
       { kind: 'heading', level: 1, spans: [{ text: 'Title' }] },
       { kind: 'code', text: '<raw> & **not bold**' },
@@ -108,10 +144,24 @@ describe('parseMarkdown', () => {
   });
 
   it('reads a quote holding a list, and formatting and links inside table cells', () => {
-    const markdown = ['> Note:', '> - one', '> - two', '', '| Name | Link |', '|---|---|', '| **Bold** | [site](https://s.example) |'].join('\n');
+    const markdown = [
+      '> Note:',
+      '> - one',
+      '> - two',
+      '',
+      '| Name | Link |',
+      '|---|---|',
+      '| **Bold** | [site](https://s.example) |',
+    ].join('\n');
     expect(parseMarkdown(markdown)).toEqual([
       { kind: 'quote', spans: [{ text: 'Note:\n• one\n• two' }] },
-      { kind: 'table', rows: [['Name', 'Link'], ['Bold', 'site (https://s.example)']] },
+      {
+        kind: 'table',
+        rows: [
+          ['Name', 'Link'],
+          ['Bold', 'site (https://s.example)'],
+        ],
+      },
     ]);
   });
 
@@ -142,12 +192,18 @@ describe('parseInline', () => {
 
   it('shows a link whose text is its address once, autolinks included', () => {
     expect(parseInline('[https://a.example](https://a.example)')).toEqual([{ text: 'https://a.example' }]);
-    expect(parseInline('see https://b.example and <mail@c.example>')).toEqual([{ text: 'see https://b.example and mail@c.example' }]);
+    expect(parseInline('see https://b.example and <mail@c.example>')).toEqual([
+      { text: 'see https://b.example and mail@c.example' },
+    ]);
   });
 
   it('reads reference links, strikethrough, escapes and inline HTML', () => {
-    expect(parseInline('[docs][d] ~~old~~ \\*not em\\* <span>kept</span>')).toEqual([{ text: '[docs][d] old *not em* kept' }]);
-    expect(parseMarkdown('[docs][d]\n\n[d]: https://d.example')).toEqual([{ kind: 'paragraph', spans: [{ text: 'docs (https://d.example)' }] }]);
+    expect(parseInline('[docs][d] ~~old~~ \\*not em\\* <span>kept</span>')).toEqual([
+      { text: '[docs][d] old *not em* kept' },
+    ]);
+    expect(parseMarkdown('[docs][d]\n\n[d]: https://d.example')).toEqual([
+      { kind: 'paragraph', spans: [{ text: 'docs (https://d.example)' }] },
+    ]);
   });
 });
 

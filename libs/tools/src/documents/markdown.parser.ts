@@ -60,10 +60,19 @@ function toBlocks(token: Token): MarkdownBlock[] {
   const t = token as Tokens.Generic;
   switch (token.type) {
     case 'heading':
-      return [{ kind: 'heading', level: Math.min(Math.max((t as Tokens.Heading).depth, 1), 6) as 1 | 2 | 3 | 4 | 5 | 6, spans: spansOf(t.tokens) }];
+      return [
+        {
+          kind: 'heading',
+          level: Math.min(Math.max((t as Tokens.Heading).depth, 1), 6) as 1 | 2 | 3 | 4 | 5 | 6,
+          spans: spansOf(t.tokens),
+        },
+      ];
     case 'paragraph':
     case 'text':
-      return nonEmpty({ kind: 'paragraph', spans: t.tokens ? spansOf(t.tokens) : [{ text: decodeEntities(t.text as string) }] });
+      return nonEmpty({
+        kind: 'paragraph',
+        spans: t.tokens ? spansOf(t.tokens) : [{ text: decodeEntities(t.text as string) }],
+      });
     case 'list':
       return [{ kind: 'list', items: listItems(token as Tokens.List, 0) }];
     case 'code':
@@ -126,7 +135,14 @@ function blockSpans(tokens: readonly Token[]): InlineSpan[] {
     if (token.type === 'space' || token.type === 'hr' || token.type === 'def') continue;
     if (token.type === 'list') line = listLines(token as Tokens.List);
     else if (token.type === 'code') line = [{ text: codeText(token as Tokens.Code), code: true }];
-    else if (token.type === 'table') line = [{ text: tableRows(token as Tokens.Table).map((row) => row.join(' | ')).join('\n') }];
+    else if (token.type === 'table')
+      line = [
+        {
+          text: tableRows(token as Tokens.Table)
+            .map((row) => row.join(' | '))
+            .join('\n'),
+        },
+      ];
     else if (token.type === 'html') line = [{ text: htmlToText(t.text as string).trim() }];
     else line = t.tokens ? spansOf(t.tokens) : [{ text: decodeEntities(String(t.text ?? '')) }];
     if (spans.length > 0 && line.length > 0) spans.push({ text: '\n' });
@@ -143,7 +159,11 @@ function tableRows(table: Tokens.Table): string[][] {
 
 /** A list inside a quote: one line per item, indented by depth. */
 function listLines(list: Tokens.List): InlineSpan[] {
-  return listItems(list, 0).flatMap((item, i) => [...(i > 0 ? [{ text: '\n' }] : []), { text: `${'  '.repeat(item.depth)}${item.marker} ` }, ...item.spans]);
+  return listItems(list, 0).flatMap((item, i) => [
+    ...(i > 0 ? [{ text: '\n' }] : []),
+    { text: `${'  '.repeat(item.depth)}${item.marker} ` },
+    ...item.spans,
+  ]);
 }
 
 function codeText(code: Tokens.Code): string {
@@ -153,7 +173,11 @@ function codeText(code: Tokens.Code): string {
 /** Inline tokens as spans; adjacent spans of the same style are merged. */
 function spansOf(tokens: readonly Token[] | undefined, style: Style = {}): InlineSpan[] {
   const spans: InlineSpan[] = [];
-  const plain = (text: string): InlineSpan => ({ text, ...(style.bold ? { bold: true } : {}), ...(style.italic ? { italic: true } : {}) });
+  const plain = (text: string): InlineSpan => ({
+    text,
+    ...(style.bold ? { bold: true } : {}),
+    ...(style.italic ? { italic: true } : {}),
+  });
   for (const token of tokens ?? []) {
     const t = token as Tokens.Generic;
     switch (token.type) {
@@ -208,7 +232,8 @@ function merge(spans: readonly InlineSpan[]): InlineSpan[] {
   for (const span of spans) {
     if (span.text === '') continue;
     const last = merged[merged.length - 1];
-    if (last && !!last.bold === !!span.bold && !!last.italic === !!span.italic && !!last.code === !!span.code) merged[merged.length - 1] = { ...last, text: last.text + span.text };
+    if (last && !!last.bold === !!span.bold && !!last.italic === !!span.italic && !!last.code === !!span.code)
+      merged[merged.length - 1] = { ...last, text: last.text + span.text };
     else merged.push(span);
   }
   return merged;
@@ -216,16 +241,47 @@ function merge(spans: readonly InlineSpan[]): InlineSpan[] {
 
 // The entities a model writes; the lexer leaves them as they are in text.
 const NAMED_ENTITIES: Readonly<Record<string, string>> = {
-  amp: '&', lt: '<', gt: '>', quot: '"', apos: "'", nbsp: '\u00a0', copy: '©', reg: '®', trade: '™', hellip: '…', mdash: '—', ndash: '–',
-  lsquo: '‘', rsquo: '’', ldquo: '“', rdquo: '”', laquo: '«', raquo: '»', euro: '€', pound: '£', yen: '¥', cent: '¢', deg: '°', times: '×',
-  divide: '÷', plusmn: '±', middot: '·', bull: '•', sect: '§', para: '¶', shy: '\u00ad',
+  amp: '&',
+  lt: '<',
+  gt: '>',
+  quot: '"',
+  apos: "'",
+  nbsp: '\u00a0',
+  copy: '©',
+  reg: '®',
+  trade: '™',
+  hellip: '…',
+  mdash: '—',
+  ndash: '–',
+  lsquo: '‘',
+  rsquo: '’',
+  ldquo: '“',
+  rdquo: '”',
+  laquo: '«',
+  raquo: '»',
+  euro: '€',
+  pound: '£',
+  yen: '¥',
+  cent: '¢',
+  deg: '°',
+  times: '×',
+  divide: '÷',
+  plusmn: '±',
+  middot: '·',
+  bull: '•',
+  sect: '§',
+  para: '¶',
+  shy: '\u00ad',
 };
 
 function decodeEntities(text: string): string {
   return text.replace(/&(#\d{1,7}|#[xX][0-9a-fA-F]{1,6}|[a-zA-Z][a-zA-Z0-9]{1,31});/g, (entity, body: string) => {
     if (body.startsWith('#')) {
-      const code = body[1] === 'x' || body[1] === 'X' ? Number.parseInt(body.slice(2), 16) : Number.parseInt(body.slice(1), 10);
-      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) ? String.fromCodePoint(code) : '\ufffd';
+      const code =
+        body[1] === 'x' || body[1] === 'X' ? Number.parseInt(body.slice(2), 16) : Number.parseInt(body.slice(1), 10);
+      return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
+        ? String.fromCodePoint(code)
+        : '\ufffd';
     }
     return NAMED_ENTITIES[body] ?? entity;
   });
@@ -233,7 +289,18 @@ function decodeEntities(text: string): string {
 
 // Characters outside Latin-1 that the standard PDF fonts' WinAnsi encoding still has.
 const WIN_ANSI_EXTRA = new Set('€‚ƒ„…†‡ˆ‰Š‹ŒŽ‘’“”•–—˜™š›œžŸ');
-const REPLACEMENTS: Readonly<Record<string, string>> = { '\u2212': '-', '\u2010': '-', '\u2011': '-', '\u2009': ' ', '\u2192': '->', '\u2190': '<-', '\u2264': '<=', '\u2265': '>=', '\u2260': '!=', '\u2713': 'v' };
+const REPLACEMENTS: Readonly<Record<string, string>> = {
+  '\u2212': '-',
+  '\u2010': '-',
+  '\u2011': '-',
+  '\u2009': ' ',
+  '\u2192': '->',
+  '\u2190': '<-',
+  '\u2264': '<=',
+  '\u2265': '>=',
+  '\u2260': '!=',
+  '\u2713': 'v',
+};
 
 /**
  * Text the standard PDF fonts can show: they only encode WinAnsi, and anything else would print
@@ -243,7 +310,14 @@ export function toWinAnsi(text: string): string {
   let out = '';
   for (const ch of text) {
     const code = ch.codePointAt(0) as number;
-    if (code === 0x09 || code === 0x0a || (code >= 0x20 && code <= 0x7e) || (code >= 0xa0 && code <= 0xff) || WIN_ANSI_EXTRA.has(ch)) out += ch;
+    if (
+      code === 0x09 ||
+      code === 0x0a ||
+      (code >= 0x20 && code <= 0x7e) ||
+      (code >= 0xa0 && code <= 0xff) ||
+      WIN_ANSI_EXTRA.has(ch)
+    )
+      out += ch;
     else out += REPLACEMENTS[ch] ?? (code < 0x20 ? '' : '?');
   }
   return out;

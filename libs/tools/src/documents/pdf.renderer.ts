@@ -26,7 +26,8 @@ export async function renderMarkdownPdf(markdown: string, title?: string): Promi
 
   const blocks = parseMarkdown(markdown);
   const first = blocks[0];
-  const titleIsHeading = first?.kind === 'heading' && first.level === 1 && plainText(first.spans).trim() === title?.trim();
+  const titleIsHeading =
+    first?.kind === 'heading' && first.level === 1 && plainText(first.spans).trim() === title?.trim();
   if (title && !titleIsHeading) renderBlock(doc, { kind: 'heading', level: 1, spans: [{ text: title }] });
   for (const block of blocks) renderBlock(doc, block);
   doc.end();
@@ -47,7 +48,14 @@ function fontFor(span: InlineSpan): string {
 }
 
 /** Writes spans as one flowing paragraph starting at (x, y) with the given width. */
-function writeSpans(doc: PDFKit.PDFDocument, spans: readonly InlineSpan[], x: number, width: number, size: number, force?: Partial<InlineSpan>): void {
+function writeSpans(
+  doc: PDFKit.PDFDocument,
+  spans: readonly InlineSpan[],
+  x: number,
+  width: number,
+  size: number,
+  force?: Partial<InlineSpan>,
+): void {
   const runs = spans.filter((s) => s.text !== '');
   if (runs.length === 0) return;
   runs.forEach((span, i) => {
@@ -85,10 +93,19 @@ function renderBlock(doc: PDFKit.PDFDocument, block: MarkdownBlock): void {
       for (const item of block.items) {
         const x = left + item.depth * INDENT;
         const y = doc.y;
-        doc.font('Helvetica').fontSize(BODY_SIZE).text(item.marker, x, y, { width: INDENT + 8, lineBreak: false });
+        doc
+          .font('Helvetica')
+          .fontSize(BODY_SIZE)
+          .text(item.marker, x, y, { width: INDENT + 8, lineBreak: false });
         // The marker sits in the gutter; the item's text wraps with a hanging indent beside it.
         doc.y = y;
-        writeSpans(doc, item.spans, x + INDENT + (item.marker.length > 2 ? 8 : 0), width - (x - left) - INDENT - 8, BODY_SIZE);
+        writeSpans(
+          doc,
+          item.spans,
+          x + INDENT + (item.marker.length > 2 ? 8 : 0),
+          width - (x - left) - INDENT - 8,
+          BODY_SIZE,
+        );
         doc.moveDown(0.15);
       }
       doc.moveDown(0.45);
@@ -103,19 +120,27 @@ function renderBlock(doc: PDFKit.PDFDocument, block: MarkdownBlock): void {
     }
     case 'rule': {
       const y = doc.y + 4;
-      doc.moveTo(left, y).lineTo(left + width, y).lineWidth(0.5).strokeColor('#999999').stroke();
+      doc
+        .moveTo(left, y)
+        .lineTo(left + width, y)
+        .lineWidth(0.5)
+        .strokeColor('#999999')
+        .stroke();
       doc.strokeColor('black');
       doc.y = y + 8;
       break;
     }
     case 'table': {
       const columns = Math.max(...block.rows.map((r) => r.length));
-      const widths = Array.from({ length: columns }, (_, c) => Math.min(40, Math.max(...block.rows.map((r) => (r[c] ?? '').length))));
-      const lines = block.rows.map((row) =>
-        widths.map((w, c) => fit(row[c] ?? '', w)).join(' | '),
+      const widths = Array.from({ length: columns }, (_, c) =>
+        Math.min(40, Math.max(...block.rows.map((r) => (r[c] ?? '').length))),
       );
+      const lines = block.rows.map((row) => widths.map((w, c) => fit(row[c] ?? '', w)).join(' | '));
       lines.splice(1, 0, widths.map((w) => '-'.repeat(w)).join('-+-'));
-      doc.font('Courier').fontSize(8.5).text(toWinAnsi(lines.join('\n')), left, doc.y, { width, lineGap: 1 });
+      doc
+        .font('Courier')
+        .fontSize(8.5)
+        .text(toWinAnsi(lines.join('\n')), left, doc.y, { width, lineGap: 1 });
       doc.moveDown(0.6);
       break;
     }

@@ -14,7 +14,31 @@ export interface ReadFileOptions {
 /** Defaults of read_file. */
 export const READ_FILE_DEFAULTS = { maxOutputChars: 100_000 } as const;
 
-const TEXT_EXTENSIONS = new Set(['', 'txt', 'text', 'md', 'markdown', 'csv', 'tsv', 'json', 'jsonl', 'ndjson', 'xml', 'yaml', 'yml', 'log', 'js', 'mjs', 'ts', 'py', 'sql', 'css', 'ini', 'toml', 'svg']);
+const TEXT_EXTENSIONS = new Set([
+  '',
+  'txt',
+  'text',
+  'md',
+  'markdown',
+  'csv',
+  'tsv',
+  'json',
+  'jsonl',
+  'ndjson',
+  'xml',
+  'yaml',
+  'yml',
+  'log',
+  'js',
+  'mjs',
+  'ts',
+  'py',
+  'sql',
+  'css',
+  'ini',
+  'toml',
+  'svg',
+]);
 
 interface ReadFileArgs {
   readonly name: string;
@@ -43,7 +67,9 @@ export const readFileTool: ToolDefinition<ReadFileOptions> = defineTool<ReadFile
     const file = findInputFile(inputFiles, args.name);
     if (!file) {
       const available = inputFiles.map((f) => f.name).join(', ');
-      return toolError(`There is no input file named "${args.name}". ${available ? `Input files: ${available}.` : 'The request has no input files.'}`);
+      return toolError(
+        `There is no input file named "${args.name}". ${available ? `Input files: ${available}.` : 'The request has no input files.'}`,
+      );
     }
     const extracted = await extractText(file);
     if (!extracted.ok) return extracted;
@@ -56,18 +82,26 @@ export const readFileTool: ToolDefinition<ReadFileOptions> = defineTool<ReadFile
     const end = Math.min(text.length, offset + maxChars);
     const range = offset > 0 || end < text.length ? `, characters ${offset}-${end} of ${text.length}` : '';
     const header = `File: ${file.name} (${file.mediaType}, ${formatBytes(toolFileBytes(file).length)}${details}${range})`;
-    const more = end < text.length ? `\n[truncated: ${text.length - end} more characters; call read_file with offset ${end} to continue]` : '';
+    const more =
+      end < text.length
+        ? `\n[truncated: ${text.length - end} more characters; call read_file with offset ${end} to continue]`
+        : '';
     return toolOk(`${header}\n\n${text.slice(offset, end)}${more}`);
   },
 );
 
-async function extractText(file: ToolFile): Promise<{ ok: true; text: string; details: string } | Extract<ToolResult, { ok: false }>> {
+async function extractText(
+  file: ToolFile,
+): Promise<{ ok: true; text: string; details: string } | Extract<ToolResult, { ok: false }>> {
   const ext = fileExtension(file.name);
   if (ext === 'pdf') {
     // The size is checked on the base64 text, before anything scans or decodes it.
     const size = Math.floor((file.content.length * 3) / 4);
     if (size > PDF_LIMITS.maxBytes) {
-      return { ok: false, error: `${file.name} could not be read as a PDF: it is ${formatBytes(size)}; PDFs over ${formatBytes(PDF_LIMITS.maxBytes)} are not read.` };
+      return {
+        ok: false,
+        error: `${file.name} could not be read as a PDF: it is ${formatBytes(size)}; PDFs over ${formatBytes(PDF_LIMITS.maxBytes)} are not read.`,
+      };
     }
     if (file.encoding !== 'base64' || !isBase64(file.content)) {
       return { ok: false, error: `${file.name} must be sent base64-encoded to be read as a PDF.` };
@@ -82,9 +116,13 @@ async function extractText(file: ToolFile): Promise<{ ok: true; text: string; de
   if (ext === 'html' || ext === 'htm' || file.mediaType === 'text/html') {
     return { ok: true, text: htmlToText(toolFileText(file)), details: ', converted from HTML' };
   }
-  const textual = TEXT_EXTENSIONS.has(ext) || file.mediaType.startsWith('text/') || file.mediaType === 'application/json';
+  const textual =
+    TEXT_EXTENSIONS.has(ext) || file.mediaType.startsWith('text/') || file.mediaType === 'application/json';
   if (!textual) {
-    return { ok: false, error: `${file.name} is a binary file (${file.mediaType}); read_file reads text, Markdown, CSV, JSON, HTML and PDF files.` };
+    return {
+      ok: false,
+      error: `${file.name} is a binary file (${file.mediaType}); read_file reads text, Markdown, CSV, JSON, HTML and PDF files.`,
+    };
   }
   return { ok: true, text: toolFileText(file), details: '' };
 }

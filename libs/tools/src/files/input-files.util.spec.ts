@@ -24,7 +24,11 @@ describe('describeInputFiles', () => {
 });
 
 describe('findInputFile', () => {
-  const files = [toolFileFromInput({ name: 'A.txt', content: '1' }), toolFileFromInput({ name: 'a.TXT', content: '2' }), toolFileFromInput({ name: 'b.txt', content: '3' })];
+  const files = [
+    toolFileFromInput({ name: 'A.txt', content: '1' }),
+    toolFileFromInput({ name: 'a.TXT', content: '2' }),
+    toolFileFromInput({ name: 'b.txt', content: '3' }),
+  ];
 
   it('prefers an exact match and accepts a unique case-insensitive one', () => {
     expect(findInputFile(files, 'a.TXT')?.content).toBe('2');

@@ -1,4 +1,13 @@
-import { fileExtension, fileNameProblem, formatBytes, isBase64, isBinaryFileName, mediaTypeFor, toolFileFromInput, toolFileText } from './tool-file.util.js';
+import {
+  fileExtension,
+  fileNameProblem,
+  formatBytes,
+  isBase64,
+  isBinaryFileName,
+  mediaTypeFor,
+  toolFileFromInput,
+  toolFileText,
+} from './tool-file.util.js';
 
 describe('fileNameProblem', () => {
   it.each(['report.pdf', 'data 2024.csv', 'résumé.md', 'a', 'chart-1_final.svg', 'x.y.z'])('accepts %p', (name) => {
@@ -36,12 +45,29 @@ describe('media types and encodings', () => {
   });
 
   it('types a contract input file: binary extensions are base64', () => {
-    expect(toolFileFromInput({ name: 'scan.pdf', content: 'JVBERi0=' })).toEqual({ name: 'scan.pdf', content: 'JVBERi0=', encoding: 'base64', mediaType: 'application/pdf' });
-    expect(toolFileFromInput({ name: 'data.csv', content: 'a,b\n1,2' })).toEqual({ name: 'data.csv', content: 'a,b\n1,2', encoding: 'utf8', mediaType: 'text/csv' });
+    expect(toolFileFromInput({ name: 'scan.pdf', content: 'JVBERi0=' })).toEqual({
+      name: 'scan.pdf',
+      content: 'JVBERi0=',
+      encoding: 'base64',
+      mediaType: 'application/pdf',
+    });
+    expect(toolFileFromInput({ name: 'data.csv', content: 'a,b\n1,2' })).toEqual({
+      name: 'data.csv',
+      content: 'a,b\n1,2',
+      encoding: 'utf8',
+      mediaType: 'text/csv',
+    });
   });
 
   it('decodes base64 text', () => {
-    expect(toolFileText({ name: 'a.txt', content: Buffer.from('héllo').toString('base64'), encoding: 'base64', mediaType: 'text/plain' })).toBe('héllo');
+    expect(
+      toolFileText({
+        name: 'a.txt',
+        content: Buffer.from('héllo').toString('base64'),
+        encoding: 'base64',
+        mediaType: 'text/plain',
+      }),
+    ).toBe('héllo');
   });
 
   it('checks base64 strictly', () => {

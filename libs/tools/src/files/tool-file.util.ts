@@ -50,8 +50,27 @@ const MEDIA_TYPES: Readonly<Record<string, string>> = {
 
 // Extensions whose content cannot be a JavaScript string as is: the contract carries them as base64.
 const BINARY_EXTENSIONS: ReadonlySet<string> = new Set([
-  'pdf', 'png', 'jpg', 'jpeg', 'gif', 'webp', 'bmp', 'ico', 'tif', 'tiff', 'zip', 'gz', 'parquet',
-  'xlsx', 'docx', 'pptx', 'xls', 'doc', 'mp3', 'wav', 'mp4',
+  'pdf',
+  'png',
+  'jpg',
+  'jpeg',
+  'gif',
+  'webp',
+  'bmp',
+  'ico',
+  'tif',
+  'tiff',
+  'zip',
+  'gz',
+  'parquet',
+  'xlsx',
+  'docx',
+  'pptx',
+  'xls',
+  'doc',
+  'mp3',
+  'wav',
+  'mp4',
 ]);
 
 /** The lower-case extension of a file name without the dot, or '' when it has none. */
@@ -77,7 +96,8 @@ export function fileNameProblem(name: string): string | undefined {
   if (/[/\\]/.test(name)) return 'the file name may not contain path separators (/ or \\)';
   if (name.includes('..')) return 'the file name may not contain ".."';
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused
-  if (/[\u0000-\u001f\u007f<>:"|?*]/.test(name)) return 'the file name may not contain control characters or any of < > : " | ? *';
+  if (/[\u0000-\u001f\u007f<>:"|?*]/.test(name))
+    return 'the file name may not contain control characters or any of < > : " | ? *';
   if (name.startsWith('.') || name.startsWith(' ') || name.endsWith(' ') || name.endsWith('.')) {
     return 'the file name may not start with a dot or a space, or end with a dot or a space';
   }

@@ -21,7 +21,10 @@ describe('write_file', () => {
   it.each([
     ['../secrets.txt', 'Cannot write "../secrets.txt": the file name may not contain path separators (/ or \\).'],
     ['a..txt', 'Cannot write "a..txt": the file name may not contain "..".'],
-    ['.bashrc', 'Cannot write ".bashrc": the file name may not start with a dot or a space, or end with a dot or a space.'],
+    [
+      '.bashrc',
+      'Cannot write ".bashrc": the file name may not start with a dot or a space, or end with a dot or a space.',
+    ],
   ])('refuses the name %p', async (name, error) => {
     await expect(writeFileTool.run({ name, content: 'x' })).resolves.toEqual({ ok: false, error });
   });
@@ -34,7 +37,9 @@ describe('write_file', () => {
   });
 
   it('refuses content over the size limit', async () => {
-    await expect(writeFileTool.run({ name: 'big.txt', content: 'x'.repeat(2001) }, { options: { maxBytes: 2000 } })).resolves.toEqual({
+    await expect(
+      writeFileTool.run({ name: 'big.txt', content: 'x'.repeat(2001) }, { options: { maxBytes: 2000 } }),
+    ).resolves.toEqual({
       ok: false,
       error: 'Cannot write "big.txt": it is 2,001 bytes, over the 2,000-byte limit per file.',
     });
@@ -52,10 +57,14 @@ describe('write_file', () => {
   });
 
   it('refuses garbage arguments', async () => {
-    await expect(writeFileTool.run('write it')).resolves.toEqual({ ok: false, error: 'Invalid arguments for write_file: arguments must be object.' });
+    await expect(writeFileTool.run('write it')).resolves.toEqual({
+      ok: false,
+      error: 'Invalid arguments for write_file: arguments must be object.',
+    });
     await expect(writeFileTool.run({ name: 'a.txt', content: 5, encoding: 'utf16' })).resolves.toEqual({
       ok: false,
-      error: 'Invalid arguments for write_file: arguments.content must be string; arguments.encoding must be one of ["utf8","base64"].',
+      error:
+        'Invalid arguments for write_file: arguments.content must be string; arguments.encoding must be one of ["utf8","base64"].',
     });
   });
 });

@@ -29,7 +29,12 @@ export const writeFileTool: ToolDefinition<WriteFileOptions> = defineTool<WriteF
     parameters: {
       type: 'object',
       properties: {
-        name: { type: 'string', minLength: 1, maxLength: MAX_FILE_NAME_LENGTH, description: 'File name with extension, e.g. "summary.txt".' },
+        name: {
+          type: 'string',
+          minLength: 1,
+          maxLength: MAX_FILE_NAME_LENGTH,
+          description: 'File name with extension, e.g. "summary.txt".',
+        },
         content: { type: 'string', description: 'The file content: text, or base64 when encoding is "base64".' },
         encoding: { type: 'string', enum: ['utf8', 'base64'], description: 'How content is encoded (default "utf8").' },
       },
@@ -48,9 +53,13 @@ export const writeFileTool: ToolDefinition<WriteFileOptions> = defineTool<WriteF
     const content = encoding === 'base64' ? args.content.replace(/\s+/g, '') : args.content;
     const bytes = encoding === 'base64' ? Buffer.byteLength(content, 'base64') : Buffer.byteLength(content, 'utf8');
     if (bytes > maxBytes) {
-      return toolError(`Cannot write "${args.name}": it is ${bytes.toLocaleString('en-US')} bytes, over the ${maxBytes.toLocaleString('en-US')}-byte limit per file.`);
+      return toolError(
+        `Cannot write "${args.name}": it is ${bytes.toLocaleString('en-US')} bytes, over the ${maxBytes.toLocaleString('en-US')}-byte limit per file.`,
+      );
     }
     const mediaType = mediaTypeFor(args.name, encoding);
-    return toolOk(`Wrote ${args.name} (${mediaType}, ${formatBytes(bytes)}).`, [{ name: args.name, content, encoding, mediaType }]);
+    return toolOk(`Wrote ${args.name} (${mediaType}, ${formatBytes(bytes)}).`, [
+      { name: args.name, content, encoding, mediaType },
+    ]);
   },
 );

@@ -26,29 +26,46 @@ export function guardedFetch(options: GuardedFetchOptions): FetchLike {
   return async (input, init = {}) => {
     const url = new URL(input instanceof URL ? input.href : String(input));
     const signal = init.signal ? AbortSignal.any([options.signal, init.signal]) : options.signal;
-    const addresses = await checkedDestination(url, `reach the MCP server at ${url.origin}`, options.policyNote, options.allow, options.resolve, signal);
+    const addresses = await checkedDestination(
+      url,
+      `reach the MCP server at ${url.origin}`,
+      options.policyNote,
+      options.allow,
+      options.resolve,
+      signal,
+    );
     const headers: Record<string, string> = { 'user-agent': options.userAgent };
     new Headers(init.headers).forEach((value, name) => {
       headers[name] = value;
     });
     const body = init.body;
-    if (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof Uint8Array)) throw new Error('unsupported request body');
+    if (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof Uint8Array))
+      throw new Error('unsupported request body');
     const transport = url.protocol === 'https:' ? https : http;
     const response = await new Promise<IncomingMessage>((resolve, reject) => {
-      const request = transport.request(url, { method: init.method ?? 'GET', agent: false, lookup: pinnedLookup(addresses), signal, headers }, resolve);
+      const request = transport.request(
+        url,
+        { method: init.method ?? 'GET', agent: false, lookup: pinnedLookup(addresses), signal, headers },
+        resolve,
+      );
       request.on('error', reject);
       request.end(body ?? undefined);
     });
     const status = response.statusCode ?? 502;
     const responseHeaders = new Headers();
     for (const [name, value] of Object.entries(response.headers)) {
-      for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value]) responseHeaders.append(name, item);
+      for (const item of Array.isArray(value) ? value : value === undefined ? [] : [value])
+        responseHeaders.append(name, item);
     }
     if (NULL_BODY_STATUSES.has(status) || init.method === 'HEAD') {
       response.resume();
       return new Response(null, { status, headers: responseHeaders });
     }
-    return new Response(limitedBody(response, options.maxBytes), { status, statusText: response.statusMessage ?? '', headers: responseHeaders });
+    return new Response(limitedBody(response, options.maxBytes), {
+      status,
+      statusText: response.statusMessage ?? '',
+      headers: responseHeaders,
+    });
   };
 }
 

@@ -1,7 +1,15 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { DestinationRefused, describeNetworkError, HostAllowList, systemResolve, type Resolve } from '#libs/egress';
 import { FETCH_URL_DEFAULTS } from '../research/fetch-url.tool.js';
-import { boundText, toolError, toolOk, withDefaults, type ToolParametersSchema, type ToolResult, type ToolSpec } from '../tool.js';
+import {
+  boundText,
+  toolError,
+  toolOk,
+  withDefaults,
+  type ToolParametersSchema,
+  type ToolResult,
+  type ToolSpec,
+} from '../tool.js';
 import { guardedFetch } from './mcp-fetch.js';
 import { mcpToolName, type McpServerTarget } from '#libs/contracts';
 
@@ -36,11 +44,16 @@ export const MCP_DEFAULTS = {
 const MAX_DESCRIPTION_CHARS = 1024;
 const MAX_SCHEMA_CHARS = 16 * 1024;
 const MAX_LIST_PAGES = 5;
-const POLICY_NOTE = 'MCP servers are reached only at public internet addresses (not loopback, private, link-local or other special ranges) unless the operator allows the host.';
+const POLICY_NOTE =
+  'MCP servers are reached only at public internet addresses (not loopback, private, link-local or other special ranges) unless the operator allows the host.';
 const CLIENT_INFO = { name: 'managed-agent-service', version: '1.0.0' };
 
 /** A server's tools as the model is offered them (`mcp_<server>_<tool>`), or why they could not be listed. */
-export async function listMcpTools(server: McpServerTarget, options: McpOptions = {}, signal?: AbortSignal): Promise<{ ok: true; tools: ToolSpec[]; skipped: string[] } | { ok: false; error: string }> {
+export async function listMcpTools(
+  server: McpServerTarget,
+  options: McpOptions = {},
+  signal?: AbortSignal,
+): Promise<{ ok: true; tools: ToolSpec[]; skipped: string[] } | { ok: false; error: string }> {
   const limits = withDefaults(MCP_DEFAULTS, options);
   const listed = await withClient(server, limits, limits.listTimeoutMs, signal, async (client, request) => {
     const tools: ToolSpec[] = [];
@@ -63,9 +76,16 @@ export async function listMcpTools(server: McpServerTarget, options: McpOptions 
 }
 
 /** Calls tool `tool` of `server`; every failure (refused, down, slow, too large, a tool error) is an `ok: false` result. */
-export async function callMcpTool(server: McpServerTarget, tool: string, args: unknown, options: McpOptions = {}, signal?: AbortSignal): Promise<ToolResult> {
+export async function callMcpTool(
+  server: McpServerTarget,
+  tool: string,
+  args: unknown,
+  options: McpOptions = {},
+  signal?: AbortSignal,
+): Promise<ToolResult> {
   const limits = withDefaults(MCP_DEFAULTS, options);
-  if (server.tools !== null && !server.tools.includes(tool)) return toolError(`The tool "${tool}" of the MCP server "${server.name}" is not allowed for this project.`);
+  if (server.tools !== null && !server.tools.includes(tool))
+    return toolError(`The tool "${tool}" of the MCP server "${server.name}" is not allowed for this project.`);
   let parsed: unknown = args ?? {};
   if (typeof parsed === 'string') {
     try {
@@ -74,12 +94,19 @@ export async function callMcpTool(server: McpServerTarget, tool: string, args: u
       return toolError(`The arguments for ${tool} are not valid JSON.`);
     }
   }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return toolError(`The arguments for ${tool} must be a JSON object.`);
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    return toolError(`The arguments for ${tool} must be a JSON object.`);
   const result = await withClient(server, limits, limits.timeoutMs, signal, async (client, request) => {
-    const answer = await client.callTool({ name: tool, arguments: parsed as Record<string, unknown> }, undefined, request);
+    const answer = await client.callTool(
+      { name: tool, arguments: parsed as Record<string, unknown> },
+      undefined,
+      request,
+    );
     const text = resultText(answer);
     return answer.isError === true
-      ? toolError(`The MCP tool ${tool} (server "${server.name}") reported an error: ${boundText(text, limits.maxOutputChars)}`)
+      ? toolError(
+          `The MCP tool ${tool} (server "${server.name}") reported an error: ${boundText(text, limits.maxOutputChars)}`,
+        )
       : toolOk(boundText(text, limits.maxOutputChars, 'the rest of the result is not shown'));
   });
   return result.ok ? result.value : toolError(result.error);
@@ -106,9 +133,19 @@ async function withClient<T>(
   const onCancel = (): void => controller.abort();
   signal?.addEventListener('abort', onCancel, { once: true });
   // The MCP SDK (and its zod schemas) load with the first MCP call, not in every worker at start.
-  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]);
+  const [{ Client }, { StreamableHTTPClientTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+  ]);
   const transport = new StreamableHTTPClientTransport(url, {
-    fetch: guardedFetch({ allow, resolve: limits.resolve, maxBytes: limits.maxBytes, signal: controller.signal, policyNote: POLICY_NOTE, userAgent: `${CLIENT_INFO.name}/${CLIENT_INFO.version}` }),
+    fetch: guardedFetch({
+      allow,
+      resolve: limits.resolve,
+      maxBytes: limits.maxBytes,
+      signal: controller.signal,
+      policyNote: POLICY_NOTE,
+      userAgent: `${CLIENT_INFO.name}/${CLIENT_INFO.version}`,
+    }),
     requestInit: { headers: { ...server.headers } },
   });
   const client = new Client(CLIENT_INFO);
@@ -120,7 +157,8 @@ async function withClient<T>(
     const cause = refusalIn(e);
     if (cause) return { ok: false, error: cause.message };
     if (signal?.aborted) return { ok: false, error: `The call to the MCP server "${server.name}" was cancelled.` };
-    if (controller.signal.aborted) return { ok: false, error: `The MCP server "${server.name}" did not answer within ${timeoutMs} ms.` };
+    if (controller.signal.aborted)
+      return { ok: false, error: `The MCP server "${server.name}" did not answer within ${timeoutMs} ms.` };
     return { ok: false, error: `The MCP server "${server.name}" could not be used: ${describeNetworkError(e)}.` };
   } finally {
     clearTimeout(timer);
@@ -146,7 +184,11 @@ interface ListedTool {
   readonly name: string;
   readonly title?: string;
   readonly description?: string;
-  readonly inputSchema: { readonly type: 'object'; readonly properties?: Record<string, unknown>; readonly [key: string]: unknown };
+  readonly inputSchema: {
+    readonly type: 'object';
+    readonly properties?: Record<string, unknown>;
+    readonly [key: string]: unknown;
+  };
 }
 
 /** The spec offered for one listed tool, or undefined when its name or schema cannot be offered. */
@@ -156,7 +198,10 @@ function toSpec(server: string, tool: ListedTool): ToolSpec | undefined {
   const { $schema: _ignored, ...schema } = tool.inputSchema;
   const parameters: ToolParametersSchema = { ...schema, type: 'object', properties: schema.properties ?? {} };
   if (JSON.stringify(parameters).length > MAX_SCHEMA_CHARS) return undefined;
-  const description = boundText(tool.description ?? tool.title ?? `The tool ${tool.name} of the MCP server ${server}.`, MAX_DESCRIPTION_CHARS);
+  const description = boundText(
+    tool.description ?? tool.title ?? `The tool ${tool.name} of the MCP server ${server}.`,
+    MAX_DESCRIPTION_CHARS,
+  );
   return { name, description, parameters };
 }
 
@@ -172,9 +217,11 @@ function resultText(result: { content?: unknown; structuredContent?: unknown; to
   if (!Array.isArray(result.content)) return JSON.stringify(result.toolResult ?? result.structuredContent ?? null);
   const parts = (result.content as ContentItem[]).map((item) => {
     if (item.type === 'text' && 'text' in item) return item.text;
-    if ((item.type === 'image' || item.type === 'audio') && 'mimeType' in item) return `[${item.type} (${item.mimeType}) not shown]`;
+    if ((item.type === 'image' || item.type === 'audio') && 'mimeType' in item)
+      return `[${item.type} (${item.mimeType}) not shown]`;
     if (item.type === 'resource' && 'resource' in item) return item.resource.text ?? `[resource ${item.resource.uri}]`;
-    if (item.type === 'resource_link' && 'uri' in item) return `[resource link ${item.uri}${item.name ? ` (${item.name})` : ''}]`;
+    if (item.type === 'resource_link' && 'uri' in item)
+      return `[resource link ${item.uri}${item.name ? ` (${item.name})` : ''}]`;
     return `[${item.type} content not shown]`;
   });
   if (parts.length === 0 && result.structuredContent !== undefined) return JSON.stringify(result.structuredContent);

@@ -5,7 +5,8 @@ import type { ToolResult } from '../tool.js';
 import type { ResolvedAddress } from '#libs/egress';
 import { fetchUrlTool, type FetchUrlOptions } from './fetch-url.tool.js';
 
-const POLICY = 'fetch_url reaches only public internet addresses (not loopback, private, link-local or other special ranges).';
+const POLICY =
+  'fetch_url reaches only public internet addresses (not loopback, private, link-local or other special ranges).';
 const PAGE = `<!doctype html><html><head><title>Test &amp; Page</title><style>p { color: red }</style>
 <script>document.write('secret')</script></head><body><h1>Welcome</h1><p>Read the <a href="/docs">docs</a>.</p>
 <ul><li>one</li><li>two</li></ul><img src="/x.png" alt="pixel"></body></html>`;
@@ -22,7 +23,9 @@ function route(req: IncomingMessage, res: ServerResponse): void {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(PAGE);
       return;
     case '/text':
-      res.writeHead(200, { 'content-type': 'text/plain; charset=iso-8859-1' }).end(Buffer.from('caf\xe9 au lait', 'latin1'));
+      res
+        .writeHead(200, { 'content-type': 'text/plain; charset=iso-8859-1' })
+        .end(Buffer.from('caf\xe9 au lait', 'latin1'));
       return;
     case '/gzip':
       res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(gzipSync('unzipped text'));
@@ -31,7 +34,9 @@ function route(req: IncomingMessage, res: ServerResponse): void {
       res.writeHead(200, { 'content-type': 'text/plain' }).end('x'.repeat(2 * 1024 * 1024));
       return;
     case '/bomb':
-      res.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' }).end(gzipSync(Buffer.alloc(20 * 1024 * 1024, 0x61)));
+      res
+        .writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip' })
+        .end(gzipSync(Buffer.alloc(20 * 1024 * 1024, 0x61)));
       return;
     case '/slow':
       res.writeHead(200, { 'content-type': 'text/plain' });
@@ -158,7 +163,10 @@ describe('fetch_url against a real local server', () => {
 
   it('connects to the address it checked: one lookup per hop, never a second one at connect time', async () => {
     const dns = fakeDns();
-    const result = await fetchUrl(`http://intranet.test:${port}/hop`, { allowHosts: ['intranet.test'], resolve: dns.resolve });
+    const result = await fetchUrl(`http://intranet.test:${port}/hop`, {
+      allowHosts: ['intranet.test'],
+      resolve: dns.resolve,
+    });
     expect(result.ok && result.output.split('\n').slice(0, 4)).toEqual([
       `URL: http://intranet.test:${port}/page`,
       `Redirected from: http://intranet.test:${port}/hop`,
@@ -172,7 +180,9 @@ describe('fetch_url against a real local server', () => {
 
   it('refuses a redirect to loopback even when the first host is allowed by name', async () => {
     const dns = fakeDns();
-    await expect(fetchUrl(`http://intranet.test:${port}/to-loopback`, { allowHosts: ['intranet.test'], resolve: dns.resolve })).resolves.toEqual({
+    await expect(
+      fetchUrl(`http://intranet.test:${port}/to-loopback`, { allowHosts: ['intranet.test'], resolve: dns.resolve }),
+    ).resolves.toEqual({
       ok: false,
       error:
         `Refused to follow the redirect from http://intranet.test:${port}/to-loopback to http://127.0.0.1:${port}/page: ` +
@@ -258,7 +268,8 @@ describe('fetch_url against a real local server', () => {
     });
     await expect(fetchUrl(`http://127.0.0.1:${port}/page`, { allowHosts: ['not a host!'] })).resolves.toEqual({
       ok: false,
-      error: 'fetch_url is misconfigured: allowHosts entry "not a host!" is neither a hostname, a "*.domain" pattern, an IP address nor a CIDR.',
+      error:
+        'fetch_url is misconfigured: allowHosts entry "not a host!" is neither a hostname, a "*.domain" pattern, an IP address nor a CIDR.',
     });
   });
 });

@@ -2,7 +2,16 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { type Readable, pipeline } from 'node:stream';
 import zlib from 'node:zlib';
-import { checkedDestination, describeNetworkError, DestinationRefused, HostAllowList, pinnedLookup, systemResolve, type Resolve, type ResolvedAddress } from '#libs/egress';
+import {
+  checkedDestination,
+  describeNetworkError,
+  DestinationRefused,
+  HostAllowList,
+  pinnedLookup,
+  systemResolve,
+  type Resolve,
+  type ResolvedAddress,
+} from '#libs/egress';
 import { htmlTitle, htmlToText } from '../text/html-text.util.js';
 import { pdfToText } from '../text/pdf-text.util.js';
 import { defineTool } from '../tool-definition.js';
@@ -34,7 +43,8 @@ export const FETCH_URL_DEFAULTS = {
   userAgent: 'managed-agent-service fetch_url/1.0',
 } as const;
 
-const POLICY_NOTE = 'fetch_url reaches only public internet addresses (not loopback, private, link-local or other special ranges).';
+const POLICY_NOTE =
+  'fetch_url reaches only public internet addresses (not loopback, private, link-local or other special ranges).';
 const REDIRECTS = new Set([301, 302, 303, 307, 308]);
 
 interface FetchUrlArgs {
@@ -124,7 +134,9 @@ async function fetchFollowing(
     if (REDIRECTS.has(status) && location) {
       response.destroy();
       if (redirects >= limits.maxRedirects) {
-        throw new DestinationRefused(`Fetching ${start.href} stopped: more than ${limits.maxRedirects} redirects (the limit).`);
+        throw new DestinationRefused(
+          `Fetching ${start.href} stopped: more than ${limits.maxRedirects} redirects (the limit).`,
+        );
       }
       previous = url;
       try {
@@ -134,7 +146,9 @@ async function fetchFollowing(
       }
       continue;
     }
-    const encoding = String(response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+    const encoding = String(response.headers['content-encoding'] ?? 'identity')
+      .trim()
+      .toLowerCase();
     if (!['identity', '', 'gzip', 'x-gzip', 'deflate', 'br'].includes(encoding)) {
       response.destroy();
       throw new DestinationRefused(`${url.href} sent its body with the unsupported content-encoding "${encoding}".`);
@@ -145,13 +159,24 @@ async function fetchFollowing(
 }
 
 /** Checks the scheme and every resolved address of `url`; the connection then goes only to those addresses. */
-function destinationOf(url: URL, redirectedFrom: URL | undefined, allow: HostAllowList, resolve: Resolve, signal: AbortSignal): Promise<readonly ResolvedAddress[]> {
+function destinationOf(
+  url: URL,
+  redirectedFrom: URL | undefined,
+  allow: HostAllowList,
+  resolve: Resolve,
+  signal: AbortSignal,
+): Promise<readonly ResolvedAddress[]> {
   const what = redirectedFrom ? `follow the redirect from ${redirectedFrom.href} to ${url.href}` : `fetch ${url.href}`;
   return checkedDestination(url, what, POLICY_NOTE, allow, resolve, signal);
 }
 
 /** One GET whose socket connects only to the addresses that were checked: no second DNS lookup, no rebinding gap. */
-function get(url: URL, addresses: readonly ResolvedAddress[], userAgent: string, signal: AbortSignal): Promise<IncomingMessage> {
+function get(
+  url: URL,
+  addresses: readonly ResolvedAddress[],
+  userAgent: string,
+  signal: AbortSignal,
+): Promise<IncomingMessage> {
   const transport = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const request = transport.request(
@@ -177,10 +202,13 @@ function get(url: URL, addresses: readonly ResolvedAddress[], userAgent: string,
 /** Reads at most `maxBytes` of the decoded body, then hangs up. */
 async function readBody(response: IncomingMessage, encoding: string, maxBytes: number): Promise<Body> {
   const decoder =
-    encoding === 'gzip' || encoding === 'x-gzip' ? zlib.createGunzip()
-    : encoding === 'deflate' ? zlib.createInflate()
-    : encoding === 'br' ? zlib.createBrotliDecompress()
-    : undefined;
+    encoding === 'gzip' || encoding === 'x-gzip'
+      ? zlib.createGunzip()
+      : encoding === 'deflate'
+        ? zlib.createInflate()
+        : encoding === 'br'
+          ? zlib.createBrotliDecompress()
+          : undefined;
   const source: Readable = decoder ? pipeline(response, decoder, () => undefined) : response;
   const chunks: Buffer[] = [];
   let size = 0;
@@ -203,17 +231,32 @@ async function readBody(response: IncomingMessage, encoding: string, maxBytes: n
   return { bytes: Buffer.concat(chunks, size), truncated };
 }
 
-async function describeResponse(url: URL, start: URL, response: IncomingMessage, body: Body, limits: Limits): Promise<ToolResult> {
+async function describeResponse(
+  url: URL,
+  start: URL,
+  response: IncomingMessage,
+  body: Body,
+  limits: Limits,
+): Promise<ToolResult> {
   const status = response.statusCode ?? 0;
   const contentType = String(response.headers['content-type'] ?? '');
   const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
   const header = [`URL: ${url.href}`];
   if (url.href !== start.href) header.push(`Redirected from: ${start.href}`);
-  header.push(`Status: ${status} ${response.statusMessage ?? ''}`.trimEnd(), `Content-Type: ${contentType || '(none)'}`);
+  header.push(
+    `Status: ${status} ${response.statusMessage ?? ''}`.trimEnd(),
+    `Content-Type: ${contentType || '(none)'}`,
+  );
 
   let text: string;
-  if (mediaType === 'application/pdf' || (mediaType === '' && body.bytes.subarray(0, 5).toString('latin1') === '%PDF-')) {
-    if (body.truncated) return toolError(`${url.href} is a PDF larger than the ${limits.maxBytes}-byte limit; it cannot be read in part.`);
+  if (
+    mediaType === 'application/pdf' ||
+    (mediaType === '' && body.bytes.subarray(0, 5).toString('latin1') === '%PDF-')
+  ) {
+    if (body.truncated)
+      return toolError(
+        `${url.href} is a PDF larger than the ${limits.maxBytes}-byte limit; it cannot be read in part.`,
+      );
     try {
       const pdf = await pdfToText(body.bytes);
       header.push(`Pages: ${pdf.pages}`);
@@ -223,7 +266,10 @@ async function describeResponse(url: URL, start: URL, response: IncomingMessage,
     }
   } else {
     const decoded = decode(body.bytes, contentType);
-    const isHtml = mediaType === 'text/html' || mediaType === 'application/xhtml+xml' || (mediaType === '' && /^\s*<(!doctype html|html)/i.test(decoded));
+    const isHtml =
+      mediaType === 'text/html' ||
+      mediaType === 'application/xhtml+xml' ||
+      (mediaType === '' && /^\s*<(!doctype html|html)/i.test(decoded));
     if (!isHtml && !isTextual(mediaType, decoded)) {
       return toolError(`${url.href} returned ${mediaType || 'binary content'}, which fetch_url cannot read as text.`);
     }
@@ -237,9 +283,14 @@ async function describeResponse(url: URL, start: URL, response: IncomingMessage,
   }
   if (body.truncated) header.push(`[the response was cut off at the ${limits.maxBytes}-byte limit]`);
   if (status >= 400) {
-    return toolError(`${url.href} answered HTTP ${status} ${response.statusMessage ?? ''}`.trimEnd() + `. Start of the response:\n${boundText(text, 1000)}`);
+    return toolError(
+      `${url.href} answered HTTP ${status} ${response.statusMessage ?? ''}`.trimEnd() +
+        `. Start of the response:\n${boundText(text, 1000)}`,
+    );
   }
-  return toolOk(`${header.join('\n')}\n\n${boundText(text, limits.maxOutputChars, 'the rest of the page is not shown')}`);
+  return toolOk(
+    `${header.join('\n')}\n\n${boundText(text, limits.maxOutputChars, 'the rest of the page is not shown')}`,
+  );
 }
 
 function decode(bytes: Buffer, contentType: string): string {
@@ -253,7 +304,17 @@ function decode(bytes: Buffer, contentType: string): string {
 
 function isTextual(mediaType: string, decoded: string): boolean {
   if (mediaType.startsWith('text/') || /\+(json|xml)$/.test(mediaType)) return true;
-  if (['application/json', 'application/xml', 'application/javascript', 'application/x-ndjson', 'application/yaml', 'application/csv'].includes(mediaType)) return true;
+  if (
+    [
+      'application/json',
+      'application/xml',
+      'application/javascript',
+      'application/x-ndjson',
+      'application/yaml',
+      'application/csv',
+    ].includes(mediaType)
+  )
+    return true;
   // eslint-disable-next-line no-control-regex -- NUL bytes are what marks binary content
   return mediaType === '' && !/\u0000/.test(decoded.slice(0, 4096));
 }

@@ -43,7 +43,12 @@ export const webSearchTool: ToolDefinition<WebSearchOptions> = defineTool<WebSea
       type: 'object',
       properties: {
         query: { type: 'string', minLength: 1, maxLength: 500, description: 'What to search for.' },
-        limit: { type: 'integer', minimum: 1, maximum: WEB_SEARCH_DEFAULTS.maxLimit, description: 'Number of results (default 5).' },
+        limit: {
+          type: 'integer',
+          minimum: 1,
+          maximum: WEB_SEARCH_DEFAULTS.maxLimit,
+          description: 'Number of results (default 5).',
+        },
       },
       required: ['query'],
       additionalProperties: false,
@@ -80,7 +85,10 @@ export const webSearchTool: ToolDefinition<WebSearchOptions> = defineTool<WebSea
     if (valid.length === 0) return toolOk(`No results for "${query}".`);
     const lines = valid.map((r, i) => {
       const snippet = oneLine(r.snippet);
-      const cut = snippet.length > WEB_SEARCH_DEFAULTS.maxSnippetChars ? `${snippet.slice(0, WEB_SEARCH_DEFAULTS.maxSnippetChars)}…` : snippet;
+      const cut =
+        snippet.length > WEB_SEARCH_DEFAULTS.maxSnippetChars
+          ? `${snippet.slice(0, WEB_SEARCH_DEFAULTS.maxSnippetChars)}…`
+          : snippet;
       return `${i + 1}. ${oneLine(r.title).slice(0, 300) || '(untitled)'}\n   ${r.url.slice(0, 2048)}${cut ? `\n   ${cut}` : ''}`;
     });
     return toolOk(`Results for "${query}":\n${lines.join('\n')}`);

@@ -20,7 +20,9 @@ const OPTIONS: HtmlToTextOptions = {
 
 /** Readable text of an HTML document: scripts, styles and images dropped, link targets kept in brackets. */
 export function htmlToText(html: string): string {
-  return convert(html, OPTIONS).replace(/\n{3,}/g, '\n\n').trim();
+  return convert(html, OPTIONS)
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
 }
 
 /** The document's <title>, as text, or undefined. */

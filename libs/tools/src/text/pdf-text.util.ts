@@ -18,7 +18,13 @@ export interface PdfLimits {
   readonly maxInflatedBytes: number;
 }
 
-export const PDF_LIMITS: PdfLimits = { maxBytes: 32 * 1024 * 1024, maxPages: 2000, timeoutMs: 10_000, maxHeapMb: 256, maxInflatedBytes: 128 * 1024 * 1024 };
+export const PDF_LIMITS: PdfLimits = {
+  maxBytes: 32 * 1024 * 1024,
+  maxPages: 2000,
+  timeoutMs: 10_000,
+  maxHeapMb: 256,
+  maxInflatedBytes: 128 * 1024 * 1024,
+};
 
 /** PDFs read at the same time in one process; more wait for a free thread (the machine has 2 cores). */
 const CONCURRENCY = 2;
@@ -48,8 +54,12 @@ async function slot(): Promise<() => void> {
  * Throws, with the reason, for a PDF refused (too large, too many pages, too slow, too much
  * memory) or unreadable; the tools answer that as a tool error and the run goes on.
  */
-export async function pdfToText(bytes: Uint8Array, limits: PdfLimits = PDF_LIMITS): Promise<{ pages: number; text: string }> {
-  if (bytes.length > limits.maxBytes) throw new Error(`it is ${formatBytes(bytes.length)}; PDFs over ${formatBytes(limits.maxBytes)} are not read`);
+export async function pdfToText(
+  bytes: Uint8Array,
+  limits: PdfLimits = PDF_LIMITS,
+): Promise<{ pages: number; text: string }> {
+  if (bytes.length > limits.maxBytes)
+    throw new Error(`it is ${formatBytes(bytes.length)}; PDFs over ${formatBytes(limits.maxBytes)} are not read`);
   const release = await slot();
   const worker = new Worker(WORKER_FILE, {
     // A copy, because pdf.js may detach the buffer it is given.
@@ -63,10 +73,19 @@ export async function pdfToText(bytes: Uint8Array, limits: PdfLimits = PDF_LIMIT
   let timer: NodeJS.Timeout | undefined;
   try {
     return await new Promise<{ pages: number; text: string }>((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error(`reading it took more than ${limits.timeoutMs / 1000} s`)), limits.timeoutMs);
-      worker.once('message', (m: { pages: number; text: string } | { refused: string }) => ('refused' in m ? reject(new Error(m.refused)) : resolve(m)));
+      timer = setTimeout(
+        () => reject(new Error(`reading it took more than ${limits.timeoutMs / 1000} s`)),
+        limits.timeoutMs,
+      );
+      worker.once('message', (m: { pages: number; text: string } | { refused: string }) =>
+        'refused' in m ? reject(new Error(m.refused)) : resolve(m),
+      );
       worker.once('error', (e: Error & { code?: string }) =>
-        reject(e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? new Error(`reading it needed more than ${limits.maxHeapMb} MB of memory`) : e),
+        reject(
+          e.code === 'ERR_WORKER_OUT_OF_MEMORY'
+            ? new Error(`reading it needed more than ${limits.maxHeapMb} MB of memory`)
+            : e,
+        ),
       );
       worker.once('exit', (code) => reject(new Error(`the reader stopped (exit code ${code})`)));
     });

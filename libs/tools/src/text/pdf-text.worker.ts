@@ -27,7 +27,10 @@ function inflatesWithin(pdf: Buffer, budget: number): boolean {
     if (end < 0) break;
     let inflated: Buffer;
     try {
-      inflated = inflateSync(pdf.subarray(start, end), { maxOutputLength: Math.max(left, 1), finishFlush: constants.Z_SYNC_FLUSH });
+      inflated = inflateSync(pdf.subarray(start, end), {
+        maxOutputLength: Math.max(left, 1),
+        finishFlush: constants.Z_SYNC_FLUSH,
+      });
     } catch (e) {
       if ((e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') return false;
       continue; // not Flate, or damaged: pdf.js decides
@@ -40,7 +43,9 @@ function inflatesWithin(pdf: Buffer, budget: number): boolean {
 }
 
 if (!inflatesWithin(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), maxInflatedBytes)) {
-  parentPort?.postMessage({ refused: `its compressed contents inflate to more than ${Math.round(maxInflatedBytes / 1024 / 1024)} MB` });
+  parentPort?.postMessage({
+    refused: `its compressed contents inflate to more than ${Math.round(maxInflatedBytes / 1024 / 1024)} MB`,
+  });
   process.exit(0);
 }
 // unpdf (pdf.js) is loaded here only, never on the thread that runs the workflows and activities.

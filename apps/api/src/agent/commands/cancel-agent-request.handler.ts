@@ -9,7 +9,10 @@ import { CancelAgentRequestCommand } from './cancel-agent-request.command.js';
 
 /** 409 request_not_cancellable: the request has finished (or finishes before the cancellation reaches it). */
 export const notCancellable = (): ServiceError =>
-  new ServiceError('request_not_cancellable', 'The request has finished: only a request that is running or waiting for tool outputs can be cancelled.');
+  new ServiceError(
+    'request_not_cancellable',
+    'The request has finished: only a request that is running or waiting for tool outputs can be cancelled.',
+  );
 
 /**
  * Cancels the request's workflow through Temporal cancellation (never termination): the workflow
@@ -32,7 +35,11 @@ export class CancelAgentRequestHandler implements ICommandHandler<CancelAgentReq
     let stop: AgentStop;
     try {
       await withinPickup(connection, pickupMs, () => handle.cancel());
-      stop = await awaitAnswer({ connection, client, describe: async () => (await handle.describe()).raw }, pickupMs, () => handle.result());
+      stop = await awaitAnswer(
+        { connection, client, describe: async () => (await handle.describe()).raw },
+        pickupMs,
+        () => handle.result(),
+      );
     } catch (e) {
       // A workflow that ended cancelled or failed without its stop has nothing to show: its last
       // recorded stop is read with GET.
@@ -40,7 +47,8 @@ export class CancelAgentRequestHandler implements ICommandHandler<CancelAgentReq
       const error = fromTemporalError(e, 'request_not_cancellable');
       throw error.code === 'request_not_cancellable' ? notCancellable() : error;
     }
-    if (stop.projectId !== principal.project.id) throw new ServiceError('request_not_found', 'No request with this id exists in this project.');
+    if (stop.projectId !== principal.project.id)
+      throw new ServiceError('request_not_found', 'No request with this id exists in this project.');
     if (stop.status !== 'cancelled') throw notCancellable();
     return stop;
   }

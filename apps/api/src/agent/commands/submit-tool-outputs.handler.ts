@@ -1,7 +1,14 @@
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { agentRequestWorkflowId, ServiceError, submitToolOutputsUpdate, type AgentStop, type ToolOutputsSubmission, isUuid } from '#libs/contracts';
+import {
+  agentRequestWorkflowId,
+  ServiceError,
+  submitToolOutputsUpdate,
+  type AgentStop,
+  type ToolOutputsSubmission,
+  isUuid,
+} from '#libs/contracts';
 import { BlobStore } from '#libs/persistence';
 import { RequestReadModel } from '#libs/read-models';
 import { computeInstanceOf } from '#libs/resources';
@@ -29,9 +36,16 @@ export const toolOutputsUpdateId = (projectId: string, pause: number | undefined
   pause === undefined ? `tool-outputs-${projectId}-${bodyHash}` : `tool-outputs-${projectId}-${pause}-${bodyHash}`;
 
 /** The 404s that need no Temporal: a request id that is not a uuid, or another compute instance. */
-export function requireToolOutputsTarget(config: Pick<AppConfig, 'temporal'>, requestId: string, body: ToolOutputsBody): void {
+export function requireToolOutputsTarget(
+  config: Pick<AppConfig, 'temporal'>,
+  requestId: string,
+  body: ToolOutputsBody,
+): void {
   if (!isUuid(requestId) || body.computeInstance !== computeInstanceOf(config)) {
-    throw new ServiceError('context_expired', 'The tool execution context has expired (5 minutes after the tool calls) or does not exist.');
+    throw new ServiceError(
+      'context_expired',
+      'The tool execution context has expired (5 minutes after the tool calls) or does not exist.',
+    );
   }
 }
 
@@ -52,7 +66,10 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
     return this.runs.gatedStop(() => this.submit(temporal, command));
   }
 
-  private async submit({ client, connection }: ConfiguredTemporal, { principal, requestId, body, bodyHash }: SubmitToolOutputsCommand): Promise<AgentStop> {
+  private async submit(
+    { client, connection }: ConfiguredTemporal,
+    { principal, requestId, body, bodyHash }: SubmitToolOutputsCommand,
+  ): Promise<AgentStop> {
     const outputs: ToolOutputsSubmission['outputs'][number][] = [];
     for (const o of body.outputs) {
       if (Buffer.byteLength(o.output, 'utf8') > INLINE_OUTPUT_BYTES) {
@@ -74,7 +91,11 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
       // leg to the next stop: local activities), and the next stop comes while workers work on it.
       const run = { connection, client, describe: async () => (await handle.describe()).raw };
       const update = await awaitAnswer(run, pickupMs, () =>
-        handle.startUpdate(submitToolOutputsUpdate, { args: [{ projectId: principal.project.id, outputs }], updateId: toolOutputsUpdateId(principal.project.id, pause, bodyHash), waitForStage: 'ACCEPTED' }),
+        handle.startUpdate(submitToolOutputsUpdate, {
+          args: [{ projectId: principal.project.id, outputs }],
+          updateId: toolOutputsUpdateId(principal.project.id, pause, bodyHash),
+          waitForStage: 'ACCEPTED',
+        }),
       );
       stop = await awaitAnswer(run, pickupMs, () => update.result());
     } catch (e) {
@@ -83,16 +104,26 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
       // (the run ended in the retry before the Update came back): the outputs were taken, and the
       // stop they led to, as recorded, is this submission's answer.
       if (error.code === 'compute_unavailable') {
-        const answered = await this.requests.stopAfterToolOutputs(requestId, outputs.map((o) => o.toolCallId));
+        const answered = await this.requests.stopAfterToolOutputs(
+          requestId,
+          outputs.map((o) => o.toolCallId),
+        );
         if (answered?.projectId === principal.project.id) return answered;
       }
       // Refused (or unknown): the stored outputs must not outlive the refusal. Not taken up in
       // time is no refusal: the Update may yet be delivered, so what it references stays stored.
-      if (error.code !== 'compute_unavailable') await this.blobs.delete(outputs.flatMap((o) => (o.blobId ? [o.blobId] : [])), principal.project.id);
+      if (error.code !== 'compute_unavailable')
+        await this.blobs.delete(
+          outputs.flatMap((o) => (o.blobId ? [o.blobId] : [])),
+          principal.project.id,
+        );
       throw error;
     }
     if (stop.projectId !== principal.project.id) {
-      throw new ServiceError('context_expired', 'The tool execution context has expired (5 minutes after the tool calls) or does not exist.');
+      throw new ServiceError(
+        'context_expired',
+        'The tool execution context has expired (5 minutes after the tool calls) or does not exist.',
+      );
     }
     return stop;
   }

@@ -12,7 +12,11 @@ export interface IdempotencyRequest {
 /** The session created (or, for a retry of a creation that succeeded, the same session), with the
  * claim its answer is saved under; or the saved answer of an earlier attempt with the same key. */
 export type CreateSessionOutcome =
-  | { readonly kind: 'created'; readonly record: SessionRecord; readonly save: (answer: StoredAnswer) => Promise<StoredAnswer> }
+  | {
+      readonly kind: 'created';
+      readonly record: SessionRecord;
+      readonly save: (answer: StoredAnswer) => Promise<StoredAnswer>;
+    }
   | { readonly kind: 'replay'; readonly answer: StoredAnswer };
 
 /** Starts a session for the principal's project, within its limit of active sessions. */

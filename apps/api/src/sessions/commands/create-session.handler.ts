@@ -3,7 +3,13 @@ import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { SEARCH_ATTRIBUTES, ServiceError, SESSION_LIMITS, sessionWorkflowId, type SessionWorkflowInput } from '#libs/contracts';
+import {
+  SEARCH_ATTRIBUTES,
+  ServiceError,
+  SESSION_LIMITS,
+  sessionWorkflowId,
+  type SessionWorkflowInput,
+} from '#libs/contracts';
 import { addLogContext } from '#libs/observability';
 import { TemporalClientService } from '#libs/temporal';
 import type { StoredAnswer } from '../../runs/idempotency.js';
@@ -27,7 +33,10 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
     const { project } = principal;
     // Sessions are for accounts that have purchased credits; the free plan has none (DESIGN.md 4 and 7).
     if (project.plan === 'free' || !project.creditsPurchased) {
-      throw new ServiceError('plan_restricted', 'Sessions are available only to accounts that have purchased credits. Purchase credits to start a session.');
+      throw new ServiceError(
+        'plan_restricted',
+        'Sessions are available only to accounts that have purchased credits. Purchase credits to start a session.',
+      );
     }
     const { client, connection } = requireTemporal(this.temporal);
 
@@ -71,7 +80,10 @@ export class CreateSessionHandler implements ICommandHandler<CreateSessionComman
         );
       } catch (e) {
         if (e instanceof WorkflowExecutionAlreadyStartedError) {
-          throw new ServiceError('session_ended', 'A session started by an earlier attempt with this Idempotency-Key has already closed. Start a new session with another key.');
+          throw new ServiceError(
+            'session_ended',
+            'A session started by an earlier attempt with this Idempotency-Key has already closed. Start a new session with another key.',
+          );
         }
         throw fromTemporalError(e, 'compute_unavailable');
       }

@@ -27,10 +27,16 @@ export class EndSessionHandler implements ICommandHandler<EndSessionCommand> {
     try {
       const handle = client.workflow.getHandle(sessionWorkflowId(sessionId));
       const pickupMs = this.config.temporal.pickupTimeoutMs;
-      const update = await withinPickup(connection, pickupMs, () => handle.startUpdate(endSessionUpdate, { args: [{ projectId }], waitForStage: 'ACCEPTED' }));
+      const update = await withinPickup(connection, pickupMs, () =>
+        handle.startUpdate(endSessionUpdate, { args: [{ projectId }], waitForStage: 'ACCEPTED' }),
+      );
       // The reply comes once the session's end is recorded (its slot is free); bounded like every
       // wait of the api, while a worker makes progress on it.
-      return await awaitAnswer({ connection, client, describe: async () => (await handle.describe()).raw }, pickupMs, () => update.result());
+      return await awaitAnswer(
+        { connection, client, describe: async () => (await handle.describe()).raw },
+        pickupMs,
+        () => update.result(),
+      );
     } catch (e) {
       throw await sessionCallError(e, this.sessions, projectId, sessionId);
     }

@@ -4,7 +4,14 @@ import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { DataSource } from 'typeorm';
 import { WorkflowNotFoundError } from '@temporalio/common';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { agentRequestWorkflowId, sendSessionMessageUpdate, sessionWorkflowId, WORKFLOW_TASK_TIMEOUT_MS, type AgentStop, type SessionMessage } from '#libs/contracts';
+import {
+  agentRequestWorkflowId,
+  sendSessionMessageUpdate,
+  sessionWorkflowId,
+  WORKFLOW_TASK_TIMEOUT_MS,
+  type AgentStop,
+  type SessionMessage,
+} from '#libs/contracts';
 import { SessionStream } from '#libs/events';
 import { BlobStore } from '#libs/persistence';
 import { withUpdateStart, type UpdateStart } from '#libs/temporal';
@@ -12,11 +19,21 @@ import { resolveCapabilities } from '../../runs/agent-request.validation.js';
 import { errorAnswer, withRequestId } from '../../runs/answers.js';
 import { requestInput } from '../../runs/request-input.js';
 import { AdmissionRefused, RunGateway, type StartedRun } from '../../runs/run-gateway.js';
-import { awaitAnswer, fromTemporalError, withFailingCause, type ConfiguredTemporal, type RunDescription } from '../../runs/temporal-errors.js';
+import {
+  awaitAnswer,
+  fromTemporalError,
+  withFailingCause,
+  type ConfiguredTemporal,
+  type RunDescription,
+} from '../../runs/temporal-errors.js';
 import { closedSessionError, sessionNotFound, UUID } from '../session-resource.js';
 import { sessionCallError, withinPickup } from '../session-temporal.js';
 import { SessionsRepository } from '../sessions.repository.js';
-import { SendSessionMessageCommand, type AcceptedSessionMessage, type ReplayedSessionMessage } from './send-session-message.command.js';
+import {
+  SendSessionMessageCommand,
+  type AcceptedSessionMessage,
+  type ReplayedSessionMessage,
+} from './send-session-message.command.js';
 import { addLogContext } from '#libs/observability';
 
 /** How much longer than the session's own deadline a message's reservation waits for its request
@@ -57,7 +74,12 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
     const temporal = this.runs.temporal();
 
     // Claimed once the request has passed its checks: nothing is recorded for a refused request.
-    const claim = await this.runs.claim(principal, idempotency?.key, `POST /v1/sessions/${sessionId}/messages`, idempotency?.body);
+    const claim = await this.runs.claim(
+      principal,
+      idempotency?.key,
+      `POST /v1/sessions/${sessionId}/messages`,
+      idempotency?.body,
+    );
     if (claim?.answer) return { kind: 'replay', answer: claim.answer };
     const requestId = claim?.requestId ?? randomUUID();
     addLogContext({ request_id: requestId });
@@ -66,17 +88,33 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       // The message is a run: within the overload gate, like a request to POST /v1/agent (503 with
       // Retry-After before anything is sent to the session).
       const run = await this.runs.gated(() => this.send(temporal, command, requestId, duplicate));
-      return { kind: 'accepted', requestId, ...(claim ? { claim } : {}), duplicate, admitted: run.admitted === true, firstStop: run.firstStop };
+      return {
+        kind: 'accepted',
+        requestId,
+        ...(claim ? { claim } : {}),
+        duplicate,
+        admitted: run.admitted === true,
+        firstStop: run.firstStop,
+      };
     } catch (e) {
       // Refused at admission for credits or quota: the message's answer for good, saved under the key.
-      if (e instanceof AdmissionRefused && e.final) return { kind: 'replay', answer: await this.runs.save(claim, errorAnswer(e, this.config.publicBaseUrl, requestId)) };
+      if (e instanceof AdmissionRefused && e.final)
+        return {
+          kind: 'replay',
+          answer: await this.runs.save(claim, errorAnswer(e, this.config.publicBaseUrl, requestId)),
+        };
       throw withRequestId(e, requestId);
     }
   }
 
   /** Sends the message to the session (the duplicate of a closed request reads that request
    * instead), and returns once the session accepted it. */
-  private async send(temporal: ConfiguredTemporal, { principal, sessionId, body }: SendSessionMessageCommand, requestId: string, duplicate: boolean): Promise<StartedRun> {
+  private async send(
+    temporal: ConfiguredTemporal,
+    { principal, sessionId, body }: SendSessionMessageCommand,
+    requestId: string,
+    duplicate: boolean,
+  ): Promise<StartedRun> {
     const { client, connection } = temporal;
     const { project } = principal;
     if (duplicate) {
@@ -97,7 +135,10 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
     const start: UpdateStart = {};
     try {
       update = await withinPickup(connection, pickupMs, () =>
-        handle.startUpdate(sendSessionMessageUpdate, withUpdateStart({ args: [message], updateId: requestId, waitForStage: 'ACCEPTED' as const }, start)),
+        handle.startUpdate(
+          sendSessionMessageUpdate,
+          withUpdateStart({ args: [message], updateId: requestId, waitForStage: 'ACCEPTED' as const }, start),
+        ),
       );
       // Refused by the session (session_busy while the previous message runs or is paused, and
       // the others): its failure, at once. Nothing was recorded, so neither is an acceptance,
@@ -107,7 +148,11 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       // Refused by the session (nothing recorded, no request started): its reservation goes back at
       // once. Any other failure leaves it to the pickup deadline (the reconciler).
       if (start.refused) await this.runs.unadmit(principal, requestId).catch(() => undefined);
-      throw await withFailingCause(await sessionCallError(e, this.sessions, project.id, sessionId), client, async () => (await handle.describe()).raw);
+      throw await withFailingCause(
+        await sessionCallError(e, this.sessions, project.id, sessionId),
+        client,
+        async () => (await handle.describe()).raw,
+      );
     }
     const accepted = update;
     await this.recordAccepted(sessionId, project.id, requestId);
@@ -117,7 +162,11 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
       firstStop: async () => {
         try {
           // Bounded like a request's first stop: as long as workers make progress on the message.
-          return await awaitAnswer({ connection, client, describe: () => this.progress(temporal, sessionId, requestId) }, pickupMs, () => accepted.result());
+          return await awaitAnswer(
+            { connection, client, describe: () => this.progress(temporal, sessionId, requestId) },
+            pickupMs,
+            () => accepted.result(),
+          );
         } catch (e) {
           throw withRequestId(await sessionCallError(e, this.sessions, project.id, sessionId), requestId);
         }
@@ -128,7 +177,11 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
   /** What a worker must do next for the message: its request's pending steps once it started,
    * before that the session's own (a message accepted just as the previous request ended waits in
    * the session while that exchange enters the conversation). */
-  private async progress({ client }: ConfiguredTemporal, sessionId: string, requestId: string): Promise<RunDescription> {
+  private async progress(
+    { client }: ConfiguredTemporal,
+    sessionId: string,
+    requestId: string,
+  ): Promise<RunDescription> {
     try {
       return (await client.workflow.getHandle(agentRequestWorkflowId(requestId)).describe()).raw;
     } catch (e) {
@@ -144,13 +197,18 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
     try {
       await this.db.transaction((tx) => this.stream.messageAccepted(tx, { sessionId, projectId, requestId }));
     } catch (e) {
-      this.logger.warn(`could not record that session ${sessionId} accepted request ${requestId}: ${e instanceof Error ? e.message : String(e)}`);
+      this.logger.warn(
+        `could not record that session ${sessionId} accepted request ${requestId}: ${e instanceof Error ? e.message : String(e)}`,
+      );
     }
   }
 
   /** The last stop of the message's request when that request has closed; undefined while it runs
    * or before it started. */
-  private async closedRequestStop(client: ConfiguredTemporal['client'], requestId: string): Promise<AgentStop | undefined> {
+  private async closedRequestStop(
+    client: ConfiguredTemporal['client'],
+    requestId: string,
+  ): Promise<AgentStop | undefined> {
     const handle = client.workflow.getHandle(agentRequestWorkflowId(requestId));
     try {
       const { status } = await handle.describe();

@@ -12,7 +12,10 @@ export class ListSessionsHandler implements IQueryHandler<ListSessionsQuery> {
     const projectId = principal.project.id;
     // A cursor that is no session of this project is an unknown id (404), like one in a path.
     if (params.after && !(await this.sessions.find(projectId, params.after))) {
-      throw new ServiceError('session_not_found', 'The cursor is no session of this project: pass the `next_cursor` of the previous page.');
+      throw new ServiceError(
+        'session_not_found',
+        'The cursor is no session of this project: pass the `next_cursor` of the previous page.',
+      );
     }
     return this.sessions.list(projectId, params);
   }
