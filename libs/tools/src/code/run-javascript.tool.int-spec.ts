@@ -59,6 +59,20 @@ describe('run_javascript', () => {
     await expectNextCallWorks();
   });
 
+  // Issue 28: QuickJS evaluates synchronously, and ran on the thread of the worker's workflows and
+  // activities: a script looping to its limit held that thread (nothing else on it ran).
+  it('leaves the calling thread free while a script loops', async () => {
+    const order: string[] = [];
+    const looping = run('for (;;) {}', { timeoutMs: 500 }).then((result) => {
+      order.push('tool');
+      return result;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    order.push('timer on the calling thread');
+    expect((await looping).ok).toBe(false);
+    expect(order).toEqual(['timer on the calling thread', 'tool']);
+  });
+
   it('stops a promise-job loop at the time limit', async () => {
     await expect(
       run('function again() { return Promise.resolve().then(again); } again(); 1', { timeoutMs: 300 }),

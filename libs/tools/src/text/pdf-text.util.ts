@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { formatBytes } from '../files/tool-file.util.js';
+import { threadSlots } from '../thread-slots.js';
 
 /** The bounds of reading a PDF's text (issue 28: a crafted PDF must not stall the worker). */
 export interface PdfLimits {
@@ -35,17 +36,7 @@ const WORKER_FILE = ((): string => {
   return existsSync(compiled) ? compiled : fileURLToPath(new URL('./pdf-text.worker.ts', import.meta.url));
 })();
 
-let running = 0;
-const waiting: (() => void)[] = [];
-
-async function slot(): Promise<() => void> {
-  if (running >= CONCURRENCY) await new Promise<void>((resolve) => waiting.push(resolve));
-  running++;
-  return () => {
-    running--;
-    waiting.shift()?.();
-  };
-}
+const slot = threadSlots(CONCURRENCY);
 
 /**
  * The text of a PDF, page by page, with "--- page N ---" separators. Read off the calling thread,
