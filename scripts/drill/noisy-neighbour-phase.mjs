@@ -15,59 +15,17 @@
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { createDeflate } from 'node:zlib';
 import { jsonOf, keepAliveAgent, parseSseBlock, send } from '../bench/lib/http.mjs';
 import { percentile } from '../bench/lib/stats.mjs';
+import { deflateRepeated, pdfWithContent } from '../../test/support/hostile-pdf.mjs';
 import { lookup, moneyProblems, ProjectClient } from './mixed-load.mjs';
 
 const CREDITS = 1_000_000;
 
 /** About 600 KB of PDF (under the 1 MB a file may have as base64) whose one page draws a glyph 60
- * million times (420 MB of drawing commands, compressed as they are made: a bomb is larger than a
- * string may be); built like the bomb of libs/tools/src/documents/read-file.pdf.int-spec.ts. */
-async function pdfBomb() {
-  const z = createDeflate();
-  const out = [];
-  z.on('data', (c) => out.push(c));
-  const ended = once(z, 'end');
-  z.write('BT /F1 12 Tf 72 712 Td ');
-  const block = Buffer.from('(a) Tj '.repeat(1_000_000), 'latin1');
-  for (let i = 0; i < 60; i++) if (!z.write(block)) await once(z, 'drain');
-  z.end('ET');
-  await ended;
-  const stream = Buffer.concat(out);
-  const objects = [
-    '<< /Type /Catalog /Pages 2 0 R >>',
-    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
-    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>',
-    null,
-    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
-  ];
-  const parts = [Buffer.from('%PDF-1.4\n', 'latin1')];
-  const offsets = [];
-  let length = parts[0].length;
-  objects.forEach((body, i) => {
-    offsets.push(length);
-    const chunk =
-      body === null
-        ? Buffer.concat([
-            Buffer.from(`${i + 1} 0 obj\n<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`, 'latin1'),
-            stream,
-            Buffer.from('\nendstream\nendobj\n', 'latin1'),
-          ])
-        : Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`, 'latin1');
-    parts.push(chunk);
-    length += chunk.length;
-  });
-  const xref = offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
-  parts.push(
-    Buffer.from(
-      `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${xref}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`,
-      'latin1',
-    ),
-  );
-  return Buffer.concat(parts);
-}
+ * million times (420 MB of drawing commands). */
+const pdfBomb = async () =>
+  pdfWithContent(await deflateRepeated('BT /F1 12 Tf 72 712 Td ', '(a) Tj ', 60_000_000, 'ET'));
 
 /** The well-behaved load: one-shot requests, rotating over `clients` (three projects keep it under
  * each project's rate limit), one at a time; returns their latencies and any problem. */
