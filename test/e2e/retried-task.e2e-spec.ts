@@ -84,7 +84,7 @@ describe('a retried workflow task changes nothing', () => {
     });
 
     it('is taken over by another worker: the answer, its replay, GET, the ledger, the events and the usage event agree, and the model was called once', async () => {
-      dying = startAppProcess('worker', { ...env, MAS_TEST_EXIT_AFTER_RECORD_STOP: '1' });
+      dying = startAppProcess('worker', { ...env, MAS_TEST_EXIT_AFTER_RECORD_STOP: 'true' });
       await dying.started(/polling task queue/);
       const { project, auth } = await fixtures.project({
         credits: 20,

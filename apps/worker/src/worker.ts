@@ -38,8 +38,9 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
   const conversations = app.get(ConversationActivityHandlers);
   return {
     beginRequest: app.get(BeginRequestActivity).beginRequest,
-    recordStop:
-      process.env.MAS_TEST_EXIT_AFTER_RECORD_STOP === '1' ? exitAfter(metering.recordStop) : metering.recordStop,
+    recordStop: app.get<AppConfig>(APP_CONFIG).testHooks.exitAfterRecordStop
+      ? exitAfter(metering.recordStop)
+      : metering.recordStop,
     releaseReservation: metering.releaseReservation,
     callModel: model.callModel,
     emitStreamEvents: model.emitStreamEvents,
@@ -51,7 +52,7 @@ export function agentActivities(app: INestApplicationContext): AgentActivities {
   };
 }
 
-/** Test-only (MAS_TEST_EXIT_AFTER_RECORD_STOP=1, test/e2e/retried-task.e2e-spec.ts): the worker
+/** Test-only (MAS_TEST_EXIT_AFTER_RECORD_STOP=true, test/e2e/retried-task.e2e-spec.ts): the worker
  * dies by SIGKILL right after the step's transaction commits, before its workflow task completes:
  * the window in which Temporal retries the task on another worker, which runs the step again. */
 function exitAfter<A extends unknown[], R>(step: (...args: A) => Promise<R>): (...args: A) => Promise<R> {

@@ -50,6 +50,9 @@ export interface AppConfig {
    * prints; an https URL makes its cookies Secure. */
   readonly console: { readonly port: number; readonly publicUrl: string };
   readonly databaseUrl: string;
+  /** Test-only hooks, off unless set: `exitAfterRecordStop` (MAS_TEST_EXIT_AFTER_RECORD_STOP=true)
+   * makes the worker kill itself right after a stop is recorded (test/e2e/retried-task.e2e-spec.ts). */
+  readonly testHooks: { readonly exitAfterRecordStop: boolean };
   readonly kafkaBrokers: readonly string[];
   /** Prefix of the projector's consumer groups: deployments (or a test run) sharing one Kafka
    * but not one database need their own. */
@@ -458,6 +461,7 @@ export function loadConfig(env: Env): AppConfig {
         promote: r.oneOf('TEMPORAL_DEPLOYMENT_PROMOTE', ['if-none', 'on-start'] as const) ?? 'if-none',
       },
     },
+    testHooks: { exitAfterRecordStop: r.flag('MAS_TEST_EXIT_AFTER_RECORD_STOP') },
     runs: {
       maxInFlight: r.positiveInt('API_MAX_RUNS_IN_FLIGHT', 64),
       maxWaitMs: r.positiveInt('API_RUN_WAIT_MS', 5_000),
