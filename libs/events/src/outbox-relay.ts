@@ -20,11 +20,29 @@ const MAX_BACKOFF_MS = 5000;
 const PUBLISH_LOCK = 7_460_203_911;
 
 /**
- * Publishes outbox rows to Kafka with an idempotent producer (acks from all replicas) and marks
- * them sent. Several relays can run, one publishing at a time: a batch is the oldest unpublished
- * rows, taken under a transaction-scoped advisory lock, so a batch goes out only after the one
- * before it was sent and marked, and two relays never reorder a stream's events (rows of a
- * stream are queued in its order: its appends are serialised by the stream's row). A relay that
+ * The relay's producer: one try per send, no retry inside kafkajs, acks from all in-sync replicas
+ * (sendBatch's acks: -1), one request in flight. kafkajs 2.2.4's sendMessages keeps the brokers'
+ * answers across its internal retries and, on a retry, sends only to brokers that have none: a
+ * partition whose leadership moved to a broker that had already answered for its own partitions
+ * is never sent, and send() resolves (kafkajs pull request #1798, open). Under a killed broker
+ * that lost 15 of 108 usage events that the relay had marked published (docs/reliability.md,
+ * "Usage events lost when a Kafka broker dies"). With no internal retry, any failed partition fails the
+ * send, and the relay's loop sends the whole batch again: a partition that had been written gets
+ * its rows twice (consumers drop copies by CloudEvent id), never none. kafkajs refuses an
+ * idempotent producer without retries, so the producer is not idempotent; the order of a key's
+ * events holds because the relay sends one batch at a time, in outbox order, and a resend repeats
+ * the batch from its first row.
+ */
+const RELAY_PRODUCER_CONFIG = { idempotent: false, maxInFlightRequests: 1, retry: { retries: 0 } } as const;
+
+/**
+ * Publishes outbox rows to Kafka (RELAY_PRODUCER_CONFIG: one try, acks from all replicas) and
+ * marks them sent only once the send resolved; a failed send leaves the batch unpublished and the
+ * loop sends it again. Several relays can run, one publishing at a time: a batch is the oldest
+ * unpublished rows, taken under a transaction-scoped advisory lock, so a batch goes out only
+ * after the one before it was sent and marked, and two relays never reorder a stream's events
+ * (rows of a stream are queued in its order: its appends are serialised by the stream's row). A
+ * relay that
  * finds the lock taken waits for its next wake-up; one that dies releases it with its connection.
  * While Kafka is down, rows stay in the outbox and go out when it returns. It is woken by the
  * outbox's notifications on the process's one listener (libs/persistence PgListener), and polls
@@ -45,11 +63,7 @@ export class OutboxRelay {
   ) {}
 
   async start(): Promise<void> {
-    this.producer = this.kafka.producer({
-      idempotent: true,
-      maxInFlightRequests: 1,
-      retry: { retries: 3, maxRetryTime: 2000 },
-    });
+    this.producer = this.kafka.producer({ ...RELAY_PRODUCER_CONFIG, retry: { ...RELAY_PRODUCER_CONFIG.retry } });
     // Listening again after a drop wakes it too: rows committed meanwhile go out at once.
     this.unlisten = this.listener.subscribe(OUTBOX_CHANNEL, {
       notify: () => this.wake?.(),
