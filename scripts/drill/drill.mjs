@@ -254,7 +254,11 @@ async function usageWatcher() {
   });
   const byId = new Map(); // CloudEvent id -> { project, request, credits, copies }
   await consumer.connect();
-  await consumer.subscribe({ topic: TOPICS.usage, fromBeginning: false });
+  // From the beginning: a group that has not committed yet and rejoins (its coordinator broker
+  // killed by a cluster drill) would otherwise start again at the end of the topic and miss what
+  // came in between, counting events as lost that are on the topic. Older events belong to other
+  // projects and are filtered out by the checks.
+  await consumer.subscribe({ topic: TOPICS.usage, fromBeginning: true });
   const joined = new Promise((resolve) => consumer.on(consumer.events.GROUP_JOIN, resolve));
   await consumer.run({
     eachMessage: async ({ message }) => {
