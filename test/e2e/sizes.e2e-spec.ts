@@ -138,14 +138,15 @@ describe('conversation size', () => {
     expect(size).toBeLessThan(HISTORY_LIMIT);
   }, 120_000);
 
-  it('sessions: 49 messages of 100,000 characters reach the model, across continue-as-new', async () => {
+  it('sessions: 49 messages of 100,000 characters (the new one and the 48 before it) reach the model, across continue-as-new', async () => {
     const { auth } = await modelProject(100);
     stack.models.clearReplies();
     const session = (await request(stack.api.url, 'POST', '/v1/sessions', { headers: auth })).body;
     const workflowId = sessionWorkflowId(session.id);
     const firstRunId = (await temporal.workflow.getHandle(workflowId).describe()).runId;
     const text = (n: number) => `message ${n} `.padEnd(100_000, 'm');
-    // 26 messages: the last one reaches the model with the 49 messages before it.
+    // 26 messages: the last one reaches the model with the 48 messages before it (the window opens
+    // at a user message: the first exchange drops out whole).
     for (let n = 1; n <= 26; n++) {
       const before = modelCalls().length;
       const res = await request(stack.api.url, 'POST', `/v1/sessions/${session.id}/messages`, {
@@ -155,9 +156,9 @@ describe('conversation size', () => {
       expect({ n, status: res.status, code: res.body?.error?.code }).toEqual({ n, status: 200, code: undefined });
       expect(res.body.message).toBe(`You said: "${text(n)}"`);
       const seen = modelCalls().slice(before).at(-1)!.body.messages as { role: string; content: string }[];
-      expect(seen).toHaveLength(Math.min(2 * (n - 1), 49) + 1);
+      expect(seen).toHaveLength(Math.min(2 * (n - 1), 48) + 1);
       if (n === 26) {
-        expect(seen[0]).toEqual({ role: 'assistant', content: `You said: "${text(1)}"` });
+        expect(seen[0]).toEqual({ role: 'user', content: text(2) });
         expect(seen.at(-2)).toEqual({ role: 'assistant', content: `You said: "${text(25)}"` });
       }
       const childSize = await historySize(agentRequestWorkflowId(res.body.id));
