@@ -17,8 +17,9 @@ import { pruneAll } from './retention.js';
 /** How often the retention rules run. */
 const RETENTION_MS = 10 * 60 * 1000;
 
-/** The outbox relay: PostgreSQL's outbox to Kafka (mas.events.v1, mas.usage.v1), with the idempotent
- * producer; several relays may run (rows are claimed with `skip locked`). */
+/** The outbox relay: PostgreSQL's outbox to Kafka (mas.events.v1, mas.usage.v1), one try per batch
+ * and the batch sent again on failure (libs/events OutboxRelay); several relays may run, one
+ * publishing at a time (an advisory lock), so a stream's events keep their order. */
 @Injectable()
 export class RelayService implements OnApplicationBootstrap, OnApplicationShutdown {
   readonly relay: OutboxRelay;
