@@ -12,8 +12,8 @@ describe('the app supervisor', () => {
   let supervisor: ChildProcess;
   const lines: string[] = [];
 
-  const waitForLine = async (pattern: RegExp, from = 0): Promise<RegExpMatchArray> => {
-    const deadline = Date.now() + 30_000;
+  const waitForLine = async (pattern: RegExp, from = 0, waitMs = 30_000): Promise<RegExpMatchArray> => {
+    const deadline = Date.now() + waitMs;
     for (;;) {
       for (const line of lines.slice(from)) {
         const match = pattern.exec(line);
@@ -47,11 +47,13 @@ describe('the app supervisor', () => {
     await waitForLine(/^\[projector\] exited \(SIGKILL\); restarting in 1 s/, seen);
     const second = Number((await waitForLine(/^\[projector\] started \(pid (\d+)\)/, seen))[1]);
     expect(second).not.toBe(first);
-    await waitForLine(/running projections/, seen);
+    // The restarted projector's consumers join their groups once Kafka has dropped the killed
+    // one's members: up to the session timeout (30 s) after their last heartbeat.
+    await waitForLine(/running projections/, seen, 75_000);
 
     supervisor.kill('SIGTERM');
     const [code, signal] = (await once(supervisor, 'exit')) as [number | null, NodeJS.Signals | null];
     expect({ code, signal }).toEqual({ code: 143, signal: null });
     expect(() => process.kill(second, 0)).toThrow();
-  }, 60_000);
+  }, 150_000);
 });
