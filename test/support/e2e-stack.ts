@@ -64,9 +64,14 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
     started.api = api;
     closers.push(() => api.close());
   });
+  // Longer than Jest's 30 s default: a worker whose Kafka consumer is rejoining its group (after a
+  // Kafka restart, as in streaming-outage: 30 s measured) disconnects only once the broker dropped
+  // the old member, up to the 30 s session timeout. Cut short, the hook would leave that worker
+  // running in the Jest process, its pollers (session ends, webhook resends) still working on the
+  // test database while later files run.
   afterAll(async () => {
     for (const close of closers.reverse()) await close();
-  });
+  }, 120_000);
 
   const member = <K extends keyof typeof started>(key: K): NonNullable<(typeof started)[K]> => {
     const value = started[key];
