@@ -26,9 +26,7 @@ export class AuthController {
       page(
         { title: 'Your projects', csrf: session.csrfToken, session },
         memberships.length
-          ? html`<ul>
-              ${memberships.map((m) => html`<li><a href="${projectPath(m.projectId)}">${m.projectName}</a> <span class="muted">(${m.role})</span></li>`)}
-            </ul>`
+          ? html`<ul>${memberships.map((m) => html`<li><a href="${projectPath(m.projectId)}">${m.projectName}</a> <span class="muted">(${m.role})</span></li>`)}</ul>`
           : html`<p>You are not a member of any project yet. A project's owner or an operator can invite you.</p>`,
       ),
     );
@@ -88,33 +86,11 @@ export class AuthController {
       page(
         { title: 'Your account', csrf: session.csrfToken, session },
         html`<p>Signed in as <strong>${session.email}</strong>.</p>
-          <h2>Where you are signed in</h2>
-          <div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Browser</th>
-                  <th scope="col">Signed in</th>
-                  <th scope="col">Last seen</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${live.map(
-                  (s) =>
-                    html`<tr>
-                      <td>
-                        ${s.userAgent ?? 'unknown'}${s.id === session.id ? html` <strong>(this one)</strong>` : ''}
-                      </td>
-                      <td>${when(s.createdAt)}</td>
-                      <td>${when(s.lastSeenAt)}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>
-          </div>
-          <form method="post" action="/account/sign-out-everywhere">
-            ${csrfField(session.csrfToken)}<button class="danger" type="submit">Sign out everywhere</button>
-          </form>`,
+<h2>Where you are signed in</h2>
+<div class="table-wrap"><table><thead><tr><th scope="col">Browser</th><th scope="col">Signed in</th><th scope="col">Last seen</th></tr></thead><tbody>
+${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id ? html` <strong>(this one)</strong>` : ''}</td><td>${when(s.createdAt)}</td><td>${when(s.lastSeenAt)}</td></tr>`)}
+</tbody></table></div>
+<form method="post" action="/account/sign-out-everywhere">${csrfField(session.csrfToken)}<button class="danger" type="submit">Sign out everywhere</button></form>`,
       ),
     );
   }
@@ -172,13 +148,12 @@ export class AuthController {
     return page(
       { title: 'Sign in', csrf: csrfTokenOf(req) },
       html`${problem ? html`<p class="notice error" role="alert">${problem}</p>` : done ? html`<p class="notice" role="status">Password set. Sign in with it.</p>` : ''}
-        <form class="stack" method="post" action="/sign-in">
-          ${csrfField(csrfTokenOf(req))}
-          <label>Email <input type="email" name="email" autocomplete="username" required value="${email}" /></label>
-          <label>Password <input type="password" name="password" autocomplete="current-password" required /></label>
-          <button type="submit">Sign in</button>
-        </form>
-        <p class="muted">Forgot your password? Your operator can give you a one-time reset link.</p>`,
+<form class="stack" method="post" action="/sign-in">${csrfField(csrfTokenOf(req))}
+  <label>Email <input type="email" name="email" autocomplete="username" required value="${email}"></label>
+  <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
+  <button type="submit">Sign in</button>
+</form>
+<p class="muted">Forgot your password? Your operator can give you a one-time reset link.</p>`,
     );
   }
 
@@ -198,21 +173,12 @@ export class AuthController {
     return page(
       { title, csrf: csrfTokenOf(req) },
       html`${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ''}
-        <form class="stack" method="post" action="/${kind}/${token}">
-          ${csrfField(csrfTokenOf(req))}
-          <label>Email <input type="email" name="email" autocomplete="username" value="${email}" readonly /></label>
-          <label
-            >New password (${CONSOLE_LIMITS.minPasswordLength} characters or more)
-            <input
-              type="password"
-              name="password"
-              autocomplete="new-password"
-              minlength="${CONSOLE_LIMITS.minPasswordLength}"
-              required
-          /></label>
-          <label>The same again <input type="password" name="confirm" autocomplete="new-password" required /></label>
-          <button type="submit">Set password</button>
-        </form>`,
+<form class="stack" method="post" action="/${kind}/${token}">${csrfField(csrfTokenOf(req))}
+  <label>Email <input type="email" name="email" autocomplete="username" value="${email}" readonly></label>
+  <label>New password (${CONSOLE_LIMITS.minPasswordLength} characters or more) <input type="password" name="password" autocomplete="new-password" minlength="${CONSOLE_LIMITS.minPasswordLength}" required></label>
+  <label>The same again <input type="password" name="confirm" autocomplete="new-password" required></label>
+  <button type="submit">Set password</button>
+</form>`,
     );
   }
 }

@@ -179,136 +179,48 @@ export class IntegrationsController {
       a,
       'webhooks',
       'Webhooks',
-      html` ${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
-        ${
-          outcome.added
-            ? html`<div class="notice" role="status">
-                <p>
-                  <strong>Endpoint added</strong> for <code>${outcome.added.url}</code>. Its signing secret (Standard
-                  Webhooks) is shown this once: store it now.
-                </p>
-                <p class="secret">
-                  <code id="webhook-secret" data-testid="webhook-secret">${outcome.added.secret}</code>
-                  <button type="button" class="secondary" data-copy="webhook-secret">Copy</button>
-                </p>
-              </div>`
-            : ''
-        }
-        <h2>Endpoints</h2>
-        ${
-          endpoints.length
-            ? html`<div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">URL</th>
-                      <th scope="col">Events</th>
-                      <th scope="col">Added</th>
-                      <th scope="col"><span class="visually-hidden">Actions</span></th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${endpoints.map(
-                      (e) =>
-                        html`<tr>
-                          <td><code>${e.url}</code></td>
-                          <td>${e.events.length === WEBHOOK_EVENTS.length ? 'all' : e.events.join(', ')}</td>
-                          <td>${when(e.createdAt)}</td>
-                          <td>
-                            <form method="post" action="${projectPath(projectId, `webhooks/${e.id}/remove`)}">
-                              ${csrfField(a.session.csrfToken)}<button
-                                class="danger"
-                                type="submit"
-                                aria-label="${`Remove the endpoint ${e.url}`}"
-                              >
-                                Remove
-                              </button>
-                            </form>
-                          </td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>`
-            : html`<p class="muted">No endpoints: nothing is sent.</p>`
-        }
-        <h2>Add an endpoint</h2>
-        <form class="stack" method="post" action="${projectPath(projectId, 'webhooks')}">
-          ${csrfField(a.session.csrfToken)}
-          <label
-            >URL
-            <input
-              name="url"
-              type="url"
-              required
-              placeholder="https://example.com/webhooks"
-              value="${outcome.problem ? field(req, 'url') : ''}"
-          /></label>
-          <fieldset>
-            <legend>Events</legend>
-            ${WEBHOOK_EVENTS.map(
-              (e) =>
-                html`<label
-                  ><span
-                    ><input type="checkbox" name="events" value="${e}" ${chosen.includes(e) ? html` checked` : ''} />
-                    ${e}</span
-                  ></label
-                >`,
-            )}
-          </fieldset>
-          <button type="submit">Add the endpoint</button>
-        </form>
-        <h2>Deliveries</h2>
-        ${
-          deliveries.length
-            ? html`<p class="muted">
-                  The newest ${DELIVERIES_SHOWN}, with every attempt. Failed deliveries were retried for the configured
-                  time before they were given up; a delivered or failed one can be sent again.
-                </p>
-                <div class="table-wrap">
-                  <table>
-                    <thead>
-                      <tr>
-                        <th scope="col">Event</th>
-                        <th scope="col">Endpoint</th>
-                        <th scope="col">Status</th>
-                        <th scope="col">Attempts</th>
-                        <th scope="col">Created</th>
-                        <th scope="col"><span class="visually-hidden">Actions</span></th>
-                      </tr>
-                    </thead>
-                    <tbody>
-                      ${deliveries.map((d) => {
-                        const url = urls.get(d.subscriptionId);
-                        return html`<tr data-testid="delivery">
-                          <td>
-                            ${d.eventType}
-                            <div class="muted">
-                              <code>${d.id}</code>${d.resendOf ? html` (resends <code>${d.resendOf}</code>)` : ''}
-                            </div>
-                          </td>
-                          <td>${url ? html`<code>${url}</code>` : html`<span class="muted">removed</span>`}</td>
-                          <td>${status(d.status)}</td>
-                          <td>
-                            ${
-                              d.attempts.length
-                                ? html`<ol class="attempts">
-                                    ${d.attempts.map((t) => html`<li>${when(t.attemptedAt)}: ${t.statusCode ?? 'no answer'}${t.error && t.error !== `answered ${t.statusCode}` ? html` <span class="muted">${t.error}</span>` : ''} <span class="muted">(${t.durationMs} ms)</span></li>`)}
-                                  </ol>`
-                                : html`<span class="muted">none yet</span>`
-                            }
-                          </td>
-                          <td>${when(d.createdAt)}</td>
-                          <td>
-                            ${d.status !== 'pending' && url ? html`<form method="post" action="${projectPath(projectId, `webhooks/deliveries/${d.id}/resend`)}">${csrfField(a.session.csrfToken)}<button class="secondary" type="submit" aria-label="${`Resend ${d.eventType} delivery ${d.id}`}">Resend</button></form>` : ''}
-                          </td>
-                        </tr>`;
-                      })}
-                    </tbody>
-                  </table>
-                </div>`
-            : html`<p class="muted">No deliveries yet.</p>`
-        }`,
+      html`
+${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
+${
+  outcome.added
+    ? html`<div class="notice" role="status"><p><strong>Endpoint added</strong> for <code>${outcome.added.url}</code>. Its signing secret (Standard Webhooks) is shown this once: store it now.</p>
+<p class="secret"><code id="webhook-secret" data-testid="webhook-secret">${outcome.added.secret}</code> <button type="button" class="secondary" data-copy="webhook-secret">Copy</button></p></div>`
+    : ''
+}
+<h2>Endpoints</h2>
+${
+  endpoints.length
+    ? html`<div class="table-wrap"><table><thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">Added</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
+${endpoints.map((e) => html`<tr><td><code>${e.url}</code></td><td>${e.events.length === WEBHOOK_EVENTS.length ? 'all' : e.events.join(', ')}</td><td>${when(e.createdAt)}</td><td><form method="post" action="${projectPath(projectId, `webhooks/${e.id}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove the endpoint ${e.url}`}">Remove</button></form></td></tr>`)}
+</tbody></table></div>`
+    : html`<p class="muted">No endpoints: nothing is sent.</p>`
+}
+<h2>Add an endpoint</h2>
+<form class="stack" method="post" action="${projectPath(projectId, 'webhooks')}">${csrfField(a.session.csrfToken)}
+  <label>URL <input name="url" type="url" required placeholder="https://example.com/webhooks" value="${outcome.problem ? field(req, 'url') : ''}"></label>
+  <fieldset><legend>Events</legend>
+  ${WEBHOOK_EVENTS.map((e) => html`<label><span><input type="checkbox" name="events" value="${e}"${chosen.includes(e) ? html` checked` : ''}> ${e}</span></label>`)}
+  </fieldset>
+  <button type="submit">Add the endpoint</button>
+</form>
+<h2>Deliveries</h2>
+${
+  deliveries.length
+    ? html`<p class="muted">The newest ${DELIVERIES_SHOWN}, with every attempt. Failed deliveries were retried for the configured time before they were given up; a delivered or failed one can be sent again.</p>
+<div class="table-wrap"><table><thead><tr><th scope="col">Event</th><th scope="col">Endpoint</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
+${deliveries.map((d) => {
+  const url = urls.get(d.subscriptionId);
+  return html`<tr data-testid="delivery"><td>${d.eventType}<div class="muted"><code>${d.id}</code>${d.resendOf ? html` (resends <code>${d.resendOf}</code>)` : ''}</div></td><td>${url ? html`<code>${url}</code>` : html`<span class="muted">removed</span>`}</td><td>${status(d.status)}</td>
+<td>${
+    d.attempts.length
+      ? html`<ol class="attempts">${d.attempts.map((t) => html`<li>${when(t.attemptedAt)}: ${t.statusCode ?? 'no answer'}${t.error && t.error !== `answered ${t.statusCode}` ? html` <span class="muted">${t.error}</span>` : ''} <span class="muted">(${t.durationMs} ms)</span></li>`)}</ol>`
+      : html`<span class="muted">none yet</span>`
+  }</td><td>${when(d.createdAt)}</td>
+<td>${d.status !== 'pending' && url ? html`<form method="post" action="${projectPath(projectId, `webhooks/deliveries/${d.id}/resend`)}">${csrfField(a.session.csrfToken)}<button class="secondary" type="submit" aria-label="${`Resend ${d.eventType} delivery ${d.id}`}">Resend</button></form>` : ''}</td></tr>`;
+})}
+</tbody></table></div>`
+    : html`<p class="muted">No deliveries yet.</p>`
+}`,
       statusCode,
     );
   }
@@ -328,93 +240,31 @@ export class IntegrationsController {
       a,
       'mcp',
       'MCP servers',
-      html` ${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
-        ${outcome.added ? html`<p class="notice" role="status">MCP server ${outcome.added} added: runs with the research capability offer its tools as <code>mcp_${outcome.added}_&lt;tool&gt;</code>.</p>` : ''}
-        <p>The tools of these servers (Streamable HTTP) are offered to runs with the research capability.</p>
-        ${
-          servers.length
-            ? html`<div class="table-wrap">
-                <table>
-                  <thead>
-                    <tr>
-                      <th scope="col">Name</th>
-                      <th scope="col">URL</th>
-                      <th scope="col">Allowed tools</th>
-                      <th scope="col">Auth header</th>
-                      <th scope="col">Added</th>
-                      <th scope="col"><span class="visually-hidden">Actions</span></th>
-                    </tr>
-                  </thead>
-                  <tbody>
-                    ${servers.map(
-                      (s) =>
-                        html`<tr>
-                          <td>${s.name}</td>
-                          <td><code>${s.url}</code></td>
-                          <td>
-                            <form class="inline" method="post" action="${projectPath(projectId, `mcp/${s.id}/tools`)}">
-                              ${csrfField(a.session.csrfToken)}<input
-                                name="tools"
-                                size="16"
-                                aria-label="${`Allowed tools of ${s.name}`}"
-                                placeholder="every tool it lists"
-                                value="${s.tools?.join(', ') ?? ''}"
-                              /><button
-                                class="secondary"
-                                type="submit"
-                                aria-label="${`Save the allowed tools of ${s.name}`}"
-                              >
-                                Save
-                              </button>
-                            </form>
-                          </td>
-                          <td>
-                            ${s.headerName ? html`${s.headerName} <span class="muted">(set, never shown)</span>` : html`<span class="muted">none</span>`}
-                          </td>
-                          <td>${when(s.createdAt)}</td>
-                          <td>
-                            <form method="post" action="${projectPath(projectId, `mcp/${s.id}/remove`)}">
-                              ${csrfField(a.session.csrfToken)}<button
-                                class="danger"
-                                type="submit"
-                                aria-label="${`Remove the MCP server ${s.name}`}"
-                              >
-                                Remove
-                              </button>
-                            </form>
-                          </td>
-                        </tr>`,
-                    )}
-                  </tbody>
-                </table>
-              </div>`
-            : html`<p class="muted">No MCP servers.</p>`
-        }
-        <h2>Add a server</h2>
-        <form class="stack" method="post" action="${projectPath(projectId, 'mcp')}">
-          ${csrfField(a.session.csrfToken)}
-          <label
-            >URL
-            <input name="url" type="url" required placeholder="https://mcp.example.com/mcp" value="${value('url')}"
-          /></label>
-          <label
-            >Name <span class="muted">(in tool names: a-z, 0-9, "-"; optional: made from the server's host name)</span>
-            <input name="name" value="${value('name')}"
-          /></label>
-          <label
-            >Allowed tools
-            <span class="muted"
-              >(comma-separated; empty: every tool the server lists; changed in the list above later)</span
-            >
-            <input name="tools" value="${value('tools')}"
-          /></label>
-          <label>Auth header name <input name="header_name" value="${value('header_name', 'Authorization')}" /></label>
-          <label
-            >Auth header value <span class="muted">(write-only: stored encrypted, never shown; optional)</span>
-            <input name="header_value" type="password" autocomplete="off"
-          /></label>
-          <button type="submit">Add the server</button>
-        </form>`,
+      html`
+${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
+${outcome.added ? html`<p class="notice" role="status">MCP server ${outcome.added} added: runs with the research capability offer its tools as <code>mcp_${outcome.added}_&lt;tool&gt;</code>.</p>` : ''}
+<p>The tools of these servers (Streamable HTTP) are offered to runs with the research capability.</p>
+${
+  servers.length
+    ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Name</th><th scope="col">URL</th><th scope="col">Allowed tools</th><th scope="col">Auth header</th><th scope="col">Added</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
+${servers.map(
+  (
+    s,
+  ) => html`<tr><td>${s.name}</td><td><code>${s.url}</code></td><td><form class="inline" method="post" action="${projectPath(projectId, `mcp/${s.id}/tools`)}">${csrfField(a.session.csrfToken)}<input name="tools" size="16" aria-label="${`Allowed tools of ${s.name}`}" placeholder="every tool it lists" value="${s.tools?.join(', ') ?? ''}"><button class="secondary" type="submit" aria-label="${`Save the allowed tools of ${s.name}`}">Save</button></form></td><td>${s.headerName ? html`${s.headerName} <span class="muted">(set, never shown)</span>` : html`<span class="muted">none</span>`}</td><td>${when(s.createdAt)}</td>
+<td><form method="post" action="${projectPath(projectId, `mcp/${s.id}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove the MCP server ${s.name}`}">Remove</button></form></td></tr>`,
+)}
+</tbody></table></div>`
+    : html`<p class="muted">No MCP servers.</p>`
+}
+<h2>Add a server</h2>
+<form class="stack" method="post" action="${projectPath(projectId, 'mcp')}">${csrfField(a.session.csrfToken)}
+  <label>URL <input name="url" type="url" required placeholder="https://mcp.example.com/mcp" value="${value('url')}"></label>
+  <label>Name <span class="muted">(in tool names: a-z, 0-9, "-"; optional: made from the server's host name)</span> <input name="name" value="${value('name')}"></label>
+  <label>Allowed tools <span class="muted">(comma-separated; empty: every tool the server lists; changed in the list above later)</span> <input name="tools" value="${value('tools')}"></label>
+  <label>Auth header name <input name="header_name" value="${value('header_name', 'Authorization')}"></label>
+  <label>Auth header value <span class="muted">(write-only: stored encrypted, never shown; optional)</span> <input name="header_value" type="password" autocomplete="off"></label>
+  <button type="submit">Add the server</button>
+</form>`,
       statusCode,
     );
   }

@@ -65,41 +65,20 @@ export class ProjectController {
       a,
       'overview',
       'Overview',
-      html` <div class="cards">
-          <div class="card">
-            <div>Credits left</div>
-            <div class="figure" data-testid="credits-left">${project.creditBalance}</div>
-          </div>
-          <div class="card">
-            <div>Requests this period</div>
-            <div class="figure" data-testid="requests-used">
-              ${project.requestsUsed} <span class="muted">of ${plan.monthlyQuota}</span>
-            </div>
-            <div class="muted">since ${when(project.periodStart)}</div>
-          </div>
-          <div class="card">
-            <div>Credits used this period</div>
-            <div class="figure">${usage.credits}</div>
-            <div class="muted">${usage.tokens} tokens</div>
-          </div>
-        </div>
-        <h2>Requests and credits per day (last 14 days, UTC)</h2>
-        ${
-          svg
-            ? html`<figure
-                class="chart"
-                role="img"
-                aria-label="${`Requests and credits per day: ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits`).join('; ')}`}"
-              >
-                ${trusted(svg)}
-              </figure>`
-            : html`<p class="muted">
-                The chart could not be drawn.
-                ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits. `)}
-              </p>`
-        }
-        <h2>Recent failures</h2>
-        ${failures.length ? this.requestTable(projectId, failures) : html`<p class="muted">No failed or expired requests.</p>`}`,
+      html`
+<div class="cards">
+  <div class="card"><div>Credits left</div><div class="figure" data-testid="credits-left">${project.creditBalance}</div></div>
+  <div class="card"><div>Requests this period</div><div class="figure" data-testid="requests-used">${project.requestsUsed} <span class="muted">of ${plan.monthlyQuota}</span></div><div class="muted">since ${when(project.periodStart)}</div></div>
+  <div class="card"><div>Credits used this period</div><div class="figure">${usage.credits}</div><div class="muted">${usage.tokens} tokens</div></div>
+</div>
+<h2>Requests and credits per day (last 14 days, UTC)</h2>
+${
+  svg
+    ? html`<figure class="chart" role="img" aria-label="${`Requests and credits per day: ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits`).join('; ')}`}">${trusted(svg)}</figure>`
+    : html`<p class="muted">The chart could not be drawn. ${days.map((d) => `${d.day}: ${d.requests} requests, ${d.credits} credits. `)}</p>`
+}
+<h2>Recent failures</h2>
+${failures.length ? this.requestTable(projectId, failures) : html`<p class="muted">No failed or expired requests.</p>`}`,
     );
   }
 
@@ -131,14 +110,11 @@ export class ProjectController {
       a,
       'keys',
       'Revoke an API key',
-      html` <p class="notice error">
-          Revoke <code>${key.prefix}…</code>${key.label ? html` (${key.label})` : ''}? Every request with it is refused
-          from then on, on every api replica. This cannot be undone.
-        </p>
-        <form class="inline" method="post" action="${projectPath(projectId, `keys/${key.id}/revoke`)}">
-          ${csrfField(a.session.csrfToken)} <button class="danger" type="submit">Revoke the key</button>
-          <a href="${projectPath(projectId, 'keys')}">Keep it</a>
-        </form>`,
+      html`
+<p class="notice error">Revoke <code>${key.prefix}…</code>${key.label ? html` (${key.label})` : ''}? Every request with it is refused from then on, on every api replica. This cannot be undone.</p>
+<form class="inline" method="post" action="${projectPath(projectId, `keys/${key.id}/revoke`)}">${csrfField(a.session.csrfToken)}
+  <button class="danger" type="submit">Revoke the key</button> <a href="${projectPath(projectId, 'keys')}">Keep it</a>
+</form>`,
     );
   }
 
@@ -225,38 +201,13 @@ export class ProjectController {
       a,
       'plan',
       'Plan and capabilities',
-      html` <p>
-          Plan <strong>${plan.name}</strong>: ${plan.monthlyQuota} requests per billing period, which started
-          ${when(project.periodStart)}.
-        </p>
-        <p>
-          Credits:
-          ${project.creditBalance}${project.creditsPurchased ? '' : ' (none purchased yet: sessions need purchased credits)'}.
-        </p>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Capability</th>
-                <th scope="col">In the plan</th>
-                <th scope="col">Enabled</th>
-                <th scope="col">Credits per use</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${CAPABILITIES.map(
-                (c) =>
-                  html`<tr>
-                    <td>${c}</td>
-                    <td>${plan.capabilities.includes(c) ? 'yes' : 'no'}</td>
-                    <td>${project.capabilities.includes(c) ? 'yes' : 'no'}</td>
-                    <td>${this.config.capabilitySurcharges[c]}</td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>
-        </div>
-        <p class="muted">Your operator changes plans and capabilities.</p>`,
+      html`
+<p>Plan <strong>${plan.name}</strong>: ${plan.monthlyQuota} requests per billing period, which started ${when(project.periodStart)}.</p>
+<p>Credits: ${project.creditBalance}${project.creditsPurchased ? '' : ' (none purchased yet: sessions need purchased credits)'}.</p>
+<div class="table-wrap"><table><thead><tr><th scope="col">Capability</th><th scope="col">In the plan</th><th scope="col">Enabled</th><th scope="col">Credits per use</th></tr></thead><tbody>
+${CAPABILITIES.map((c) => html`<tr><td>${c}</td><td>${plan.capabilities.includes(c) ? 'yes' : 'no'}</td><td>${project.capabilities.includes(c) ? 'yes' : 'no'}</td><td>${this.config.capabilitySurcharges[c]}</td></tr>`)}
+</tbody></table></div>
+<p class="muted">Your operator changes plans and capabilities.</p>`,
     );
   }
 
@@ -281,30 +232,14 @@ export class ProjectController {
       a,
       'requests',
       'Requests',
-      html` <form
-          class="inline"
-          method="get"
-          action="${projectPath(projectId, 'requests')}"
-          aria-label="Filter requests"
-        >
-          <label
-            >Status
-            <select name="status">
-              <option value="">any</option>
-              ${STATUSES.map((s) => html`<option value="${s}" ${s === statusFilter ? html` selected` : ''}>${s.replaceAll('_', ' ')}</option>`)}
-            </select></label
-          >
-          <label
-            >Capability
-            <select name="capability">
-              <option value="">any</option>
-              ${CAPABILITIES.map((c) => html`<option value="${c}" ${c === capability ? html` selected` : ''}>${c}</option>`)}
-            </select></label
-          >
-          <button type="submit">Filter</button>
-        </form>
-        ${rows.length ? this.requestTable(projectId, rows) : html`<p class="muted">No requests${statusFilter || capability ? ' match' : ' yet'}.</p>`}
-        ${next ? html`<p><a href="${projectPath(projectId, 'requests')}?${next.toString()}">Older requests</a></p>` : ''}`,
+      html`
+<form class="inline" method="get" action="${projectPath(projectId, 'requests')}" aria-label="Filter requests">
+  <label>Status <select name="status"><option value="">any</option>${STATUSES.map((s) => html`<option value="${s}"${s === statusFilter ? html` selected` : ''}>${s.replaceAll('_', ' ')}</option>`)}</select></label>
+  <label>Capability <select name="capability"><option value="">any</option>${CAPABILITIES.map((c) => html`<option value="${c}"${c === capability ? html` selected` : ''}>${c}</option>`)}</select></label>
+  <button type="submit">Filter</button>
+</form>
+${rows.length ? this.requestTable(projectId, rows) : html`<p class="muted">No requests${statusFilter || capability ? ' match' : ' yet'}.</p>`}
+${next ? html`<p><a href="${projectPath(projectId, 'requests')}?${next.toString()}">Older requests</a></p>` : ''}`,
     );
   }
 
@@ -325,57 +260,35 @@ export class ProjectController {
       a,
       'requests',
       `Request ${r.id}`,
-      html` <div class="cards">
-          <div class="card">
-            <div>Status</div>
-            <div class="figure">${status(r.status)}</div>
-            ${r.errorCode ? html`<div>${r.errorCode}</div>` : ''}
-          </div>
-          <div class="card">
-            <div>Credits</div>
-            <div class="figure">${r.credits}</div>
-            <div class="muted">${r.tokens} tokens</div>
-          </div>
-          <div class="card">
-            <div>Capabilities</div>
-            <div>${r.capabilities.join(', ') || 'none'}</div>
-            ${r.sessionId ? html`<div class="muted">session <code>${r.sessionId}</code></div>` : ''}
-          </div>
-        </div>
-        <h2>Timeline</h2>
-        <ol class="timeline">
-          ${events.map((e) => {
-            const stop = typeof e.data['stop'] === 'number' ? stops.get(e.data['stop']) : undefined;
-            const figures = [
-              typeof e.data['creditsReserved'] === 'number' ? `${e.data['creditsReserved']} credits reserved` : '',
-              typeof e.data['creditsCharged'] === 'number' ? `${e.data['creditsCharged']} credits charged` : '',
-              typeof e.data['creditsRemaining'] === 'number' ? `${e.data['creditsRemaining']} left` : '',
-              typeof e.data['inputTokens'] === 'number'
-                ? `${Number(e.data['inputTokens']) + Number(e.data['outputTokens'] ?? 0)} tokens`
-                : '',
-              typeof e.data['stop'] === 'number' ? `stop ${e.data['stop']}` : '',
-            ]
-              .filter(Boolean)
-              .join(', ');
-            return html`<li>
-              ${when(e.recordedAt)}
-              <strong>${e.type.replace(/^agent-request\./, '').replace(/\.v\d+$/, '')}</strong
-              >${figures ? html` <span class="muted">(${figures})</span>` : ''}
-              ${stop?.toolCalls?.length ? html`<div>Tool calls: ${stop.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}
-              ${stop?.error ? html`<div class="status-failed">${stop.error.code}: ${stop.error.message}</div>` : ''}
-            </li>`;
-          })}
-        </ol>
-        <h2>Final message</h2>
-        ${last?.message ? html`<pre>${last.message}</pre>` : html`<p class="muted">No message${r.status === 'in_progress' ? ' yet' : ''}.</p>`}
-        ${
-          files.length
-            ? html`<h2>Files</h2>
-                <ul>
-                  ${files.map((f) => html`<li><a href="${projectPath(projectId, `files/${f.id}`)}" download>${f.name}</a> <span class="muted">(kept ${FILE_RETENTION_DAYS} days)</span></li>`)}
-                </ul>`
-            : ''
-        }`,
+      html`
+<div class="cards">
+  <div class="card"><div>Status</div><div class="figure">${status(r.status)}</div>${r.errorCode ? html`<div>${r.errorCode}</div>` : ''}</div>
+  <div class="card"><div>Credits</div><div class="figure">${r.credits}</div><div class="muted">${r.tokens} tokens</div></div>
+  <div class="card"><div>Capabilities</div><div>${r.capabilities.join(', ') || 'none'}</div>${r.sessionId ? html`<div class="muted">session <code>${r.sessionId}</code></div>` : ''}</div>
+</div>
+<h2>Timeline</h2>
+<ol class="timeline">
+${events.map((e) => {
+  const stop = typeof e.data['stop'] === 'number' ? stops.get(e.data['stop']) : undefined;
+  const figures = [
+    typeof e.data['creditsReserved'] === 'number' ? `${e.data['creditsReserved']} credits reserved` : '',
+    typeof e.data['creditsCharged'] === 'number' ? `${e.data['creditsCharged']} credits charged` : '',
+    typeof e.data['creditsRemaining'] === 'number' ? `${e.data['creditsRemaining']} left` : '',
+    typeof e.data['inputTokens'] === 'number'
+      ? `${Number(e.data['inputTokens']) + Number(e.data['outputTokens'] ?? 0)} tokens`
+      : '',
+    typeof e.data['stop'] === 'number' ? `stop ${e.data['stop']}` : '',
+  ]
+    .filter(Boolean)
+    .join(', ');
+  return html`<li>${when(e.recordedAt)} <strong>${e.type.replace(/^agent-request\./, '').replace(/\.v\d+$/, '')}</strong>${figures ? html` <span class="muted">(${figures})</span>` : ''}
+  ${stop?.toolCalls?.length ? html`<div>Tool calls: ${stop.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}
+  ${stop?.error ? html`<div class="status-failed">${stop.error.code}: ${stop.error.message}</div>` : ''}</li>`;
+})}
+</ol>
+<h2>Final message</h2>
+${last?.message ? html`<pre>${last.message}</pre>` : html`<p class="muted">No message${r.status === 'in_progress' ? ' yet' : ''}.</p>`}
+${files.length ? html`<h2>Files</h2><ul>${files.map((f) => html`<li><a href="${projectPath(projectId, `files/${f.id}`)}" download>${f.name}</a> <span class="muted">(kept ${FILE_RETENTION_DAYS} days)</span></li>`)}</ul>` : ''}`,
     );
   }
 
@@ -406,33 +319,9 @@ export class ProjectController {
       'sessions',
       'Sessions',
       rows.length
-        ? html`<div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Session</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Messages</th>
-                  <th scope="col">Created</th>
-                  <th scope="col">Last activity</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${rows.map(
-                  (s) =>
-                    html`<tr>
-                      <td>
-                        <a class="mono" href="${projectPath(projectId, `sessions/${s.id}`)}">${s.id.slice(0, 8)}…</a>
-                      </td>
-                      <td>${status(s.status)}</td>
-                      <td>${s.messages}</td>
-                      <td>${when(s.createdAt)}</td>
-                      <td>${when(s.lastActivityAt)}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>
-          </div>`
+        ? html`<div class="table-wrap"><table><thead><tr><th scope="col">Session</th><th scope="col">Status</th><th scope="col">Messages</th><th scope="col">Created</th><th scope="col">Last activity</th></tr></thead><tbody>
+${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `sessions/${s.id}`)}">${s.id.slice(0, 8)}…</a></td><td>${status(s.status)}</td><td>${s.messages}</td><td>${when(s.createdAt)}</td><td>${when(s.lastActivityAt)}</td></tr>`)}
+</tbody></table></div>`
         : html`<p class="muted">No sessions yet.</p>`,
     );
   }
@@ -512,31 +401,9 @@ export class ProjectController {
   }
 
   private requestTable(projectId: string, rows: readonly RequestSummary[]): Html {
-    return html`<div class="table-wrap">
-      <table>
-        <thead>
-          <tr>
-            <th scope="col">Request</th>
-            <th scope="col">Status</th>
-            <th scope="col">Capabilities</th>
-            <th scope="col">Credits</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          ${rows.map(
-            (r) =>
-              html`<tr>
-                <td><a class="mono" href="${projectPath(projectId, `requests/${r.id}`)}">${r.id.slice(0, 8)}…</a></td>
-                <td>${status(r.status)}${r.errorCode ? html` <span class="muted">${r.errorCode}</span>` : ''}</td>
-                <td>${r.capabilities.join(', ') || html`<span class="muted">none</span>`}</td>
-                <td>${r.credits}</td>
-                <td>${when(r.createdAt)}</td>
-              </tr>`,
-          )}
-        </tbody>
-      </table>
-    </div>`;
+    return html`<div class="table-wrap"><table><thead><tr><th scope="col">Request</th><th scope="col">Status</th><th scope="col">Capabilities</th><th scope="col">Credits</th><th scope="col">Created</th></tr></thead><tbody>
+${rows.map((r) => html`<tr><td><a class="mono" href="${projectPath(projectId, `requests/${r.id}`)}">${r.id.slice(0, 8)}…</a></td><td>${status(r.status)}${r.errorCode ? html` <span class="muted">${r.errorCode}</span>` : ''}</td><td>${r.capabilities.join(', ') || html`<span class="muted">none</span>`}</td><td>${r.credits}</td><td>${when(r.createdAt)}</td></tr>`)}
+</tbody></table></div>`;
   }
 
   private async sessionPage(
@@ -559,50 +426,26 @@ export class ProjectController {
       a,
       'sessions',
       `Session ${sessionId}`,
-      html` ${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ''}
-        <div class="cards">
-          <div class="card">
-            <div>Status</div>
-            <div class="figure" data-testid="session-status">${status(found.status)}</div>
-            ${ending && found.status === 'active' ? html`<div class="muted">ending asked for ${when(ending.requestedAt)}</div>` : ''}
-          </div>
-          <div class="card">
-            <div>Messages</div>
-            <div class="figure">${found.messages}</div>
-          </div>
-          <div class="card">
-            <div>Created</div>
-            <div>${when(found.createdAt)}</div>
-            <div class="muted">last activity ${when(found.lastActivityAt)}</div>
-          </div>
-        </div>
-        ${
-          found.status === 'active' && !ending
-            ? html`<form class="inline" method="post" action="${projectPath(projectId, `sessions/${sessionId}/end`)}">
-                ${csrfField(a.session.csrfToken)}<button class="danger" type="submit">End the session</button>
-                <span class="muted">Later messages are refused (410 session_ended).</span>
-              </form>`
-            : ''
-        }
-        <h2>Conversation</h2>
-        ${
-          messages.length
-            ? html`<ol class="conversation">
-                ${messages.map(
-                  ({ message: m }) =>
-                    html`<li class="message-${m.role}">
-                      <div class="muted">${m.role === 'tool' ? `tool ${m.name}` : m.role}</div>
-                      ${m.content ? html`<pre>${m.content}</pre>` : ''}${m.role === 'assistant' && m.toolCalls?.length ? html`<div>Tool calls: ${m.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}
-                    </li>`,
-                )}
-              </ol>`
-            : html`<p class="muted">
-                No messages kept: a session's conversation is kept ${CONVERSATION_RETENTION_HOURS} hours after its last
-                message.
-              </p>`
-        }
-        <h2>Requests of this session</h2>
-        ${requests.length ? this.requestTable(projectId, requests) : html`<p class="muted">None yet.</p>`}`,
+      html`
+${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ''}
+<div class="cards">
+  <div class="card"><div>Status</div><div class="figure" data-testid="session-status">${status(found.status)}</div>${ending && found.status === 'active' ? html`<div class="muted">ending asked for ${when(ending.requestedAt)}</div>` : ''}</div>
+  <div class="card"><div>Messages</div><div class="figure">${found.messages}</div></div>
+  <div class="card"><div>Created</div><div>${when(found.createdAt)}</div><div class="muted">last activity ${when(found.lastActivityAt)}</div></div>
+</div>
+${
+  found.status === 'active' && !ending
+    ? html`<form class="inline" method="post" action="${projectPath(projectId, `sessions/${sessionId}/end`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit">End the session</button> <span class="muted">Later messages are refused (410 session_ended).</span></form>`
+    : ''
+}
+<h2>Conversation</h2>
+${
+  messages.length
+    ? html`<ol class="conversation">${messages.map(({ message: m }) => html`<li class="message-${m.role}"><div class="muted">${m.role === 'tool' ? `tool ${m.name}` : m.role}</div>${m.content ? html`<pre>${m.content}</pre>` : ''}${m.role === 'assistant' && m.toolCalls?.length ? html`<div>Tool calls: ${m.toolCalls.map((t) => html`<code>${t.name}</code> `)}</div>` : ''}</li>`)}</ol>`
+    : html`<p class="muted">No messages kept: a session's conversation is kept ${CONVERSATION_RETENTION_HOURS} hours after its last message.</p>`
+}
+<h2>Requests of this session</h2>
+${requests.length ? this.requestTable(projectId, requests) : html`<p class="muted">None yet.</p>`}`,
       statusCode,
     );
   }
@@ -615,50 +458,21 @@ export class ProjectController {
       a,
       'keys',
       'API keys',
-      html` ${
-          issued
-            ? html`<div class="notice" role="status">
-                <p><strong>Your new key.</strong> It is shown this once: store it now.</p>
-                <p class="secret">
-                  <code id="new-key" data-testid="new-key">${issued}</code>
-                  <button type="button" class="secondary" data-copy="new-key">Copy</button>
-                </p>
-              </div>`
-            : ''
-        }
-        <form class="inline" method="post" action="${projectPath(projectId, 'keys')}">
-          ${csrfField(a.session.csrfToken)}
-          <label>Label <input name="label" maxlength="100" placeholder="e.g. production" /></label>
-          <button type="submit">Issue a key</button>
-        </form>
-        <h2>Keys</h2>
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Prefix</th>
-                <th scope="col">Label</th>
-                <th scope="col">Created</th>
-                <th scope="col">Last used</th>
-                <th scope="col">State</th>
-              </tr>
-            </thead>
-            <tbody>
-              ${keys.map(
-                (k) =>
-                  html`<tr>
-                    <td><code>${k.prefix}…</code></td>
-                    <td>${k.label ?? ''}</td>
-                    <td>${when(k.createdAt)}</td>
-                    <td>${when(k.lastUsedAt)}</td>
-                    <td>
-                      ${k.revokedAt ? html`revoked ${when(k.revokedAt)}` : html`<a href="${projectPath(projectId, `keys/${k.id}/revoke`)}" aria-label="${`Revoke ${k.prefix}`}">Revoke</a>`}
-                    </td>
-                  </tr>`,
-              )}
-            </tbody>
-          </table>
-        </div>`,
+      html`
+${
+  issued
+    ? html`<div class="notice" role="status"><p><strong>Your new key.</strong> It is shown this once: store it now.</p>
+<p class="secret"><code id="new-key" data-testid="new-key">${issued}</code> <button type="button" class="secondary" data-copy="new-key">Copy</button></p></div>`
+    : ''
+}
+<form class="inline" method="post" action="${projectPath(projectId, 'keys')}">${csrfField(a.session.csrfToken)}
+  <label>Label <input name="label" maxlength="100" placeholder="e.g. production"></label>
+  <button type="submit">Issue a key</button>
+</form>
+<h2>Keys</h2>
+<div class="table-wrap"><table><thead><tr><th scope="col">Prefix</th><th scope="col">Label</th><th scope="col">Created</th><th scope="col">Last used</th><th scope="col">State</th></tr></thead><tbody>
+${keys.map((k) => html`<tr><td><code>${k.prefix}…</code></td><td>${k.label ?? ''}</td><td>${when(k.createdAt)}</td><td>${when(k.lastUsedAt)}</td><td>${k.revokedAt ? html`revoked ${when(k.revokedAt)}` : html`<a href="${projectPath(projectId, `keys/${k.id}/revoke`)}" aria-label="${`Revoke ${k.prefix}`}">Revoke</a>`}</td></tr>`)}
+</tbody></table></div>`,
     );
   }
 
@@ -679,71 +493,25 @@ export class ProjectController {
       a,
       'model',
       'Model',
-      html` ${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
-        ${
-          outcome.answer !== undefined
-            ? html`<div class="notice" role="status" data-testid="test-answer">
-                <p><strong>The model answered:</strong></p>
-                <pre>${outcome.answer}</pre>
-                <p class="muted">${outcome.detail}</p>
-              </div>`
-            : ''
-        }
-        ${
-          outcome.failure !== undefined
-            ? html`<div class="notice error" role="alert" data-testid="test-error">
-                <p><strong>The test request failed:</strong></p>
-                <pre>${outcome.failure}</pre>
-              </div>`
-            : ''
-        }
-        <p>
-          ${m ? html`Now: <strong>${m.provider}</strong> <code>${m.model}</code>${m.baseUrl ? html` at <code>${m.baseUrl}</code>` : ''}, ${m.hasKey ? 'a key is stored (encrypted; it is never shown)' : 'no key stored'}.` : 'No model is configured: requests fail until one is.'}
-        </p>
-        <form class="stack" method="post" action="${projectPath(projectId, 'model')}">
-          ${csrfField(a.session.csrfToken)}
-          <label
-            >Provider
-            <select name="provider" required>
-              ${MODEL_PROVIDERS.map((p) => html`<option value="${p}" ${p === provider ? html` selected` : ''}>${p}</option>`)}
-            </select></label
-          >
-          <label>Model <input name="model" required value="${value('model', m?.model)}" /></label>
-          <label
-            >Base URL <span class="muted">(optional: an OpenAI-compatible server, a proxy, a gateway)</span>
-            <input name="base_url" type="url" value="${value('base_url', m?.baseUrl)}"
-          /></label>
-          <label
-            >Region <span class="muted">(bedrock)</span>
-            <input name="region" value="${value('region', m?.settings.region)}"
-          /></label>
-          <label
-            >Resource <span class="muted">(azure-openai)</span>
-            <input name="resource" value="${value('resource', m?.settings.resourceName)}"
-          /></label>
-          <label
-            >API version <span class="muted">(azure-openai)</span>
-            <input name="api_version" value="${value('api_version', m?.settings.apiVersion)}"
-          /></label>
-          <label
-            >API key <span class="muted">(write-only; leave empty to keep the stored one)</span>
-            <input name="api_key" type="password" autocomplete="off"
-          /></label>
-          <label
-            ><span><input type="checkbox" name="clear_key" /> Remove the stored key</span></label
-          >
-          <button type="submit">Save</button>
-        </form>
-        <details>
-          <summary>Providers</summary>
-          <ul>
-            ${MODEL_PROVIDERS.map((p) => html`<li><strong>${p}</strong>: ${PROVIDER_GUIDE[p]}</li>`)}
-          </ul>
-        </details>
-        <h2>Send a test request</h2>
-        <form method="post" action="${projectPath(projectId, 'model/test')}">
-          ${csrfField(a.session.csrfToken)}<button type="submit" class="secondary">Send a test request</button>
-        </form>`,
+      html`
+${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
+${outcome.answer !== undefined ? html`<div class="notice" role="status" data-testid="test-answer"><p><strong>The model answered:</strong></p><pre>${outcome.answer}</pre><p class="muted">${outcome.detail}</p></div>` : ''}
+${outcome.failure !== undefined ? html`<div class="notice error" role="alert" data-testid="test-error"><p><strong>The test request failed:</strong></p><pre>${outcome.failure}</pre></div>` : ''}
+<p>${m ? html`Now: <strong>${m.provider}</strong> <code>${m.model}</code>${m.baseUrl ? html` at <code>${m.baseUrl}</code>` : ''}, ${m.hasKey ? 'a key is stored (encrypted; it is never shown)' : 'no key stored'}.` : 'No model is configured: requests fail until one is.'}</p>
+<form class="stack" method="post" action="${projectPath(projectId, 'model')}">${csrfField(a.session.csrfToken)}
+  <label>Provider <select name="provider" required>${MODEL_PROVIDERS.map((p) => html`<option value="${p}"${p === provider ? html` selected` : ''}>${p}</option>`)}</select></label>
+  <label>Model <input name="model" required value="${value('model', m?.model)}"></label>
+  <label>Base URL <span class="muted">(optional: an OpenAI-compatible server, a proxy, a gateway)</span> <input name="base_url" type="url" value="${value('base_url', m?.baseUrl)}"></label>
+  <label>Region <span class="muted">(bedrock)</span> <input name="region" value="${value('region', m?.settings.region)}"></label>
+  <label>Resource <span class="muted">(azure-openai)</span> <input name="resource" value="${value('resource', m?.settings.resourceName)}"></label>
+  <label>API version <span class="muted">(azure-openai)</span> <input name="api_version" value="${value('api_version', m?.settings.apiVersion)}"></label>
+  <label>API key <span class="muted">(write-only; leave empty to keep the stored one)</span> <input name="api_key" type="password" autocomplete="off"></label>
+  <label><span><input type="checkbox" name="clear_key"> Remove the stored key</span></label>
+  <button type="submit">Save</button>
+</form>
+<details><summary>Providers</summary><ul>${MODEL_PROVIDERS.map((p) => html`<li><strong>${p}</strong>: ${PROVIDER_GUIDE[p]}</li>`)}</ul></details>
+<h2>Send a test request</h2>
+<form method="post" action="${projectPath(projectId, 'model/test')}">${csrfField(a.session.csrfToken)}<button type="submit" class="secondary">Send a test request</button></form>`,
       statusCode,
     );
   }
@@ -763,66 +531,22 @@ export class ProjectController {
       a,
       'members',
       'Members',
-      html` ${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
-        ${
-          outcome.invited
-            ? html`<div class="notice" role="status">
-                <p>${outcome.invited} is a member now.</p>
-                ${
-                  outcome.link
-                    ? html`<p>Send them this one-time link to set their password (valid 7 days; shown once):</p>
-                        <p class="secret">
-                          <code id="invite-link" data-testid="invite-link">${outcome.link}</code>
-                          <button type="button" class="secondary" data-copy="invite-link">Copy</button>
-                        </p>`
-                    : html`<p>They already have a password and sign in with it.</p>`
-                }
-              </div>`
-            : ''
-        }
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Email</th>
-                <th scope="col">Role</th>
-                <th scope="col">Since</th>
-                ${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : ''}
-              </tr>
-            </thead>
-            <tbody>
-              ${members.map(
-                (m) =>
-                  html`<tr>
-                    <td>${m.email}${m.active ? '' : html` <span class="muted">(invited)</span>`}</td>
-                    <td>${m.role}</td>
-                    <td>${when(m.since)}</td>
-                    ${owner ? html`<td>${m.userId === a.session.userId ? '' : html`<form method="post" action="${projectPath(projectId, `members/${m.userId}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove ${m.email}`}">Remove</button></form>`}</td>` : ''}
-                  </tr>`,
-              )}
-            </tbody>
-          </table>
-        </div>
-        ${
-          owner
-            ? html`<h2>Invite someone</h2>
-                <form class="inline" method="post" action="${projectPath(projectId, 'members')}">
-                  ${csrfField(a.session.csrfToken)}
-                  <label
-                    >Email
-                    <input type="email" name="email" required value="${outcome.problem ? field(req, 'email') : ''}"
-                  /></label>
-                  <label
-                    >Role
-                    <select name="role">
-                      <option value="member">member</option>
-                      <option value="owner">owner</option>
-                    </select></label
-                  >
-                  <button type="submit">Invite</button>
-                </form>`
-            : html`<p class="muted">The project's owners invite and remove members.</p>`
-        }`,
+      html`
+${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
+${outcome.invited ? html`<div class="notice" role="status"><p>${outcome.invited} is a member now.</p>${outcome.link ? html`<p>Send them this one-time link to set their password (valid 7 days; shown once):</p><p class="secret"><code id="invite-link" data-testid="invite-link">${outcome.link}</code> <button type="button" class="secondary" data-copy="invite-link">Copy</button></p>` : html`<p>They already have a password and sign in with it.</p>`}</div>` : ''}
+<div class="table-wrap"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : ''}</tr></thead><tbody>
+${members.map((m) => html`<tr><td>${m.email}${m.active ? '' : html` <span class="muted">(invited)</span>`}</td><td>${m.role}</td><td>${when(m.since)}</td>${owner ? html`<td>${m.userId === a.session.userId ? '' : html`<form method="post" action="${projectPath(projectId, `members/${m.userId}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove ${m.email}`}">Remove</button></form>`}</td>` : ''}</tr>`)}
+</tbody></table></div>
+${
+  owner
+    ? html`<h2>Invite someone</h2>
+<form class="inline" method="post" action="${projectPath(projectId, 'members')}">${csrfField(a.session.csrfToken)}
+  <label>Email <input type="email" name="email" required value="${outcome.problem ? field(req, 'email') : ''}"></label>
+  <label>Role <select name="role"><option value="member">member</option><option value="owner">owner</option></select></label>
+  <button type="submit">Invite</button>
+</form>`
+    : html`<p class="muted">The project's owners invite and remove members.</p>`
+}`,
       statusCode,
     );
   }

@@ -36,8 +36,7 @@ export class ConsoleErrorFilter implements ExceptionFilter {
       res,
       page(
         { title, csrf: csrfTokenOf(req), session: sessionOf(req) },
-        html`<p class="notice error" role="alert">${message}</p>
-          <p><a href="/">Back to your projects</a></p>`,
+        html`<p class="notice error" role="alert">${message}</p><p><a href="/">Back to your projects</a></p>`,
       ),
       status,
     );

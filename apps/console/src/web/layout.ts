@@ -23,7 +23,7 @@ export interface PageContext {
 }
 
 /** The hidden field every form carries. */
-export const csrfField = (csrf: string): Html => html`<input type="hidden" name="_csrf" value="${csrf}" />`;
+export const csrfField = (csrf: string): Html => html`<input type="hidden" name="_csrf" value="${csrf}">`;
 
 export const projectPath = (projectId: string, section: string = 'overview'): string =>
   `/projects/${projectId}/${section}`;
@@ -36,38 +36,34 @@ export const when = (d: Date | null | undefined): Html =>
 export function page(ctx: PageContext, body: Html): Html {
   const { session, project } = ctx;
   return html`<!doctype html>
-    <html lang="en">
-      <head>
-        <meta charset="utf-8" />
-        <meta name="viewport" content="width=device-width, initial-scale=1" />
-        <title>${ctx.title} · Managed agent console</title>
-        <link rel="stylesheet" href="/static/console.css" />
-        <script src="/static/console.js" defer></script>
-      </head>
-      <body>
-        <header class="top">
-          <a class="brand" href="/">Managed agent console</a>
-          ${project ? html`<span>Project <strong>${project.projectName}</strong> <span class="muted">(${project.role})</span></span>` : ''}
-          ${
-            session
-              ? html`<a href="/account">${session.email}</a>
-                  <form method="post" action="/sign-out">
-                    ${csrfField(ctx.csrf)}<button class="secondary" type="submit">Sign out</button>
-                  </form>`
-              : ''
-          }
-        </header>
-        ${
-          project
-            ? html`<nav class="project" aria-label="Project">
-                ${PROJECT_SECTIONS.map(([id, label]) => html`<a href="${projectPath(project.projectId, id)}" ${ctx.section === id ? html` aria-current="page"` : ''}>${label}</a>`)}
-              </nav>`
-            : ''
-        }
-        <main>
-          <h1>${ctx.title}</h1>
-          ${body}
-        </main>
-      </body>
-    </html>`;
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${ctx.title} · Managed agent console</title>
+<link rel="stylesheet" href="/static/console.css">
+<script src="/static/console.js" defer></script>
+</head>
+<body>
+<header class="top">
+  <a class="brand" href="/">Managed agent console</a>
+  ${project ? html`<span>Project <strong>${project.projectName}</strong> <span class="muted">(${project.role})</span></span>` : ''}
+  ${
+    session
+      ? html`<a href="/account">${session.email}</a>
+  <form method="post" action="/sign-out">${csrfField(ctx.csrf)}<button class="secondary" type="submit">Sign out</button></form>`
+      : ''
+  }
+</header>
+${
+  project
+    ? html`<nav class="project" aria-label="Project">${PROJECT_SECTIONS.map(([id, label]) => html`<a href="${projectPath(project.projectId, id)}"${ctx.section === id ? html` aria-current="page"` : ''}>${label}</a>`)}</nav>`
+    : ''
+}
+<main>
+<h1>${ctx.title}</h1>
+${body}
+</main>
+</body>
+</html>`;
 }
