@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -43,11 +43,19 @@ async function hasCommit(): Promise<boolean> {
 async function buildPrevious(): Promise<string> {
   const dir = join(tmpdir(), `mas-previous-release-${commit}`);
   const built = join(dir, '.built');
-  if (existsSync(built)) return dir;
+  const modules = join(dir, 'node_modules');
+  if (existsSync(built)) {
+    // Kept from an earlier run, maybe of another checkout: its node_modules link must be this tree's.
+    if (!existsSync(modules) || realpathSync(modules) !== realpathSync(join(root, 'node_modules'))) {
+      rmSync(modules, { force: true });
+      symlinkSync(join(root, 'node_modules'), modules);
+    }
+    return dir;
+  }
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   await run('bash', ['-c', `git -C "$1" archive "$2" | tar -x -C "$3"`, 'archive', root, commit, dir]);
-  symlinkSync(join(root, 'node_modules'), join(dir, 'node_modules'));
+  symlinkSync(join(root, 'node_modules'), modules);
   await run(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { cwd: dir });
   await run(process.execPath, ['scripts/bundle-workflows.mjs'], { cwd: dir });
   writeFileSync(built, `${new Date().toISOString()}\n`);
