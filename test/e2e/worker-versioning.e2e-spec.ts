@@ -9,6 +9,7 @@ import { startApi, type RunningApi } from '../support/api.js';
 import { testConfig } from '../support/config.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
+import { eventually } from '../support/eventually.js';
 import { connectTemporal } from '../support/temporal.js';
 import { startWorker, type RunningWorker } from '../support/worker.js';
 
@@ -74,10 +75,13 @@ describe('worker versioning: a deploy while requests are paused and sessions hav
 
   it('keeps a paused request on the build that started it, starts new ones on the current build, and moves sessions to it', async () => {
     const { auth } = await fixtures.project({ credits: 100 });
-    // The first build of a new deployment makes itself current.
-    expect(
-      (await describeDeployment(temporal.connection.workflowService, config.temporal.namespace, taskQueue))?.current,
-    ).toBe(BUILD_A);
+    // The first build of a new deployment makes itself current, once its first poll registered it
+    // (after the worker is ready, not before: wait for it).
+    await eventually(async () =>
+      expect(
+        (await describeDeployment(temporal.connection.workflowService, config.temporal.namespace, taskQueue))?.current,
+      ).toBe(BUILD_A),
+    );
 
     const paused = await call('POST', '/v1/agent', auth, {
       message: 'Weather? get_weather {"city":"Oslo"}',
