@@ -7,7 +7,7 @@ import { e2eStack } from '../support/e2e-stack.js';
 import { request, type JsonResponse } from '../support/http.js';
 import { stack } from '../support/stack.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
+import { APP_START_TIMEOUT_MS, startWorker, type RunningWorker } from '../support/worker.js';
 
 // What a client sees while a component the api depends on is down, and that the api heals by
 // itself once it is back. Outages here are short: other tests share the stack.
@@ -36,12 +36,12 @@ describe('PostgreSQL unreachable', () => {
     worker = await startWorker(env);
     // The api reaches PostgreSQL only through the proxy, so cutting it is PostgreSQL going away.
     api = await startApi({ ...env, DATABASE_URL: url.toString() });
-  });
+  }, APP_START_TIMEOUT_MS);
   afterAll(async () => {
-    await api.close();
-    await worker.close();
-    await proxy.close();
-    await fixtures.close();
+    await api?.close();
+    await worker?.close();
+    await proxy?.close();
+    await fixtures?.close();
   });
 
   it('answers 503 service_unavailable with Retry-After, from the key lookup on, and heals when it is back', async () => {

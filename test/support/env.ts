@@ -14,3 +14,25 @@ export async function withEnv<T>(env: Record<string, string | undefined>, fn: ()
     }
   }
 }
+
+/** An app's start in phases: when the whole took longer than `slowMs`, each phase's time goes to
+ * stderr, so that a set-up hook that ran out of time says where the time went. */
+export function slowStartReport(what: string, slowMs = 10_000): { done(phase: string): void; end(): void } {
+  const started = performance.now();
+  let last = started;
+  const phases: string[] = [];
+  return {
+    done(phase) {
+      const now = performance.now();
+      phases.push(`${phase} ${Math.round(now - last)} ms`);
+      last = now;
+    },
+    end() {
+      const total = performance.now() - started;
+      if (total > slowMs)
+        process.stderr.write(
+          `[test] ${what} took ${Math.round(total)} ms to start: ${phases.join(', ')}, then ${Math.round(performance.now() - last)} ms\n`,
+        );
+    },
+  };
+}

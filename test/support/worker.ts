@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { WorkerModule } from '../../apps/worker/src/worker.module.js';
 import { becomeCurrentIfDue, createAgentWorker } from '../../apps/worker/src/worker.js';
-import { withEnv } from './env.js';
+import { slowStartReport, withEnv } from './env.js';
 
 /** A running agent worker, in this process, built exactly as apps/worker/src/main.ts builds it. */
 export interface RunningWorker {
@@ -11,6 +11,12 @@ export interface RunningWorker {
   readonly app: INestApplicationContext;
   close(): Promise<void>;
 }
+
+/** The budget of a set-up hook that starts a worker and an api in the Jest process. A start takes
+ * 2-5 s on a quiet machine; in CI, on 2 cores shared with PostgreSQL, Kafka and Temporal, one took
+ * over 30 s (Jest's default), once; a start slower than 10 s says where its time went
+ * (slowStartReport). */
+export const APP_START_TIMEOUT_MS = 60_000;
 
 let runtimeInstalled = false;
 
@@ -38,15 +44,19 @@ export async function startWorker(
   options: Parameters<typeof createAgentWorker>[1] = {},
 ): Promise<RunningWorker> {
   quietRuntime();
+  const phases = slowStartReport('worker');
   const { app, worker, connection, build } = await withEnv(
     { RECONCILER_INTERVAL_SECONDS: '0', TEMPORAL_WORKER_VERSIONING: 'false', ...env },
     async () => {
       const context = await NestFactory.createApplicationContext(WorkerModule, { logger: ['warn', 'error', 'fatal'] });
+      phases.done('providers');
       return { app: context, ...(await createAgentWorker(context, options)) };
     },
   );
+  phases.done('Temporal worker created');
   const running = worker.run();
   if (build) await Promise.race([becomeCurrentIfDue(app, build), running]);
+  phases.end();
   return {
     app,
     close: async () => {
