@@ -601,7 +601,9 @@ async function main() {
     ['cluster: kill -9 temporal history', clusterKill('temporal-history')],
     ['cluster: kill -9 temporal matching', clusterKill('temporal-matching')],
   ];
-  for (const [name, inject] of CLUSTER ? clusterFaults : single)
+  // On the cluster, the apps' own faults too (kill -9 of the api, the worker, the relay, over TLS
+  // to replicated engines), and the replicas phase below.
+  for (const [name, inject] of CLUSTER ? [...clusterFaults, ...single.slice(0, 3)] : single)
     if (want(name)) record(await phase(name, { ...ctx(), inject }));
   if (!CLUSTER && want('deploy')) record(await deploy(ctx(), temporal, apps));
   if (!CLUSTER && want('noisy neighbour')) {
@@ -630,7 +632,7 @@ async function main() {
     20_000,
   );
 
-  if (!CLUSTER && want('replicas')) {
+  if (want('replicas')) {
     log('starting two replicas of each app');
     apps = await startAll(2);
     const limits = await sharedLimits(accounts, apis());

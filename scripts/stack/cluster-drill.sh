@@ -4,7 +4,9 @@
 # consumer groups and database (mas_drill on the cluster's PostgreSQL), reach the engines over TLS
 # under the drill's keyed load while a fault is injected: kill -9 of the active KRaft controller
 # (which also leads a partition of each topic), of the Temporal history process, of the matching
-# process; each is started again after the outage. The drill's invariants after each: 0 lost,
+# process; each is started again after the outage. Then kill -9 of the drill's api, worker and
+# relay (each started again), and two replicas of each app with one of each killed and left dead.
+# The drill's invariants after each: 0 lost,
 # 0 charged twice, every charge's usage event once, the projection exact. Never touches the
 # default stack.
 #
