@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # npm run bench [-- --quick [--profile]] [-- --no-profile] [-- --no-experiments]
 # npm run bench -- --only streams [--quick]   (open streams' cost to PostgreSQL: scripts/bench/streams.mjs)
+# npm run bench -- --only round-trips [--quick]   (PostgreSQL round trips per endpoint: scripts/bench/round-trips.mjs)
 #
 # Builds, brings the local stack up (idempotent), applies migrations, creates this run's first
 # project with the operator CLI, then runs scripts/bench/bench.mjs: two scripted model servers,
@@ -17,8 +18,10 @@ harness_script=scripts/bench/bench.mjs
 prev=
 for arg in "$@"; do
   if [ "$prev" = --only ]; then
-    [ "$arg" = streams ] || { echo "[bench] --only takes: streams" >&2; exit 2; }
-    harness_script=scripts/bench/streams.mjs
+    case "$arg" in
+      streams | round-trips) harness_script="scripts/bench/$arg.mjs" ;;
+      *) echo "[bench] --only takes: streams, round-trips" >&2; exit 2 ;;
+    esac
     prev=
     continue
   fi
@@ -27,11 +30,11 @@ for arg in "$@"; do
     --only) ;;
     --quick | --profile | --no-profile | --no-experiments) ;;
     -h | --help)
-      sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      echo "[bench] unknown option: $arg (options: --quick, --profile, --no-profile, --no-experiments, --only streams)" >&2
+      echo "[bench] unknown option: $arg (options: --quick, --profile, --no-profile, --no-experiments, --only streams|round-trips)" >&2
       exit 2
       ;;
   esac

@@ -31,8 +31,24 @@ const isUniqueViolation = (e: unknown): boolean => (e as { code?: string }).code
 
 /** The outbox row of one message (the placeholders given); a message queued twice is kept once.
  * One text for `append` (with its event) and `enqueue`. */
-const queueMessage = (p: { eventId: string; topic: string; key: string; payload: string }): string =>
-  `insert into outbox (event_id, topic, key, payload) values (${p.eventId}, ${p.topic}, ${p.key}, ${p.payload}) on conflict (event_id, topic) do nothing`;
+const queueMessage = (p: { eventId: string; topic: string; key: string; payload: string; from?: string }): string =>
+  `insert into outbox (event_id, topic, key, payload) ${p.from ? 'select ' : 'values ('}${p.eventId}, ${p.topic}, ${p.key}, ${p.payload}${p.from ? ` from ${p.from}` : ')'} on conflict (event_id, topic) do nothing`;
+
+/** The statement that moves a stream's version row by the group's size ($2) unless one of the
+ * group's ids ($3) is stored already, returning the version after the move (no row when nothing
+ * moved: stored already, or not at the expected version). $10 is the project (of a stream that may
+ * be new) or the expected version. */
+function advance(expected: number | 'any'): string {
+  const fresh = `not exists (select 1 from events where event_id = any($3::uuid[]))`;
+  if (expected === 'any')
+    return `insert into streams (stream_id, version, project_id) select $1, $2, $10 where ${fresh}
+            on conflict (stream_id) do update set version = streams.version + excluded.version returning version`;
+  // A stream another writer created first is left alone (do nothing), and the caller is told.
+  if (expected === 0)
+    return `insert into streams (stream_id, version, project_id) select $1, $2, $10 where ${fresh}
+            on conflict (stream_id) do nothing returning version`;
+  return `update streams set version = version + $2 where stream_id = $1 and version = $10::int and ${fresh} returning version`;
+}
 
 /** Append-only event store with a transactional outbox. Every method takes the caller's
  * transaction, so the state change, its events and their outbox rows commit together. */
@@ -44,8 +60,8 @@ export class EventStore {
    * whatever is there: the stream row's update locks it, so concurrent appenders queue on it
    * instead of reading a maximum. A group whose events are stored already is skipped (the stream
    * moves only when none of its ids is in the store), so a retried step appends once.
-   * Round trips: one to move the stream, one per event for the event and its outbox row (the
-   * relay's wake-up is the outbox's insert trigger).
+   * One round trip, whatever the group's size: the stream's move, the events and their outbox rows
+   * are one statement (the relay's wake-up is the outbox's insert trigger).
    */
   async append(
     tx: EntityManager,
@@ -55,8 +71,58 @@ export class EventStore {
   ): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
     const ids = events.map((e) => e.eventId);
-    const version = await this.advance(tx, streamId, expectedVersion, ids, events[0]!.metadata.projectId);
-    if (version === undefined) {
+    // Recorded at the appender's clock, to the millisecond, so that the stored event and the
+    // CloudEvent queued with it carry the same time. The CloudEvent's streamversion is added by the
+    // statement, which is where the version is known.
+    const recordedAt = new Date();
+    const payloads = events.map((e) =>
+      JSON.stringify(
+        toCloudEvent({
+          id: e.eventId,
+          type: e.type,
+          subject: streamId,
+          time: recordedAt,
+          data: e.data,
+          projectId: e.metadata.projectId,
+          correlationId: e.metadata.correlationId,
+          causationId: e.metadata.causationId,
+        }),
+      ),
+    );
+    let rows: { version: number }[];
+    try {
+      rows = await tx.query(
+        `with moved as (${advance(expectedVersion)}),
+              grp as (
+                select e.event_id, e.type, e.data, e.metadata, e.payload, moved.version - $2 + e.ord::int as version
+                  from moved, unnest($3::uuid[], $4::text[], $5::jsonb[], $6::jsonb[], $7::jsonb[]) with ordinality
+                       as e(event_id, type, data, metadata, payload, ord)),
+              appended as (
+                insert into events (event_id, stream_id, version, type, data, metadata, recorded_at)
+                select event_id, $1, version, type, data, metadata, $8 from grp order by version),
+              queued as (
+                ${queueMessage({ eventId: 'event_id', topic: '$9', key: '$1', payload: "payload || jsonb_build_object('streamversion', version)", from: 'grp order by version' })})
+         select version from moved`,
+        [
+          streamId,
+          events.length,
+          ids,
+          events.map((e) => e.type),
+          events.map((e) => JSON.stringify(e.data)),
+          events.map((e) => JSON.stringify(e.metadata)),
+          payloads,
+          recordedAt,
+          TOPICS.events,
+          expectedVersion === 'any' || expectedVersion === 0 ? events[0]!.metadata.projectId : expectedVersion,
+        ],
+      );
+    } catch (e) {
+      if (isUniqueViolation(e) && /stream_id/.test((e as { detail?: string }).detail ?? ''))
+        throw new ConcurrencyError(streamId, expectedVersion === 'any' ? -1 : expectedVersion);
+      throw e;
+    }
+    const after = rows[0]?.version;
+    if (after === undefined) {
       // Nothing moved: the group was stored by an earlier attempt, or another writer moved the
       // stream (only a stream with an expected version can be moved by another writer).
       if (expectedVersion === 'any') return [];
@@ -64,89 +130,16 @@ export class EventStore {
       if (existing.length > 0) return [];
       throw new ConcurrencyError(streamId, expectedVersion);
     }
-    // Recorded at the appender's clock, to the millisecond, so that the stored event and the
-    // CloudEvent queued with it carry the same time.
-    const recordedAt = new Date();
-    const stored: StoredEvent[] = [];
-    try {
-      for (const [i, e] of events.entries()) {
-        const event: StoredEvent = {
-          eventId: e.eventId,
-          streamId,
-          version: version + i + 1,
-          type: e.type,
-          data: e.data,
-          metadata: e.metadata,
-          recordedAt: recordedAt.toISOString(),
-        };
-        const cloudEvent = toCloudEvent({
-          id: event.eventId,
-          type: event.type,
-          subject: streamId,
-          time: recordedAt,
-          data: event.data,
-          projectId: event.metadata.projectId,
-          correlationId: event.metadata.correlationId,
-          causationId: event.metadata.causationId,
-          streamVersion: event.version,
-        });
-        await tx.query(
-          `with appended as (insert into events (event_id, stream_id, version, type, data, metadata, recorded_at) values ($1, $2, $3, $4, $5, $6, $7))
-           ${queueMessage({ eventId: '$1', topic: '$8', key: '$2', payload: '$9' })}`,
-          [
-            e.eventId,
-            streamId,
-            event.version,
-            e.type,
-            JSON.stringify(e.data),
-            JSON.stringify(e.metadata),
-            recordedAt,
-            TOPICS.events,
-            JSON.stringify(cloudEvent),
-          ],
-        );
-        stored.push(event);
-      }
-    } catch (e) {
-      if (isUniqueViolation(e) && /stream_id/.test((e as { detail?: string }).detail ?? ''))
-        throw new ConcurrencyError(streamId, version);
-      throw e;
-    }
-    return stored;
-  }
-
-  /** Moves the stream's version row by the group's size unless one of `ids` is stored already; the
-   * version before the move, or undefined when nothing moved (stored already, or not at `expected`). */
-  private async advance(
-    tx: EntityManager,
-    streamId: string,
-    expected: number | 'any',
-    ids: readonly string[],
-    projectId: string,
-  ): Promise<number | undefined> {
-    const fresh = `not exists (select 1 from events where event_id = any($4::uuid[]))`;
-    const count = ids.length;
-    if (expected === 'any') {
-      const rows: { version: number }[] = await tx.query(
-        `insert into streams (stream_id, version, project_id) select $1, $2, $3 where ${fresh}
-         on conflict (stream_id) do update set version = streams.version + excluded.version returning version`,
-        [streamId, count, projectId, ids],
-      );
-      return rows[0] ? rows[0].version - count : undefined;
-    }
-    if (expected === 0) {
-      // A stream another writer created first is left alone (do nothing), and the caller is told.
-      const rows: unknown[] = await tx.query(
-        `insert into streams (stream_id, version, project_id) select $1, $2, $3 where ${fresh} on conflict (stream_id) do nothing returning version`,
-        [streamId, count, projectId, ids],
-      );
-      return rows.length > 0 ? 0 : undefined;
-    }
-    const [rows] = (await tx.query(
-      `update streams set version = version + $2 where stream_id = $1 and version = $3 and ${fresh} returning version`,
-      [streamId, count, expected, ids],
-    )) as [unknown[], number];
-    return rows.length > 0 ? expected : undefined;
+    const before = after - events.length;
+    return events.map((e, i) => ({
+      eventId: e.eventId,
+      streamId,
+      version: before + i + 1,
+      type: e.type,
+      data: e.data,
+      metadata: e.metadata,
+      recordedAt: recordedAt.toISOString(),
+    }));
   }
 
   /** The stream's current version (0 for a stream with no events). */

@@ -25,19 +25,22 @@ export class RequestReadModel {
 
   /** The request's latest state as an AgentStop; undefined when it has no events yet. */
   async find(requestId: string): Promise<AgentStop | undefined> {
-    const rows: (Partial<RequestRow> & { stream_version: number | null })[] = await this.db.query(
-      `select st.version as stream_version, r.*
-         from (select $1::uuid as id) k left join request_log r on r.request_id = k.id left join streams st on st.stream_id = $2`,
-      [requestId, agentRequestStreamId(requestId)],
-    );
+    // The row, its stream's version and the view of the row's stop: one round trip when the read
+    // model is current.
+    const rows: (Partial<RequestRow> & { stream_version: number | null; stop_view: AgentRequestStopView | null })[] =
+      await this.db.query(
+        `select st.version as stream_version, r.*, v.view as stop_view
+           from (select $1::uuid as id) k left join request_log r on r.request_id = k.id
+                left join streams st on st.stream_id = $2
+                left join request_views v on v.request_id = k.id and v.stop = r.stop`,
+        [requestId, agentRequestStreamId(requestId)],
+      );
     const row = rows[0];
     const projected = row?.request_id ? requestStateFromRow(row as RequestRow) : undefined;
-    const state =
-      !row?.stream_version || (projected && projected.version >= row.stream_version)
-        ? projected
-        : await this.requests.state(this.db.manager, requestId, projected);
+    const current = !row?.stream_version || (projected && projected.version >= row.stream_version);
+    const state = current ? projected : await this.requests.state(this.db.manager, requestId, projected);
     if (!state || pastRetention(state.updatedAt)) return undefined;
-    return this.stopOf(state);
+    return this.stopOf(state, current ? { view: row?.stop_view ?? undefined } : undefined);
   }
 
   /**
@@ -67,17 +70,17 @@ export class RequestReadModel {
   }
 
   /** The request as it stood at `state` (its last stop's content included): what GET shows, and
-   * what a webhook of that stop carries. */
-  async stopOf(state: RequestState): Promise<AgentStop> {
+   * what a webhook of that stop carries. `read`: the stop's view, read already with the state. */
+  async stopOf(state: RequestState, read?: { view: AgentRequestStopView | undefined }): Promise<AgentStop> {
     const requestId = state.requestId;
     const views: { view: AgentRequestStopView }[] =
-      state.stop > 0
+      !read && state.stop > 0
         ? await this.db.query(`select view from request_views where request_id = $1 and stop = $2`, [
             requestId,
             state.stop,
           ])
         : [];
-    const view = views[0]?.view;
+    const view = read ? read.view : views[0]?.view;
     const paused = state.status === 'requires_tool_outputs';
     const files: readonly FileRef[] =
       view?.files ??

@@ -23,17 +23,14 @@ export class SessionStream {
     input: { sessionId: string; projectId: string; createdAt: Date; expiresAt: Date },
     limit: number,
   ): Promise<'created' | 'exists' | 'limit'> {
-    await tx.query(`select pg_advisory_xact_lock(hashtextextended($1, 0))`, [`sessions:${input.projectId}`]);
-    if ((await this.store.version(tx, sessionStreamId(input.sessionId))) > 0) return 'exists';
-    const [row] = (await tx.query(`select count(*)::int as n from session_slots where project_id = $1`, [
-      input.projectId,
-    ])) as { n: number }[];
-    if ((row?.n ?? 0) >= limit) return 'limit';
-    await tx.query(`insert into session_slots (session_id, project_id, created_at) values ($1, $2, $3)`, [
+    // The project's lock, the stream's check, the count and the slot: one round trip.
+    const [slot] = (await tx.query(`select take_session_slot($1, $2, $3, $4) as outcome`, [
       input.sessionId,
       input.projectId,
       input.createdAt,
-    ]);
+      limit,
+    ])) as { outcome: 'taken' | 'exists' | 'limit' }[];
+    if (slot!.outcome !== 'taken') return slot!.outcome;
     try {
       await this.store.append(tx, sessionStreamId(input.sessionId), 0, [
         {

@@ -25,6 +25,7 @@ import { CredentialNotify1763700000048 } from './1763700000048-credential-notify
 import { WebhookResend1763700000050 } from './1763700000050-webhook-resend.js';
 import { SessionEndRequests1763700000051 } from './1763700000051-session-end-requests.js';
 import { AdmissionInApi1763700000052 } from './1763700000052-admission-in-api.js';
+import { SessionSlot1763700000053 } from './1763700000053-session-slot.js';
 
 /** Every migration, in the order they apply. */
 export const MIGRATIONS: readonly Function[] = [
@@ -55,4 +56,5 @@ export const MIGRATIONS: readonly Function[] = [
   WebhookResend1763700000050,
   SessionEndRequests1763700000051,
   AdmissionInApi1763700000052,
+  SessionSlot1763700000053,
 ];
