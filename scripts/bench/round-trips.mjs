@@ -299,7 +299,7 @@ try {
       ms,
       api: proxies.api.state.roundTrips - before.api,
       worker: proxies.worker.state.roundTrips - before.worker,
-      statements: { api: proxies.api.state.statements, worker: proxies.worker.state.statements },
+      statements: { api: [...proxies.api.state.statements], worker: [...proxies.worker.state.statements] },
     };
   };
   const median = (xs) => percentile(xs, 50);
