@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import type { ErrorCode } from '#libs/contracts';
 import { testConfig } from '../support/config.js';
 import { e2eStack } from '../support/e2e-stack.js';
@@ -56,6 +57,44 @@ function answerBeforeBody(
       reject(e);
     });
     req.write('{"message":"' + 'x'.repeat(64 * 1024));
+  });
+}
+
+/**
+ * Sends the head of a POST announcing `announced` bytes and the first 64 KB of its body, then
+ * nothing more: what the server answered, and whether it closed the connection within 5 s (true)
+ * or kept waiting for the rest of the body (false).
+ */
+function refusedUpload(
+  url: string,
+  path: string,
+  announced: number,
+  key?: string,
+): Promise<{ head: string; closed: boolean }> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let head = '';
+    const timer = setTimeout(() => {
+      socket.destroy();
+      resolve({ head, closed: false });
+    }, 5000);
+    socket.on('data', (chunk: Buffer) => (head += chunk.toString('latin1')));
+    socket.on('end', () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve({ head, closed: true });
+    });
+    socket.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    socket.write(
+      `POST ${path} HTTP/1.1\r\nhost: ${hostname}:${port}\r\n${key ? `authorization: Bearer ${key}\r\n` : ''}` +
+        `content-type: application/json\r\ncontent-length: ${announced}\r\n\r\n` +
+        '{"message":"' +
+        'x'.repeat(64 * 1024),
+    );
   });
 }
 
@@ -126,6 +165,21 @@ describe('hostile input', () => {
       ['the error docs', '/docs/errors', 413],
     ])('answers %s before reading a body over 64 KB', async (_, path, status) => {
       expect(await answerBeforeBody(stack.api.url, {}, 10 * 1024 * 1024, 5000, path)).toBe(status);
+    });
+
+    // Issue 28: an unauthenticated flood of 7 MB bodies slowed every other project (the noisy
+    // neighbour drill). A refusal answered before the body was read kept the connection alive, so
+    // the api went on reading and discarding the rest of each body: now it closes the connection.
+    it.each([
+      ['an unknown key', '/v1/agent', 'sk-mas_' + 'D'.repeat(43), 401],
+      ['no key', '/v1/agent', undefined, 401],
+      ['the codec endpoint without its token', '/codec/decode', undefined, 401],
+      ['an unknown route', '/no-such-route', undefined, 413],
+    ])('closes the connection after refusing %s, not reading the rest of the body', async (_, path, key, status) => {
+      const { head, closed } = await refusedUpload(stack.api.url, path, 7 * 1024 * 1024, key);
+      expect(head.split('\r\n')[0]).toBe(`HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : 'Payload Too Large'}`);
+      expect(head.toLowerCase()).toContain('\r\nconnection: close\r\n');
+      expect(closed).toBe(true);
     });
 
     it('refuses a body over 64 KB on a route without authentication with payload_too_large, naming the limit', async () => {

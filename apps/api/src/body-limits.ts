@@ -63,3 +63,13 @@ export function bodyParser(): RequestHandler {
     parsers[kind](req, res, next);
   };
 }
+
+/**
+ * For an answer sent before the request's body was read (a refusal: 401, 405, 413, 429 and the
+ * like): the connection closes after it. Kept alive, Node would read the rest of the body and
+ * throw it away, so an unauthenticated flood of large bodies would cost the api every byte of them
+ * (issue 28). Call before the answer's headers go.
+ */
+export function closeIfBodyUnread(req: Request, res: Response): void {
+  if (!req.complete) res.setHeader('Connection', 'close');
+}

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { closeIfBodyUnread } from '../body-limits.js';
 
 export type OperatorRequest = Request & { operator?: true };
 
@@ -38,6 +39,7 @@ export class CodecAccess {
           ? header.slice(7).trim()
           : undefined;
     if (!this.token || token === undefined || !timingSafeEqual(digest(token), this.token)) {
+      closeIfBodyUnread(req, res);
       res.status(401).json({
         error: {
           code: 'unauthorized',

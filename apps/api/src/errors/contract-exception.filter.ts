@@ -1,8 +1,8 @@
 import { ArgumentsHost, Catch, HttpException, Inject, Logger, type ExceptionFilter } from '@nestjs/common';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { errorDocsUrl, ERROR_STATUS, ServiceError, type ErrorBody, type ErrorCode } from '#libs/contracts';
-import { payloadTooLarge } from '../body-limits.js';
+import { closeIfBodyUnread, payloadTooLarge } from '../body-limits.js';
 import { databaseUnavailable, isDatabaseUnavailable } from './dependency-unavailable.js';
 
 /** Body-parser failures carry a `type`; map the ones a client causes to contract codes. */
@@ -43,6 +43,7 @@ export class ContractExceptionFilter implements ExceptionFilter {
     }
     const { status, body } = renderError(error, this.config.publicBaseUrl);
     for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
+    closeIfBodyUnread(host.switchToHttp().getRequest<Request>(), res);
     res.status(status).json(body);
   }
 
