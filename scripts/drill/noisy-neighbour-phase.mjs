@@ -63,8 +63,9 @@ async function noisyThread({ apiUrl, key, projectId }) {
   const longMessage = Array.from({ length: 3000 }, (_, i) => `w${i}`).join(' '); // ~30 s streamed
   const megabyte = 'x'.repeat(1_000_000);
   const kinds = [
-    // [pause between sends, one send]
+    // [name, pause between sends, one send]
     [
+      'streams',
       3000,
       async () => {
         const res = await client.call('POST', '/v1/agent', {
@@ -85,6 +86,7 @@ async function noisyThread({ apiUrl, key, projectId }) {
       },
     ],
     [
+      'runs',
       3000,
       async () =>
         told(
@@ -95,6 +97,7 @@ async function noisyThread({ apiUrl, key, projectId }) {
         ),
     ],
     [
+      'files',
       6000,
       async () => {
         const files = Array.from({ length: 8 }, (_, i) => ({ name: `big-${i}.txt`, content: megabyte }));
@@ -107,6 +110,7 @@ async function noisyThread({ apiUrl, key, projectId }) {
       },
     ],
     [
+      'pdfs',
       6000,
       async () =>
         told(
@@ -122,19 +126,24 @@ async function noisyThread({ apiUrl, key, projectId }) {
     ],
   ];
   const bigBody = JSON.stringify({ message: 'x', filler: Array.from({ length: 350_000 }, () => ({ a: 1 })) }); // ~7 MB of small objects
-  const loops = kinds.map(([pauseMs, fn]) =>
-    (async () => {
-      const inFlight = new Set();
-      while (running) {
-        const p = fn().catch(() => undefined);
-        inFlight.add(p);
-        void p.finally(() => inFlight.delete(p));
-        await sleep(pauseMs);
-      }
-      await Promise.all(inFlight);
-    })(),
-  );
-  for (const path of ['/v1/agent', '/codec/decode'])
+  // DRILL_NOISY_KINDS (a diagnostic: streams,runs,files,pdfs,unauthenticated) keeps only those
+  // kinds, to measure what each costs the well-behaved project on its own. Default: all at once.
+  const chosen = process.env.DRILL_NOISY_KINDS?.split(',');
+  const loops = kinds
+    .filter(([name]) => !chosen || chosen.includes(name))
+    .map(([, pauseMs, fn]) =>
+      (async () => {
+        const inFlight = new Set();
+        while (running) {
+          const p = fn().catch(() => undefined);
+          inFlight.add(p);
+          void p.finally(() => inFlight.delete(p));
+          await sleep(pauseMs);
+        }
+        await Promise.all(inFlight);
+      })(),
+    );
+  for (const path of !chosen || chosen.includes('unauthenticated') ? ['/v1/agent', '/codec/decode'] : [])
     loops.push(
       (async () => {
         while (running) {
