@@ -37,6 +37,18 @@ describe('the app supervisor', () => {
   });
   afterAll(() => {
     if (supervisor.exitCode === null) supervisor.kill('SIGKILL');
+    // A supervisor killed so leaves its app running: every projector it started goes too, so a
+    // failed run leaves no consumer in the test's groups.
+    for (const line of lines) {
+      const pid = /^\[projector\] started \(pid (\d+)\)/.exec(line)?.[1];
+      if (pid) {
+        try {
+          process.kill(Number(pid), 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+    }
   });
 
   it('restarts an app that was killed, then stops it on SIGTERM', async () => {
