@@ -25,22 +25,28 @@ export class RequestReadModel {
 
   /** The request's latest state as an AgentStop; undefined when it has no events yet. */
   async find(requestId: string): Promise<AgentStop | undefined> {
-    // The row, its stream's version and the view of the row's stop: one round trip when the read
-    // model is current.
-    const rows: (Partial<RequestRow> & { stream_version: number | null; stop_view: AgentRequestStopView | null })[] =
-      await this.db.query(
-        `select st.version as stream_version, r.*, v.view as stop_view
-           from (select $1::uuid as id) k left join request_log r on r.request_id = k.id
-                left join streams st on st.stream_id = $2
-                left join request_views v on v.request_id = k.id and v.stop = r.stop`,
-        [requestId, agentRequestStreamId(requestId)],
-      );
+    // The row, its stream's version, the view of the row's stop and the request's generated files:
+    // one round trip when the read model is current.
+    const rows: (Partial<RequestRow> & {
+      stream_version: number | null;
+      stop_view: AgentRequestStopView | null;
+      generated: FileRef[];
+    })[] = await this.db.query(
+      `select st.version as stream_version, r.*, v.view as stop_view,
+              (select coalesce(json_agg(json_build_object('id', f.id, 'name', f.name) order by f.created_at, f.id), '[]')
+                 from generated_files f where f.request_id = k.id) as generated
+         from (select $1::uuid as id) k left join request_log r on r.request_id = k.id
+              left join streams st on st.stream_id = $2
+              left join request_views v on v.request_id = k.id and v.stop = r.stop`,
+      [requestId, agentRequestStreamId(requestId)],
+    );
     const row = rows[0];
     const projected = row?.request_id ? requestStateFromRow(row as RequestRow) : undefined;
     const current = !row?.stream_version || (projected && projected.version >= row.stream_version);
     const state = current ? projected : await this.requests.state(this.db.manager, requestId, projected);
     if (!state || pastRetention(state.updatedAt)) return undefined;
-    return this.stopOf(state, current ? { view: row?.stop_view ?? undefined } : undefined);
+    const files = row?.generated ?? [];
+    return this.stopOf(state, current ? { view: row?.stop_view ?? undefined, files } : { files });
   }
 
   /**
@@ -70,20 +76,26 @@ export class RequestReadModel {
   }
 
   /** The request as it stood at `state` (its last stop's content included): what GET shows, and
-   * what a webhook of that stop carries. `read`: the stop's view, read already with the state. */
-  async stopOf(state: RequestState, read?: { view: AgentRequestStopView | undefined }): Promise<AgentStop> {
+   * what a webhook of that stop carries. `read`: what was read already with the state (the stop's
+   * view, the request's generated files). */
+  async stopOf(
+    state: RequestState,
+    read: { view?: AgentRequestStopView | undefined; files?: readonly FileRef[] } = {},
+  ): Promise<AgentStop> {
     const requestId = state.requestId;
+    const viewRead = 'view' in read;
     const views: { view: AgentRequestStopView }[] =
-      !read && state.stop > 0
+      !viewRead && state.stop > 0
         ? await this.db.query(`select view from request_views where request_id = $1 and stop = $2`, [
             requestId,
             state.stop,
           ])
         : [];
-    const view = read ? read.view : views[0]?.view;
+    const view = viewRead ? read.view : views[0]?.view;
     const paused = state.status === 'requires_tool_outputs';
     const files: readonly FileRef[] =
       view?.files ??
+      read.files ??
       (await this.db.query(`select id, name from generated_files where request_id = $1 order by created_at, id`, [
         requestId,
       ]));
