@@ -48,8 +48,11 @@ describe('read_file on hostile PDFs', () => {
       .run({ name: 'hello.pdf' }, { inputFiles: [hello] })
       .then((r) => (answered.push('hello'), r));
     const [slowResult, helloResult] = await Promise.all([slowRead, helloRead]);
-    expect([slowResult.ok, helloResult.ok]).toEqual([true, true]);
+    expect(helloResult.ok).toBe(true);
     expect(answered).toEqual(['hello', 'slow']);
+    // Read, or stopped at its 10 s limit on a loaded machine (a CI run beside a soak took that
+    // long once): either way it held no other work up, which is what this test is about.
+    if (!slowResult.ok) expect(slowResult.error).toMatch(/reading it took more than 10 s/);
   }, 60_000);
 
   // Under the inflation cap, but slow: 10 million glyphs (70 MB inflated, several seconds of pdf.js).
