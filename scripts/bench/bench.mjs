@@ -32,8 +32,8 @@ import {
   startNode,
   startProcess,
   stopAll,
-  tail,
   threadCpu,
+  waitFor,
 } from './lib/procs.mjs';
 import { buildRows, printTable } from './lib/report.mjs';
 import { appProcess } from '../app-process.mjs';
@@ -202,17 +202,6 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 
 // ---------------------------------------------------------------------------------------------
 // Processes
-
-async function waitFor(what, timeoutMs, check, proc) {
-  const deadline = now() + timeoutMs;
-  while (now() < deadline) {
-    if (proc?.exited)
-      throw new Error(`${proc.name} exited (${proc.exitCode}) while waiting for ${what}:\n${tail(proc.logFile)}`);
-    if (await check()) return;
-    await sleep(200);
-  }
-  throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${proc ? `:\n${tail(proc.logFile)}` : ''}`);
-}
 
 async function startModelServers() {
   const servers = {};

@@ -10,18 +10,17 @@
 // the number of round trips the caller waited for one after another (the api's and the worker's,
 // whichever are on the path to the answer). The relay and the projector run beside them, straight
 // to PostgreSQL. Writes bench/results/round-trips-<timestamp>.json.
-import { mkdirSync, readFileSync, existsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { CAPABILITIES } from '#libs/contracts';
 import { jsonOf, send } from './lib/http.mjs';
 import { openAccounts } from './lib/key-pool.mjs';
-import { freePorts, startNode, stopAll, tail } from './lib/procs.mjs';
+import { freePorts, stopAll } from './lib/procs.mjs';
+import { startModelAndApps } from './lib/scenario-apps.mjs';
 import { percentile } from './lib/stats.mjs';
-import { appProcess } from '../app-process.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({
@@ -119,16 +118,6 @@ async function startPgProxy(target) {
 
 const procs = [];
 const cleanups = [];
-async function waitFor(what, timeoutMs, check, proc) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (proc?.exited) throw new Error(`${proc.name} exited while waiting for ${what}:\n${tail(proc.logFile)}`);
-    if (await check().catch(() => false)) return;
-    await sleep(200);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 try {
   const database = new URL(need('DATABASE_URL'));
   const proxies = {};
@@ -136,67 +125,26 @@ try {
     proxies[app] = await startPgProxy({ host: database.hostname, port: Number(database.port || 5432) });
     cleanups.push(() => proxies[app].close());
   }
-  const model = startNode({
-    name: 'model',
-    args: [join(ROOT, 'scripts/bench/model-server.mjs'), '--latency-ms', '0', '--port', String(MODEL_PORT)],
-    env: { ...env, BENCH_MODEL_KEY: MODEL_KEY },
-    logFile: join(RUN_DIR, 'round-trips-model.log'),
-    pidFile: PID_FILE,
-  });
-  procs.push(model);
-  const plans = JSON.stringify({ pro: { monthlyQuota: 1_000_000_000, capabilities: CAPABILITIES } });
-  const apps = {};
   // The relay and the projector run as in production (reads answer from the read models) and
   // reach PostgreSQL directly: they are on no caller's path, and are not counted.
-  for (const app of ['api', 'worker', 'relay', 'projector']) {
+  const throughProxy = (app) => {
     const url = new URL(database);
-    if (proxies[app]) {
-      url.hostname = '127.0.0.1';
-      url.port = String(proxies[app].port);
-    }
-    apps[app] = startNode({
-      name: app,
-      args: appProcess(app).args,
-      env: {
-        ...env,
-        ...appProcess(app).env,
-        DATABASE_URL: url.toString(),
-        PORT: String(API_PORT),
-        PUBLIC_BASE_URL: API,
-        TEMPORAL_TASK_QUEUE: `bench-round-trips-${TS}`,
-        MAS_PLANS: plans,
-      },
-      logFile: join(RUN_DIR, `round-trips-${app}.log`),
-      pidFile: PID_FILE,
-    });
-    procs.push(apps[app]);
-  }
-  await waitFor(
-    'the model server',
-    10_000,
-    async () =>
-      (await send({ method: 'GET', url: `http://127.0.0.1:${MODEL_PORT}/healthz`, timeoutMs: 1000 })).status === 200,
-    model,
-  );
-  await waitFor(
-    'the api',
-    120_000,
-    async () => (await send({ method: 'GET', url: `${API}/readyz`, timeoutMs: 3000 })).status === 200,
-    apps.api,
-  );
-  await waitFor(
-    'the worker',
-    120_000,
-    async () =>
-      existsSync(apps.worker.logFile) && readFileSync(apps.worker.logFile, 'utf8').includes('polling task queue'),
-    apps.worker,
-  );
-  await waitFor(
-    'the projector',
-    60_000,
-    async () => existsSync(apps.projector.logFile) && readFileSync(apps.projector.logFile, 'utf8').includes('running'),
-    apps.projector,
-  );
+    url.hostname = '127.0.0.1';
+    url.port = String(proxies[app].port);
+    return { DATABASE_URL: url.toString() };
+  };
+  await startModelAndApps({
+    label: 'round-trips',
+    names: ['api', 'worker', 'relay', 'projector'],
+    env,
+    apiPort: API_PORT,
+    modelPort: MODEL_PORT,
+    modelKey: MODEL_KEY,
+    runDir: RUN_DIR,
+    pidFile: PID_FILE,
+    procs,
+    appEnv: (app) => (proxies[app] ? throughProxy(app) : {}),
+  });
   log('api and worker up, each through its own counting proxy; relay and projector up');
 
   const { accounts, close } = await openAccounts();

@@ -8,19 +8,18 @@
 // connections open to it (numbackends). Writes bench/results/streams-<timestamp>.json.
 //
 // Streams are spread over projects: the api allows 60 requests a minute per project.
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { CAPABILITIES } from '#libs/contracts';
 import { jsonOf, send } from './lib/http.mjs';
 import { openAccounts } from './lib/key-pool.mjs';
-import { freePorts, startNode, stopAll, tail } from './lib/procs.mjs';
+import { freePorts, stopAll, waitFor } from './lib/procs.mjs';
+import { startModelAndApps } from './lib/scenario-apps.mjs';
 import { openTemporal } from './lib/temporal-phases.mjs';
-import { appProcess } from '../app-process.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const { values: args } = parseArgs({
@@ -54,16 +53,6 @@ const log = (s) => process.stderr.write(`[bench streams] ${s}\n`);
 
 const procs = [];
 const cleanups = [];
-async function waitFor(what, timeoutMs, check, proc) {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (proc?.exited) throw new Error(`${proc.name} exited while waiting for ${what}:\n${tail(proc.logFile)}`);
-    if (await check().catch(() => false)) return;
-    await sleep(200);
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
-
 /** Commits and connections of the database, as PostgreSQL counts them. */
 async function dbCounts(client) {
   await client.query('select pg_stat_clear_snapshot()');
@@ -95,53 +84,17 @@ function openStream(id, key) {
 }
 
 try {
-  const model = startNode({
-    name: 'model',
-    args: [join(ROOT, 'scripts/bench/model-server.mjs'), '--latency-ms', '0', '--port', String(MODEL_PORT)],
-    env: { ...env, BENCH_MODEL_KEY: MODEL_KEY },
-    logFile: join(RUN_DIR, 'streams-model.log'),
+  await startModelAndApps({
+    label: 'streams',
+    names: ['api', 'worker'],
+    env,
+    apiPort: API_PORT,
+    modelPort: MODEL_PORT,
+    modelKey: MODEL_KEY,
+    runDir: RUN_DIR,
     pidFile: PID_FILE,
+    procs,
   });
-  procs.push(model);
-  const plans = JSON.stringify({ pro: { monthlyQuota: 1_000_000_000, capabilities: CAPABILITIES } });
-  const apps = {};
-  for (const app of ['api', 'worker']) {
-    apps[app] = startNode({
-      name: app,
-      args: appProcess(app).args,
-      env: {
-        ...env,
-        ...appProcess(app).env,
-        PORT: String(API_PORT),
-        PUBLIC_BASE_URL: API,
-        TEMPORAL_TASK_QUEUE: `bench-streams-${TS}`,
-        MAS_PLANS: plans,
-      },
-      logFile: join(RUN_DIR, `streams-${app}.log`),
-      pidFile: PID_FILE,
-    });
-    procs.push(apps[app]);
-  }
-  await waitFor(
-    'the model server',
-    10_000,
-    async () =>
-      (await send({ method: 'GET', url: `http://127.0.0.1:${MODEL_PORT}/healthz`, timeoutMs: 1000 })).status === 200,
-    model,
-  );
-  await waitFor(
-    'the api',
-    120_000,
-    async () => (await send({ method: 'GET', url: `${API}/readyz`, timeoutMs: 3000 })).status === 200,
-    apps.api,
-  );
-  await waitFor(
-    'the worker',
-    120_000,
-    async () =>
-      existsSync(apps.worker.logFile) && readFileSync(apps.worker.logFile, 'utf8').includes('polling task queue'),
-    apps.worker,
-  );
   log('api and worker up');
   const taskQueue = `bench-streams-${TS}`;
   const temporal = await openTemporal({
