@@ -25,14 +25,19 @@ export function startProcess({ name, command, args, env, logFile, pidFile }) {
 /** Starts `node args` (see startProcess). */
 export const startNode = (options) => startProcess({ ...options, command: process.execPath });
 
-/** Polls `check` every 200 ms until it holds (a check that throws counts as not yet); fails when
+/** Polls `check` (sync or async) every 200 ms until it holds (one that throws counts as not yet); fails when
  * `proc` exits meanwhile or after `timeoutMs`, with the end of its log. */
 export async function waitFor(what, timeoutMs, check, proc) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (proc?.exited)
       throw new Error(`${proc.name} exited (${proc.exitCode}) while waiting for ${what}:\n${tail(proc.logFile)}`);
-    if (await check().catch(() => false)) return;
+    if (
+      await Promise.resolve()
+        .then(check)
+        .catch(() => false)
+    )
+      return;
     await sleep(200);
   }
   throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${proc ? `:\n${tail(proc.logFile)}` : ''}`);
