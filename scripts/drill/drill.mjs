@@ -615,6 +615,7 @@ async function main() {
       agent,
       log,
       newProject: projectMaker(accounts, 'noisy'),
+      runDir: RUN_DIR,
     });
     record({
       row: {

@@ -70,6 +70,45 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-node scripts/drill/drill.mjs "$@" &
+# A time budget, so that a stuck drill fails with what it was doing instead of running until the
+# CI's own limit: past it, the harness writes a diagnostic report (its threads' stacks and open
+# sockets, printed by hang-report.mjs), is stopped, and the drill exits 1. DRILL_BUDGET_S overrides.
+budget=3600
+prev=
+for arg in "$@"; do
+  case "$arg" in --quick) budget=900 ;; esac
+  [ "$prev" = --soak ] && budget=$((arg * 60 + 900))
+  prev=$arg
+done
+budget=${DRILL_BUDGET_S:-$budget}
+
+node --report-on-signal --report-signal=SIGUSR2 --report-directory="$DRILL_RUN_DIR" scripts/drill/drill.mjs "$@" &
 harness=$!
-wait "$harness"
+(
+  trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+  sleep "$budget" >/dev/null 2>&1 &
+  sleeper=$!
+  wait "$sleeper"
+  kill -0 "$harness" 2>/dev/null || exit 0
+  log "the drill overran its budget of ${budget}s: what it was doing"
+  : >"$DRILL_RUN_DIR/overran"
+  kill -USR2 "$harness" 2>/dev/null
+  sleep 5
+  for report in "$DRILL_RUN_DIR"/report.*.json; do
+    [ -f "$report" ] && node scripts/drill/hang-report.mjs "$report" >&2
+  done
+  for f in "$DRILL_RUN_DIR"/*.log; do
+    echo "--- last lines of $f" >&2
+    tail -n 5 "$f" | cut -c1-400 >&2
+  done
+  kill -TERM "$harness" 2>/dev/null
+) &
+watchdog=$!
+code=0
+wait "$harness" || code=$?
+kill "$watchdog" 2>/dev/null || true
+if [ -f "$DRILL_RUN_DIR/overran" ]; then
+  log "FAILED: the drill did not finish within ${budget}s (the report above says where it stood)"
+  exit 1
+fi
+exit "$code"
