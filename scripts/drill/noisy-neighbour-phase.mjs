@@ -155,6 +155,9 @@ async function noisyProcess({ apiUrl, key, projectId }) {
         while (running) {
           const res = await send({ agent, url: `${apiUrl}${path}`, body: bigBody, timeoutMs: 30_000 });
           count({ ...res, json: jsonOf(res) });
+          // A send that fails locally (no file descriptor, no port) fails within the same tick:
+          // without a pause this loop would never yield, and the stop message would never be read.
+          if (res.status === 0) await sleep(100);
         }
       })(),
     );
