@@ -18,8 +18,8 @@
 // fresh request succeeds within RECOVERY_BOUND_S of the fault ending. Exit status 1 when any
 // invariant breaks, 2 when the harness itself fails.
 import { randomUUID } from 'node:crypto';
-import { execFile } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -481,6 +481,61 @@ async function sharedLimits(accounts, apis) {
   };
 }
 
+/**
+ * Two apis behind HAProxy, with the cluster profile's configuration (`cluster.sh haproxy-config`),
+ * and the load sent through it only: one api is killed -9 and left dead, so HAProxy must take it
+ * out (health check on /readyz) and requests in flight on it are retried by the clients through
+ * HAProxy with their Idempotency-Key. The api is started again afterwards. Skipped, and said so,
+ * where HAProxy is not installed.
+ */
+async function behindLoadBalancer(ctx, [api, victim]) {
+  const name = '2 apis behind HAProxy: kill -9 one';
+  const haproxy = ['/usr/sbin/haproxy', '/usr/local/sbin/haproxy'].find((p) => existsSync(p));
+  if (!haproxy) {
+    log(`${name}: skipped, HAProxy is not installed (apt-get install haproxy)`);
+    return undefined;
+  }
+  const [port] = await freePorts(1);
+  const config = join(RUN_DIR, 'haproxy.cfg');
+  const { stdout } = await promisify(execFile)('bash', [
+    join(ROOT, 'scripts/stack/cluster.sh'),
+    'haproxy-config',
+    String(port),
+    String(api.port),
+    String(victim.port),
+  ]);
+  writeFileSync(config, stdout);
+  const logFd = openSync(join(RUN_DIR, 'haproxy.log'), 'a');
+  const lb = spawn(haproxy, ['-f', config, '-db'], { stdio: ['ignore', logFd, logFd] });
+  const front = { url: `http://127.0.0.1:${port}`, proc: { exited: false } };
+  const stopLb = async () => {
+    if (lb.exitCode === null) lb.kill('SIGKILL');
+  };
+  cleanups.push(stopLb);
+  try {
+    for (let i = 0; ; i++) {
+      if ((await send({ agent, method: 'GET', url: `${front.url}/readyz`, timeoutMs: 2000 })).status === 200) break;
+      if (i > 100) throw new Error(`HAProxy did not answer on ${front.url} within 20 s (${RUN_DIR}/haproxy.log)`);
+      await sleep(200);
+    }
+    return await phase(name, {
+      ...ctx,
+      apis: [front],
+      inject: async () => {
+        victim.kill9();
+        await victim.waitExited();
+        return { permanent: true };
+      },
+    });
+  } finally {
+    await stopLb();
+    if (victim.proc.exited) {
+      victim.start();
+      await victim.ready();
+    }
+  }
+}
+
 async function startAll(replicas) {
   const ports = await freePorts(replicas);
   const apps = [];
@@ -633,22 +688,28 @@ async function main() {
     20_000,
   );
 
-  if (want('replicas')) {
+  if (want('replicas') || want('HAProxy')) {
     log('starting two replicas of each app');
     apps = await startAll(2);
     const limits = await sharedLimits(accounts, apis());
     log(limits.text);
     if (!limits.ok) problems.push(`replicas: ${limits.text}`);
-    record(
-      await phase('2 replicas: kill -9 one of each', {
-        ...ctx(),
-        inject: async () => {
-          for (const name of ['api', 'worker', 'relay', 'projector']) by(name, 2).kill9();
-          await Promise.all(['api', 'worker', 'relay', 'projector'].map((n) => by(n, 2).waitExited()));
-        },
-      }),
-    );
-    rows.at(-1).limits = limits.ok ? 'exact' : 'OFF';
+    if (want('HAProxy')) {
+      const result = await behindLoadBalancer(ctx(), apis());
+      if (result) record(result);
+    }
+    if (want('replicas')) {
+      record(
+        await phase('2 replicas: kill -9 one of each', {
+          ...ctx(),
+          inject: async () => {
+            for (const name of ['api', 'worker', 'relay', 'projector']) by(name, 2).kill9();
+            await Promise.all(['api', 'worker', 'relay', 'projector'].map((n) => by(n, 2).waitExited()));
+          },
+        }),
+      );
+      rows.at(-1).limits = limits.ok ? 'exact' : 'OFF';
+    }
     await stopAll(
       apps.map((a) => a.proc),
       20_000,

@@ -5,12 +5,14 @@
 # The fault drills (scripts/drill/drill.mjs): builds, brings the local stack up (idempotent), uses a
 # database of its own (mas_drill; DRILL_DATABASE_URL overrides), then runs the apps from dist/ on
 # their own ports, task queue and consumer groups under a bounded keyed load, injects each fault
-# (kill -9 of each app, Kafka stop/start, Temporal restart, PostgreSQL restart, a deploy of a changed worker build and its rollback; then two replicas
-# of each app with one of each killed; a noisy neighbour at every limit beside a well-behaved
-# project), checks the invariants after each and prints one table. --soak runs no fault: mixed
+# (kill -9 of each app, Kafka stop/start, Temporal restart, PostgreSQL restart, a deploy of a
+# changed worker build and its rollback; a noisy neighbour at every limit beside a well-behaved
+# project; then two replicas of each app: one api killed behind HAProxy when it is installed, and
+# one of each app killed), checks the invariants after each and prints one table. --soak runs no fault: mixed
 # load (one-shot, tool rounds, sessions, streams, cancels, background) over many projects for the
 # minutes given, then checks the money invariant and that no app's RSS grew after warm-up.
-# Exit status: 0 every invariant held, 1 one broke, 2 the drill could not run.
+# Exit status: 0 every invariant held, 1 one broke or the drill overran its time budget
+# (scripts/drill/harness.sh), 2 the drill could not run.
 #
 # The faults act on the shared local stack: each outage lasts seconds, and every component is
 # started again whatever happens. Logs go to ${TMPDIR:-/tmp}/mas-drill-<timestamp>/.
@@ -70,45 +72,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-# A time budget, so that a stuck drill fails with what it was doing instead of running until the
-# CI's own limit: past it, the harness writes a diagnostic report (its threads' stacks and open
-# sockets, printed by hang-report.mjs), is stopped, and the drill exits 1. DRILL_BUDGET_S overrides.
-budget=3600
-prev=
-for arg in "$@"; do
-  case "$arg" in --quick) budget=900 ;; esac
-  [ "$prev" = --soak ] && budget=$((arg * 60 + 900))
-  prev=$arg
-done
-budget=${DRILL_BUDGET_S:-$budget}
-
-node --report-on-signal --report-signal=SIGUSR2 --report-directory="$DRILL_RUN_DIR" scripts/drill/drill.mjs "$@" &
-harness=$!
-(
-  trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
-  sleep "$budget" >/dev/null 2>&1 &
-  sleeper=$!
-  wait "$sleeper"
-  kill -0 "$harness" 2>/dev/null || exit 0
-  log "the drill overran its budget of ${budget}s: what it was doing"
-  : >"$DRILL_RUN_DIR/overran"
-  kill -USR2 "$harness" 2>/dev/null
-  sleep 5
-  for report in "$DRILL_RUN_DIR"/report.*.json; do
-    [ -f "$report" ] && node scripts/drill/hang-report.mjs "$report" >&2
-  done
-  for f in "$DRILL_RUN_DIR"/*.log; do
-    echo "--- last lines of $f" >&2
-    tail -n 5 "$f" | cut -c1-400 >&2
-  done
-  kill -TERM "$harness" 2>/dev/null
-) &
-watchdog=$!
-code=0
-wait "$harness" || code=$?
-kill "$watchdog" 2>/dev/null || true
-if [ -f "$DRILL_RUN_DIR/overran" ]; then
-  log "FAILED: the drill did not finish within ${budget}s (the report above says where it stood)"
-  exit 1
-fi
-exit "$code"
+# shellcheck source=harness.sh
+. scripts/drill/harness.sh
+run_harness "$@"

@@ -5,7 +5,8 @@
 # under the drill's keyed load while a fault is injected: kill -9 of the active KRaft controller
 # (which also leads a partition of each topic), of the Temporal history process, of the matching
 # process; each is started again after the outage. Then kill -9 of the drill's api, worker and
-# relay (each started again), and two replicas of each app with one of each killed and left dead.
+# relay (each started again), and two replicas of each app: one api killed -9 behind HAProxy, then
+# one of each app killed and left dead.
 # The drill's invariants after each: 0 lost,
 # 0 charged twice, every charge's usage event once, the projection exact. Never touches the
 # default stack.
@@ -49,6 +50,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-node scripts/drill/drill.mjs "$@" &
-harness=$!
-wait "$harness"
+# shellcheck source=../drill/harness.sh
+. scripts/drill/harness.sh
+run_harness "$@"

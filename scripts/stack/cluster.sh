@@ -513,10 +513,12 @@ haproxy_install() {
   command -v haproxy >/dev/null || die "HAProxy is required for the apis' load balancer: apt-get install haproxy"
 }
 
-lb_up() {
-  haproxy_install
-  cat >"$MAS_HOME/haproxy.cfg" <<EOF
-# Written by scripts/stack/cluster.sh on each up.
+# HAProxy's configuration for a load balancer on 127.0.0.1:$1 over the apis on the ports after it:
+# the one place it is written (the cluster's own, and the drill's in front of its own apis).
+haproxy_config() {
+  local lb_port=$1 i=0 port
+  cat <<EOF
+# Written by scripts/stack/cluster.sh.
 global
   log stdout format raw local0 warning
 defaults
@@ -527,17 +529,28 @@ defaults
   timeout server 10m
   # Streams (server-sent events) stay open for minutes; no buffering of responses.
   option http-no-delay
+  # A connection refused by an api that just died is tried again on the other one; a request the
+  # dead api had already taken is answered 502 (clients retry it with its Idempotency-Key).
+  retries 2
+  option redispatch
 frontend api
-  bind 127.0.0.1:$LB_PORT
+  bind 127.0.0.1:$lb_port
   default_backend apis
 backend apis
   balance roundrobin
   option httpchk GET /readyz
   http-check expect status 200
   default-server inter 1s fall 2 rise 2
-  server api-1 127.0.0.1:$((LB_PORT + 1)) check
-  server api-2 127.0.0.1:$((LB_PORT + 2)) check
 EOF
+  for port in "${@:2}"; do
+    i=$((i + 1))
+    echo "  server api-$i 127.0.0.1:$port check"
+  done
+}
+
+lb_up() {
+  haproxy_install
+  haproxy_config "$LB_PORT" $((LB_PORT + 1)) $((LB_PORT + 2)) >"$MAS_HOME/haproxy.cfg"
   haproxy -c -q -f "$MAS_HOME/haproxy.cfg" || die "haproxy.cfg is invalid"
   if ! pid_alive haproxy; then
     $DETACH haproxy -f "$MAS_HOME/haproxy.cfg" -db >>"$LOGS/haproxy.log" 2>&1 &
@@ -609,6 +622,7 @@ case "${1:-}" in
   down) down; say "down" ;;
   status) status ;;
   env) print_env "${2:-mas}" ;;
+  haproxy-config) haproxy_config "${@:2}" ;; # <lb port> <api port>...: the load balancer's configuration
   fresh-test-database) pg_tool psql -q -d postgres -c "drop database if exists mas_test with (force)" -c "create database mas_test" ;;
   psql) pg_tool psql "${@:2}" ;;
   logs) if [ -n "${2:-}" ]; then tail -n 100 -f "$LOGS/$2.log"; else ls "$LOGS"; fi ;;
