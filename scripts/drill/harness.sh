@@ -25,16 +25,23 @@ run_harness() {
     kill -0 "$harness" 2>/dev/null || exit 0
     echo "[drill] the drill overran its budget of ${budget}s: what it was doing" >&2
     : >"$DRILL_RUN_DIR/overran"
+    # Its threads' states first: a stopped (T) or blocked (D) process writes no report.
+    ps -L -o pid,lwp,stat,wchan:24,pcpu,etime,comm -p "$harness" >&2 || true
     kill -USR2 "$harness" 2>/dev/null
     sleep 5
     for report in "$DRILL_RUN_DIR"/report.*.json; do
       [ -f "$report" ] && node scripts/drill/hang-report.mjs "$report" >&2
     done
     for f in "$DRILL_RUN_DIR"/*.log; do
+      [ -f "$f" ] || continue
       echo "--- last lines of $f" >&2
       tail -n 5 "$f" | cut -c1-400 >&2
     done
     kill -TERM "$harness" 2>/dev/null
+    sleep 30 >/dev/null 2>&1 &
+    sleeper=$!
+    wait "$sleeper"
+    kill -KILL "$harness" 2>/dev/null || true # a stopped or wedged process ignores TERM
   ) &
   local watchdog=$! code=0
   wait "$harness" || code=$?
