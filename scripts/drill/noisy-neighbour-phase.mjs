@@ -163,8 +163,10 @@ async function noisyProcess({ apiUrl, key, projectId }) {
     );
   await Promise.all(loops);
   agent.destroy();
-  process.send({ answers: Object.fromEntries(answers), told: [...client.told], problems: client.problems });
-  process.disconnect();
+  // Exits once the answer is sent: nothing left open (a socket, a timer) can keep it alive.
+  process.send({ answers: Object.fromEntries(answers), told: [...client.told], problems: client.problems }, () =>
+    process.exit(0),
+  );
 }
 
 /** The longest a noisy send may take (a stream's 120 s), and then some. */
@@ -187,8 +189,8 @@ function noisy(options, runDir) {
       if (r === undefined) {
         child.kill('SIGUSR2');
         await sleep(3000);
-        child.kill('SIGKILL');
       }
+      if (!(await Promise.race([exited.then(() => true), sleep(5000)]))) child.kill('SIGKILL');
       await exited;
       return r;
     },
