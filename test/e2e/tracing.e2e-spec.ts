@@ -17,7 +17,8 @@ beforeAll(async () => {
   // when tracing is on.
   startTracing('mas-e2e', loadConfig({ ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }));
 });
-const stack = e2eStack({ name: 'tracing' });
+const codecToken = randomBytes(32).toString('base64url');
+const stack = e2eStack({ name: 'tracing', env: { MAS_CODEC_TOKEN: codecToken } });
 afterAll(async () => {
   await stopTracing();
   await receiver?.close();
@@ -130,5 +131,17 @@ describe('OpenTelemetry traces', () => {
     expect(http.parentSpanId).toBeUndefined();
     expect(http.traceId).toMatch(/^[0-9a-f]{32}$/);
     await traceOf(http.traceId, ['RunWorkflow:agentRequestWorkflow', 'RunActivity:callModel', 'model call']);
+  });
+
+  it("keeps the codec endpoint's operator token out of the spans when it travels in the path", async () => {
+    const traceId = randomBytes(16).toString('hex');
+    const res = await request(stack.api.url, 'POST', `/codec/${codecToken}/decode`, {
+      headers: { traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+      body: { payloads: [] },
+    });
+    expect(res.status).toBe(200);
+    const [span] = await traceOf(traceId, ['POST /codec/:token/:op']);
+    expect(span!.attributes['url.path']).toBe('/codec/:token/decode');
+    expect(JSON.stringify(receiver.spans)).not.toContain(codecToken);
   });
 });

@@ -29,10 +29,20 @@ export function httpLogging(logger: Logger): (req: Request, res: Response, next:
             duration_ms: Math.round(performance.now() - started),
             aborted: !res.writableFinished || undefined,
           },
-          `${req.method} ${route ?? req.path} ${res.statusCode}`,
+          `${req.method} ${route ?? pathForTelemetry(req.path)} ${res.statusCode}`,
         );
       });
       next();
     });
   };
+}
+
+/** `/codec/<token>/<op>`: the one path that carries a secret, the codec endpoint's operator token
+ * (in the path because the Temporal UI's codec setting cannot send a header of its own;
+ * apps/api/src/codec/codec-access.ts). */
+const SECRET_IN_PATH = /^(\/codec\/)[^/]+(\/[^/]+\/?)$/i;
+
+/** A request's path as logs and traces may carry it: the codec token replaced by `:token`. */
+export function pathForTelemetry(path: string): string {
+  return path.replace(SECRET_IN_PATH, '$1:token$2');
 }

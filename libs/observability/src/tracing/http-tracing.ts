@@ -1,5 +1,6 @@
 import { context, propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import type { NextFunction, Request, Response } from 'express';
+import { pathForTelemetry } from '../logging/http-logging.js';
 import { activeTracing, requestAttributes } from './tracing.js';
 
 /**
@@ -16,7 +17,10 @@ export function httpTracing(): ((req: Request, res: Response, next: NextFunction
     const parent = propagation.extract(ROOT_CONTEXT, req.headers);
     const span = tracing.tracer.startSpan(
       req.method,
-      { kind: SpanKind.SERVER, attributes: { 'http.request.method': req.method, 'url.path': req.path } },
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'http.request.method': req.method, 'url.path': pathForTelemetry(req.path) },
+      },
       parent,
     );
     const active = trace.setSpan(parent, span);
