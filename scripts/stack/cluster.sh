@@ -623,6 +623,14 @@ case "${1:-}" in
   status) status ;;
   env) print_env "${2:-mas}" ;;
   haproxy-config) haproxy_config "${@:2}" ;; # <lb port> <api port>...: the load balancer's configuration
+  can-run) # whether this machine can run the profile; if not, what it lacks (and exit status 1)
+    missing=()
+    { command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; } || missing+=("Go 1.25 or later")
+    command -v openssl >/dev/null || missing+=("openssl")
+    command -v haproxy >/dev/null || { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; } \
+      || missing+=("HAProxy (apt-get install haproxy)")
+    [ ${#missing[@]} = 0 ] || { echo "it lacks ${missing[*]}"; exit 1; }
+    ;;
   fresh-test-database) pg_tool psql -q -d postgres -c "drop database if exists mas_test with (force)" -c "create database mas_test" ;;
   psql) pg_tool psql "${@:2}" ;;
   logs) if [ -n "${2:-}" ]; then tail -n 100 -f "$LOGS/$2.log"; else ls "$LOGS"; fi ;;
