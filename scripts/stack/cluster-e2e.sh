@@ -4,7 +4,7 @@
 # over mTLS, its three Kafka brokers over SSL and its PostgreSQL with sslmode=verify-full, in a
 # fresh mas_test database there. Not part of `npm test` (time).
 #
-#   scripts/stack/cluster-e2e.sh            the quick subset (QUICK below)
+#   scripts/stack/cluster-e2e.sh            the quick subset (QUICK below), then Kafka over SASL
 #   scripts/stack/cluster-e2e.sh --all      every e2e file but those that restart the default
 #                                           stack's components or run a dev server of their own
 #   scripts/stack/cluster-e2e.sh FILE...    those files (extra arguments go to Jest)
@@ -51,4 +51,20 @@ node -e '
   if (r.numTotalTests === 0) { console.error("no test was executed"); process.exit(1); }
 ' "$results" || status=1
 rm -f "$results"
+
+# SASL: the apps' Kafka client over the brokers' SASL_SSL listeners, by user name and password
+# instead of a client certificate, as on MSK (SCRAM-SHA-512) and Confluent Cloud (PLAIN): a message
+# through and a wrong password refused, then the money invariant's e2e file with every app of the
+# test reaching Kafka that way.
+if [ -z "${1:-}" ]; then
+  for mechanism in scram-sha-512 plain; do
+    (
+      eval "$(bash scripts/stack/cluster.sh env-sasl mas_test "$mechanism")"
+      export KAFKA_GROUP_PREFIX="mas-test-sasl-$mechanism"
+      node scripts/stack/kafka-sasl-check.mjs
+      NODE_OPTIONS="--experimental-vm-modules ${NODE_OPTIONS:-}" node node_modules/jest/bin/jest.js \
+        --runInBand --forceExit test/e2e/money-invariant.e2e-spec.ts
+    ) || { echo "cluster e2e: Kafka over SASL ($mechanism) failed" >&2; status=1; }
+  done
+fi
 exit "$status"

@@ -386,6 +386,14 @@ temporal_up() {
 
 kafka_port() { echo $((KAFKA_PORT_BASE + $1)); }
 kafka_brokers() { echo "127.0.0.1:$(kafka_port 1),127.0.0.1:$(kafka_port 2),127.0.0.1:$(kafka_port 3)"; }
+# The SASL_SSL listeners (base+300+i): server certificate only, clients authenticate with a user
+# name and password, as on Confluent Cloud (PLAIN) and MSK (SCRAM-SHA-512).
+kafka_sasl_brokers() { echo "127.0.0.1:$((KAFKA_PORT_BASE + 301)),127.0.0.1:$((KAFKA_PORT_BASE + 302)),127.0.0.1:$((KAFKA_PORT_BASE + 303))"; }
+KAFKA_SASL_USER=mas
+kafka_sasl_password() {
+  [ -s "$MAS_HOME/kafka-sasl-password" ] || (umask 077 && openssl rand -hex 24 >"$MAS_HOME/kafka-sasl-password")
+  cat "$MAS_HOME/kafka-sasl-password"
+}
 
 kafka_install() {
   KAFKA_DIR="$MAS_HOME/kafka-$MAS_KAFKA_VERSION"
@@ -413,7 +421,8 @@ EOF
 kafka_up() {
   command -v java >/dev/null || die "a Java runtime 17 or later is required (apt-get install openjdk-17-jre-headless)"
   kafka_install
-  local i voters=""
+  local i voters="" sasl_password
+  sasl_password="$(kafka_sasl_password)"
   local java=(java -Xms256m -Xmx512m -XX:+UseG1GC "-Dlog4j.configuration=file:$KAFKA_DIR/log4j.properties" -cp "$KAFKA_DIR/lib/*")
   for i in 1 2 3; do voters="$voters${voters:+,}$i@127.0.0.1:$((KAFKA_PORT_BASE + 200 + i))"; done
   [ -f "$DATA/kafka-cluster-id" ] || "${java[@]}" kafka.tools.StorageTool random-uuid >"$DATA/kafka-cluster-id"
@@ -423,11 +432,15 @@ kafka_up() {
 process.roles=broker,controller
 node.id=$i
 controller.quorum.voters=$voters
-listeners=SSL://127.0.0.1:$(kafka_port "$i"),INTERNAL://127.0.0.1:$((KAFKA_PORT_BASE + 100 + i)),CONTROLLER://127.0.0.1:$((KAFKA_PORT_BASE + 200 + i))
-advertised.listeners=SSL://127.0.0.1:$(kafka_port "$i"),INTERNAL://127.0.0.1:$((KAFKA_PORT_BASE + 100 + i))
+listeners=SSL://127.0.0.1:$(kafka_port "$i"),INTERNAL://127.0.0.1:$((KAFKA_PORT_BASE + 100 + i)),CONTROLLER://127.0.0.1:$((KAFKA_PORT_BASE + 200 + i)),SASL_SSL://127.0.0.1:$((KAFKA_PORT_BASE + 300 + i))
+advertised.listeners=SSL://127.0.0.1:$(kafka_port "$i"),INTERNAL://127.0.0.1:$((KAFKA_PORT_BASE + 100 + i)),SASL_SSL://127.0.0.1:$((KAFKA_PORT_BASE + 300 + i))
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=INTERNAL
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,INTERNAL:SSL,SSL:SSL
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,INTERNAL:SSL,SSL:SSL,SASL_SSL:SASL_SSL
+sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512
+listener.name.sasl_ssl.ssl.client.auth=none
+listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_$KAFKA_SASL_USER="$sasl_password";
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 ssl.keystore.type=PEM
 ssl.keystore.location=$TLS/kafka-broker.pem
 ssl.truststore.type=PEM
@@ -460,6 +473,20 @@ EOF
   for i in 1 2 3; do wait_for "kafka-$i" 120 port_open "$(kafka_port "$i")"; done
   MAS_KAFKA_REPLICATION_FACTOR=3 MAS_KAFKA_MIN_INSYNC_REPLICAS=2 node "$ROOT/scripts/stack/kafka-topics.mjs" >>"$LOGS/kafka-1.log" 2>&1 \
     || { tail -n 20 "$LOGS/kafka-1.log" >&2; die "kafka did not accept the project's topics"; }
+  # The SCRAM-SHA-512 credential of the same user (KRaft keeps it in the metadata log), set through
+  # the PLAIN login by Kafka's own kafka-configs tool.
+  cat >"$MAS_HOME/kafka-sasl-admin.properties" <<EOF
+security.protocol=SASL_SSL
+sasl.mechanism=PLAIN
+sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="$KAFKA_SASL_USER" password="$sasl_password";
+ssl.truststore.type=PEM
+ssl.truststore.location=$TLS/ca.crt
+EOF
+  chmod 600 "$MAS_HOME/kafka-sasl-admin.properties"
+  "${java[@]}" kafka.admin.ConfigCommand --bootstrap-server "$(kafka_sasl_brokers)" \
+    --command-config "$MAS_HOME/kafka-sasl-admin.properties" --alter --entity-type users --entity-name "$KAFKA_SASL_USER" \
+    --add-config "SCRAM-SHA-512=[iterations=4096,password=$sasl_password]" >>"$LOGS/kafka-1.log" 2>&1 \
+    || { tail -n 20 "$LOGS/kafka-1.log" >&2; die "kafka did not take the SCRAM credential"; }
 }
 
 # ---------------------------------------------------------------- the apps
@@ -595,6 +622,15 @@ print_env() {
   printf "export MAS_CLUSTER_API_URL='http://127.0.0.1:%s'\n" "$LB_PORT"
 }
 
+# print_env, with Kafka reached over its SASL_SSL listeners by user name and password (mechanism
+# $2: plain or scram-sha-512) instead of a client certificate.
+print_sasl_env() {
+  print_env "${1:-mas}"
+  printf "export KAFKA_BROKERS='%s' KAFKA_SASL_MECHANISM='%s' KAFKA_SASL_USERNAME='%s' KAFKA_SASL_PASSWORD='%s'\n" \
+    "$(kafka_sasl_brokers)" "${2:-scram-sha-512}" "$KAFKA_SASL_USER" "$(kafka_sasl_password)"
+  echo "unset KAFKA_SSL_CERT_FILE KAFKA_SSL_KEY_FILE"
+}
+
 # Each group stopped in parallel (the apps drain for up to 30 s each; three brokers stopped one
 # after another wait for a quorum that the last one no longer has), the apps before the engines.
 down() {
@@ -622,6 +658,7 @@ case "${1:-}" in
   down) down; say "down" ;;
   status) status ;;
   env) print_env "${2:-mas}" ;;
+  env-sasl) print_sasl_env "${2:-mas}" "${3:-scram-sha-512}" ;; # <database> <plain|scram-sha-512>
   haproxy-config) haproxy_config "${@:2}" ;; # <lb port> <api port>...: the load balancer's configuration
   can-run) # whether this machine can run the profile; if not, what it lacks (and exit status 1)
     missing=()
