@@ -239,6 +239,24 @@ describe('/v1/sessions', () => {
     });
   });
 
+  it('replays a message answered before the session ended to a retry with its Idempotency-Key', async () => {
+    const { auth } = await stack.fixtures.project({ credits: 10 });
+    const session = (await create(auth)).body;
+    const keyed = { ...auth, 'idempotency-key': randomUUID() };
+    const first = await call('POST', `/v1/sessions/${session.id}/messages`, keyed, { message: 'hello' });
+    expect(first.status).toBe(200);
+    expect((await call('DELETE', `/v1/sessions/${session.id}`, auth)).status).toBe(200);
+    const again = await call('POST', `/v1/sessions/${session.id}/messages`, keyed, { message: 'hello' });
+    expect({ status: again.status, body: again.body }).toEqual({ status: 200, body: first.body });
+    // A new key, or the same key with another body, is a new message: the session has ended.
+    expectError(await send(auth, session.id, { message: 'hello' }), 410, 'session_ended');
+    expectError(
+      await call('POST', `/v1/sessions/${session.id}/messages`, keyed, { message: 'something else' }),
+      410,
+      'session_ended',
+    );
+  });
+
   it("answers 404 session_not_found for an unknown id, a malformed one, and another project's session", async () => {
     const mine = await stack.fixtures.project({ credits: 10 });
     const theirs = await stack.fixtures.project({ credits: 10 });

@@ -125,6 +125,21 @@ export class IdempotencyKeys {
     };
   }
 
+  /** The answer saved under `key` for this endpoint and body within the window, without claiming
+   * anything: for a request refused by a check that the first attempt passed (a session message
+   * retried after the session ended is answered as it was first, not 410). */
+  async answered(projectId: string, key: string, endpoint: string, body: unknown): Promise<StoredAnswer | undefined> {
+    const rows: Row[] = await this.db.query(
+      `select request_id, body_hash, endpoint, response from idempotency_keys
+        where project_id = $1 and key = $2 and created_at >= now() - make_interval(hours => $3)`,
+      [projectId, key, IDEMPOTENCY_WINDOW_HOURS],
+    );
+    const row = rows[0];
+    return row && row.endpoint === endpoint && row.body_hash === bodyHash(body)
+      ? (row.response ?? undefined)
+      : undefined;
+  }
+
   /** Saves `answer` as the key's answer unless one is saved already, and returns the saved one:
    * concurrent attempts all answer with the first that was saved. */
   async save(claim: IdempotencyClaim, answer: StoredAnswer): Promise<StoredAnswer> {

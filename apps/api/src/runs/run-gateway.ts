@@ -216,6 +216,16 @@ export class RunGateway {
     return key === undefined ? undefined : this.idempotency.claim(principal.project.id, key, endpoint, body);
   }
 
+  /** The answer saved under the key for this endpoint and body, if any (IdempotencyKeys.answered). */
+  async answered(
+    principal: Principal,
+    key: string | undefined,
+    endpoint: string,
+    body: unknown,
+  ): Promise<StoredAnswer | undefined> {
+    return key === undefined ? undefined : this.idempotency.answered(principal.project.id, key, endpoint, body);
+  }
+
   /** Saves the answer under the claim (the first saved wins) and returns the answer to send. */
   async save(claim: IdempotencyClaim | undefined, answer: StoredAnswer): Promise<StoredAnswer> {
     return claim ? this.idempotency.save(claim, answer) : answer;

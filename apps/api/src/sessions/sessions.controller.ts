@@ -193,7 +193,7 @@ export class SessionsController {
   })
   @ApiBody({ schema: { $ref: '#/components/schemas/AgentRequest' } })
   @ApiIdempotencyKey(
-    "A message runs once and enters the conversation once: a retry gets its first stop (a failed run's error included), or with `stream: true` its stored events again from the first.",
+    "A message runs once and enters the conversation once: a retry gets its first stop (a failed run's error included), or with `stream: true` its stored events again from the first; also once the session has ended (a new message then gets 410 `session_ended`).",
   )
   @ApiResponses({
     200: {

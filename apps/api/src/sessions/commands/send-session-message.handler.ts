@@ -67,19 +67,21 @@ export class SendSessionMessageHandler implements ICommandHandler<SendSessionMes
     // 404 and 410 come after the body's 400 and before the capabilities' 403.
     const record = UUID.test(sessionId) ? await this.sessions.find(project.id, sessionId) : undefined;
     if (!record) throw sessionNotFound();
+    const endpoint = `POST /v1/sessions/${sessionId}/messages`;
     const closed = closedSessionError(record.status);
-    if (closed) throw closed;
+    if (closed) {
+      // A retry of a message answered before the session ended gets that answer again (DESIGN.md
+      // section 9: a finished first answer is replayed), not the ended session's 410.
+      const answer = await this.runs.answered(principal, idempotency?.key, endpoint, idempotency?.body);
+      if (answer) return { kind: 'replay', answer };
+      throw closed;
+    }
     const plan = this.config.plans[project.plan];
     resolveCapabilities(body.capabilities, plan.name, plan.capabilities, project.capabilities, body.tools.length > 0);
     const temporal = this.runs.temporal();
 
     // Claimed once the request has passed its checks: nothing is recorded for a refused request.
-    const claim = await this.runs.claim(
-      principal,
-      idempotency?.key,
-      `POST /v1/sessions/${sessionId}/messages`,
-      idempotency?.body,
-    );
+    const claim = await this.runs.claim(principal, idempotency?.key, endpoint, idempotency?.body);
     if (claim?.answer) return { kind: 'replay', answer: claim.answer };
     const requestId = claim?.requestId ?? randomUUID();
     addLogContext({ request_id: requestId });
