@@ -7,7 +7,7 @@ import { e2eStack } from '../support/e2e-stack.js';
 import { request, type JsonResponse } from '../support/http.js';
 import { stack } from '../support/stack.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
-import { APP_START_TIMEOUT_MS, startWorker, type RunningWorker } from '../support/worker.js';
+import { APP_CLOSE_TIMEOUT_MS, APP_START_TIMEOUT_MS, startWorker, type RunningWorker } from '../support/worker.js';
 
 // What a client sees while a component the api depends on is down, and that the api heals by
 // itself once it is back. Outages here are short: other tests share the stack.
@@ -42,7 +42,7 @@ describe('PostgreSQL unreachable', () => {
     await worker?.close();
     await proxy?.close();
     await fixtures?.close();
-  });
+  }, APP_CLOSE_TIMEOUT_MS);
 
   it('answers 503 service_unavailable with Retry-After, from the key lookup on, and heals when it is back', async () => {
     const { auth } = await fixtures.project();

@@ -7,7 +7,7 @@ import { testConfig } from '../support/config.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { connectTemporalRaw, historyText, payloadsOf } from '../support/temporal.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
+import { APP_CLOSE_TIMEOUT_MS, startWorker, type RunningWorker } from '../support/worker.js';
 
 // Temporal payloads are encrypted (AES-256-GCM, key id in the metadata) by every client and
 // worker; a key rotation does not break a workflow in flight. Real api, worker and Temporal.
@@ -62,7 +62,7 @@ describe('encrypted Temporal payloads', () => {
     for (const app of running.reverse()) await app.close();
     await connection?.close();
     await fixtures?.close();
-  });
+  }, APP_CLOSE_TIMEOUT_MS);
 
   it('completes a request started under key A after the current key is B, and its history shows no plaintext', async () => {
     const { project, auth } = await fixtures.project({ credits: 10 });

@@ -11,7 +11,7 @@ import { request } from '../support/http.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { collect } from '../support/kafka.js';
 import { readSse } from '../support/sse.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
+import { APP_CLOSE_TIMEOUT_MS, startWorker, type RunningWorker } from '../support/worker.js';
 
 const lookup = {
   name: 'lookup',
@@ -81,7 +81,7 @@ describe('a retried workflow task changes nothing', () => {
       await api?.close();
       await models?.close();
       await fixtures?.close();
-    });
+    }, APP_CLOSE_TIMEOUT_MS);
 
     it('is taken over by another worker: the answer, its replay, GET, the ledger, the events and the usage event agree, and the model was called once', async () => {
       dying = startAppProcess('worker', { ...env, MAS_TEST_EXIT_AFTER_RECORD_STOP: 'true' });

@@ -6,7 +6,7 @@ import { testConfig } from '../support/config.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { startModelServer, type ModelServer } from '../support/model-server.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
+import { APP_CLOSE_TIMEOUT_MS, startWorker, type RunningWorker } from '../support/worker.js';
 
 // What SIGTERM does to the api (apps/api/src/main.ts calls drainAndClose on it).
 // Its own set-up, not e2eStack: the test stops the api itself (drainAndClose), which the stack
@@ -30,7 +30,7 @@ describe('the api stopping', () => {
     await worker.close();
     await models.close();
     await fixtures.close();
-  });
+  }, APP_CLOSE_TIMEOUT_MS);
 
   it('finishes a request in flight with 200, and takes no new one', async () => {
     const { auth, project } = await fixtures.project({

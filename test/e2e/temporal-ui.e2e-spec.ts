@@ -8,7 +8,7 @@ import { startDevTemporal, type DevTemporal } from '../support/dev-temporal.js';
 import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
+import { APP_CLOSE_TIMEOUT_MS, startWorker, type RunningWorker } from '../support/worker.js';
 
 // The Temporal UI shows a request's payloads decrypted through the api's codec endpoint, and
 // without the codec it shows none of them: a real Chromium (Debian's package, installed by
@@ -57,7 +57,7 @@ describe('the Temporal UI with the codec endpoint', () => {
     await temporal?.close();
     await proxy?.close();
     await fixtures?.close();
-  });
+  }, APP_CLOSE_TIMEOUT_MS);
 
   /** Opens the workflow of `requestId` as an operator does: the list filtered by its id, then the run. */
   async function openRequest(page: Page, requestId: string): Promise<void> {

@@ -11,7 +11,7 @@ import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { eventually } from '../support/eventually.js';
 import { connectTemporal } from '../support/temporal.js';
-import { startWorker, type RunningWorker } from '../support/worker.js';
+import { APP_CLOSE_TIMEOUT_MS, startWorker, type RunningWorker } from '../support/worker.js';
 
 // Worker Versioning (DESIGN section 10) with real workers of two builds on one task queue, the
 // real Temporal server, api and PostgreSQL: a deploy while a request is paused and a session has
@@ -48,7 +48,7 @@ describe('worker versioning: a deploy while requests are paused and sessions hav
     if (temporal) await clearTaskQueue(temporal.client, taskQueue, 'worker-versioning e2e finished');
     await temporal?.connection.close();
     await fixtures?.close();
-  });
+  }, APP_CLOSE_TIMEOUT_MS);
 
   const call = (method: string, path: string, auth: Record<string, string>, body?: unknown) =>
     request(api.url, method, path, { headers: auth, body });

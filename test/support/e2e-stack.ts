@@ -5,7 +5,7 @@ import { testConfig } from './config.js';
 import { startEventPipeline } from './event-pipeline.js';
 import { Fixtures } from './fixtures.js';
 import { startModelServer, type ModelServer } from './model-server.js';
-import { APP_START_TIMEOUT_MS, startWorker, type RunningWorker } from './worker.js';
+import { APP_CLOSE_TIMEOUT_MS, APP_START_TIMEOUT_MS, startWorker, type RunningWorker } from './worker.js';
 
 /** What an end-to-end test file runs against: the apps in this process, over the real stack. */
 export interface E2eStack {
@@ -64,14 +64,9 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
     started.api = api;
     closers.push(() => api.close());
   }, APP_START_TIMEOUT_MS);
-  // Longer than Jest's 30 s default: a worker whose Kafka consumer is rejoining its group (after a
-  // Kafka restart, as in streaming-outage: 30 s measured) disconnects only once the broker dropped
-  // the old member, up to the 30 s session timeout. Cut short, the hook would leave that worker
-  // running in the Jest process, its pollers (session ends, webhook resends) still working on the
-  // test database while later files run.
   afterAll(async () => {
     for (const close of closers.reverse()) await close();
-  }, 120_000);
+  }, APP_CLOSE_TIMEOUT_MS);
 
   const member = <K extends keyof typeof started>(key: K): NonNullable<(typeof started)[K]> => {
     const value = started[key];

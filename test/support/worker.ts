@@ -18,6 +18,16 @@ export interface RunningWorker {
  * (slowStartReport). */
 export const APP_START_TIMEOUT_MS = 60_000;
 
+/** The budget of a tear-down hook that closes a worker. Longer than Jest's 30 s default: a worker's
+ * webhook dispatcher (a Kafka consumer in the tests' shared group) that is still joining its group
+ * disconnects only once the join ends, and a join waits up to the 30 s session timeout for a member
+ * that went away without leaving (a worker a test killed with SIGKILL, as retried-task.e2e does; a
+ * broker restart, as in streaming-outage.e2e). Measured: 31 s from a new member's start to its
+ * disconnect with a killed member in its group. A hook cut short leaves that worker running in the
+ * Jest process, its pollers still working on the test database while later files run, and fails
+ * its file although every test passed (CI, outages.e2e, once). */
+export const APP_CLOSE_TIMEOUT_MS = 120_000;
+
 let runtimeInstalled = false;
 
 /** Temporal's runtime logs at WARN in tests (installed once per process). */
