@@ -23,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { jsonOf, keepAliveAgent, parseSseBlock, send } from '../bench/lib/http.mjs';
 import { percentile } from '../bench/lib/stats.mjs';
+import { cpuSnapshot, cpuUse } from './cpu-use.mjs';
 import { deflateRepeated, pdfWithContent } from '../../test/support/hostile-pdf.mjs';
 import { lookup, moneyProblems, ProjectClient } from './mixed-load.mjs';
 
@@ -214,11 +215,15 @@ export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newPr
 
   log('noisy neighbour: the well-behaved projects alone');
   await wellBehaved(quiet, 5_000); // warm-up
+  let cpu = cpuSnapshot();
   const alone = await wellBehaved(quiet, windowMs);
+  const cpuAlone = cpuUse(cpu, cpuSnapshot());
   log('noisy neighbour: the same with the noisy project at every limit');
   const pressure = noisy({ apiUrl: apis[0].url, key: n.key, projectId: n.id }, runDir);
   await sleep(10_000);
+  cpu = cpuSnapshot();
   const beside = await wellBehaved(quiet, windowMs);
+  const cpuBeside = cpuUse(cpu, cpuSnapshot());
   const seen = (await pressure.stop()) ?? {
     answers: {},
     told: [],
@@ -245,11 +250,14 @@ export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newPr
     alone: { n: alone.length, p50: p(alone, 50), p99: p(alone, 99) },
     beside: { n: beside.length, p50: p(beside, 50), p99: p(beside, 99) },
     noisyAnswers: seen.answers,
+    cpu: { alone: cpuAlone, beside: cpuBeside },
   };
   figures.p99Ratio = figures.beside.p99 / figures.alone.p99;
   figures.p50Ratio = figures.beside.p50 / figures.alone.p50;
   log(
     `noisy neighbour: well-behaved one-shot p50/p99 alone ${figures.alone.p50.toFixed(0)}/${figures.alone.p99.toFixed(0)} ms (n ${figures.alone.n}), beside the noisy project ${figures.beside.p50.toFixed(0)}/${figures.beside.p99.toFixed(0)} ms (n ${figures.beside.n}): p99 x${figures.p99Ratio.toFixed(2)} (target < 1.20); the noisy project's answers ${JSON.stringify(figures.noisyAnswers)}`,
   );
+  if (cpuAlone) log(`noisy neighbour: alone, ${cpuAlone}`);
+  if (cpuBeside) log(`noisy neighbour: beside the noisy project, ${cpuBeside}`);
   return { figures, problems };
 }
