@@ -8,7 +8,7 @@
 // - large bodies without credentials (7 MB to /v1/agent and /codec/decode, not rate limited),
 // each authenticated kind paced to share the project's 60 requests a minute and pressing on after a
 // refusal without waiting for Retry-After. The noisy project runs in a child process of its own at
-// the lowest CPU priority (nice 19): on 2 cores the load generator's own CPU (7 MB bodies as fast
+// the lowest CPU priority (the idle scheduling class, else nice 19): on 2 cores the load generator's own CPU (7 MB bodies as fast
 // as they are refused) would otherwise be counted against the service, where a real noisy tenant
 // sends from machines of its own. DRILL_NOISY_NICE=0 runs it at the harness's priority. Its stop is
 // bounded: a noisy client that does not stop in time is a problem of the phase, with a diagnostic
@@ -16,9 +16,9 @@
 // The phase holds when the well-behaved project got no
 // error and the money invariant holds over both projects; the p99 ratio (target < 1.2) is printed
 // as a figure, not checked: timing is measured, never asserted (README, "The bar").
-import { fork } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { setPriority } from 'node:os';
+import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { jsonOf, keepAliveAgent, parseSseBlock, send } from '../bench/lib/http.mjs';
@@ -176,11 +176,23 @@ const STOP_MS = 150_000;
 /** Starts the noisy project's process; `stop()` ends it and returns what it saw, or `undefined` with
  * a diagnostic report in `runDir` when it did not stop within STOP_MS. */
 function noisy(options, runDir) {
-  const child = fork(fileURLToPath(import.meta.url), ['--noisy-project'], {
+  const node = [
+    process.execPath,
+    '--report-on-signal',
+    '--report-signal=SIGUSR2',
+    `--report-directory=${runDir}`,
+    fileURLToPath(import.meta.url),
+    '--noisy-project',
+  ];
+  // Started under its priority, so every thread of it has it (a priority set after the start
+  // reaches only the main thread; V8's and libuv's threads already run): Linux's idle scheduling
+  // class where chrt is, which runs only on a core nothing else wants, else nice 19.
+  const lowest = existsSync('/usr/bin/chrt') ? ['chrt', '--idle', '0'] : ['nice', '-n', '19'];
+  const [command, ...args] = process.env.DRILL_NOISY_NICE === '0' ? node : [...lowest, ...node];
+  const child = spawn(command, args, {
     env: { ...process.env, DRILL_NOISY_PROJECT: JSON.stringify(options) },
-    execArgv: ['--report-on-signal', '--report-signal=SIGUSR2', `--report-directory=${runDir}`],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
-  if (process.env.DRILL_NOISY_NICE !== '0') setPriority(child.pid, 19);
   const result = once(child, 'message');
   const exited = once(child, 'exit');
   return {
