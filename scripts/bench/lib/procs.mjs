@@ -107,7 +107,7 @@ function cpuOfStat(path) {
   }
 }
 
-function cmdline(pid) {
+export function cmdline(pid) {
   try {
     return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ');
   } catch {
