@@ -1,3 +1,11 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
 import type { ToolResult } from '../tool.js';
 import { runJavascriptTool } from './run-javascript.tool.js';
 
@@ -72,6 +80,41 @@ describe('run_javascript', () => {
     expect((await looping).ok).toBe(false);
     expect(order).toEqual(['timer on the calling thread', 'tool']);
   });
+
+  // A CI run reported `2+2` as "timed out": the limit was on the wall clock and counted the
+  // sandbox thread's start, which on a machine with no core to spare took longer than the limit.
+  // Here a process with no CPU share of its own (SCHED_IDLE) runs the call beside a busy loop on
+  // every core: the script computes for a few milliseconds, so it must answer, however late.
+  it('answers a short script on a machine whose cores are all busy', async () => {
+    const tool = new URL('../../../../dist/libs/tools/src/code/run-javascript.tool.js', import.meta.url);
+    if (!existsSync(tool)) throw new Error(`${fileURLToPath(tool)} is missing: \`npm test\` builds dist/ first`);
+    // A file, not `-e`: the sandbox's worker thread would inherit `--input-type` and refuse it.
+    // The process loads the tool first and waits for "go", so only the call itself is starved.
+    const script = join(await mkdtemp(join(tmpdir(), 'run-javascript-')), 'call.mjs');
+    await writeFile(
+      script,
+      `const { runJavascriptTool } = await import(${JSON.stringify(tool.href)});\n` +
+        `console.log('ready');\n` +
+        `await new Promise((go) => process.stdin.once('data', go));\n` +
+        `console.log(JSON.stringify(await runJavascriptTool.run({ code: '2+2' }, {})));\n` +
+        `process.exit(0);\n`,
+    );
+    const child = spawn('chrt', ['--idle', '0', process.execPath, script], { stdio: ['pipe', 'pipe', 'inherit'] });
+    const busy: ChildProcess[] = [];
+    try {
+      const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+      expect((await lines.next()).value).toBe('ready');
+      for (let core = 0; core < availableParallelism(); core++)
+        busy.push(spawn(process.execPath, ['-e', 'console.log("spinning"); for (;;) {}'], { stdio: 'pipe' }));
+      await Promise.all(busy.map((loop) => once(loop.stdout!, 'data')));
+      child.stdin.write('go\n');
+      const answer = (await lines.next()).value as string;
+      expect(JSON.parse(answer)).toEqual({ ok: true, output: 'Console output: (none)\nResult: 4' });
+    } finally {
+      for (const loop of busy) loop.kill('SIGKILL');
+      child.kill('SIGKILL');
+    }
+  }, 120_000);
 
   it('stops a promise-job loop at the time limit', async () => {
     await expect(

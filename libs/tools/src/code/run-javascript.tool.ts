@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { threadSlots } from '../thread-slots.js';
+import { THREAD_WALL_LIMIT_MS, watchThreadTime } from '../thread-time.js';
 import { defineTool } from '../tool-definition.js';
 import { errorMessage, toolError, toolOk, withDefaults, type ToolDefinition } from '../tool.js';
 import type { RunJavascriptReply } from './run-javascript.worker.js';
@@ -10,7 +11,7 @@ import type { RunJavascriptReply } from './run-javascript.worker.js';
 export interface RunJavascriptOptions {
   /** Heap of the QuickJS runtime, in bytes (default 32 MiB). */
   readonly memoryLimitBytes?: number;
-  /** Wall-clock limit for evaluation and promise jobs, in ms (default 2000). */
+  /** Limit of evaluation and promise jobs, in ms of the sandbox thread's CPU time (default 2000). */
   readonly timeoutMs?: number;
   /** Interpreter stack, in bytes (default 256 KiB); the host thread's own stack must hold it too. */
   readonly maxStackBytes?: number;
@@ -41,7 +42,8 @@ const WORKER_FILE = ((): string => {
 /** Calls run at the same time in one process; more wait for a free thread (the machine has 2 cores). */
 const slots = threadSlots(2);
 
-/** Past its own limit (checked inside QuickJS), a call's thread gets this long before it is stopped. */
+/** Past its own limit (checked inside QuickJS), a call's thread may use this much more CPU time
+ * before it is stopped; loading QuickJS into the thread counts here too. */
 const STOP_GRACE_MS = 3000;
 
 interface RunJavascriptArgs {
@@ -83,7 +85,7 @@ export const runJavascriptTool: ToolDefinition<RunJavascriptOptions> = defineToo
     const worker = new Worker(WORKER_FILE, { workerData: { code: args.code, limits }, stdout: true, stderr: true });
     worker.stdout.resume();
     worker.stderr.resume();
-    let timer: NodeJS.Timeout | undefined;
+    let unwatch: (() => void) | undefined;
     let onAbort: (() => void) | undefined;
     try {
       const reply = await new Promise<RunJavascriptReply>((resolve) => {
@@ -91,10 +93,15 @@ export const runJavascriptTool: ToolDefinition<RunJavascriptOptions> = defineToo
         onAbort = () => stop('JavaScript execution was cancelled.');
         if (signal?.aborted) onAbort();
         signal?.addEventListener('abort', onAbort, { once: true });
-        timer = setTimeout(
-          () =>
-            stop(`JavaScript timed out: the script ran longer than the ${limits.timeoutMs} ms limit and was stopped.`),
-          limits.timeoutMs + STOP_GRACE_MS,
+        unwatch = watchThreadTime(
+          worker,
+          { cpuMs: limits.timeoutMs + STOP_GRACE_MS, wallMs: THREAD_WALL_LIMIT_MS },
+          (why) =>
+            stop(
+              why === 'cpu'
+                ? `JavaScript timed out: the script ran longer than the ${limits.timeoutMs} ms limit and was stopped.`
+                : `JavaScript could not run: the sandbox did not answer within ${THREAD_WALL_LIMIT_MS / 1000} s (the machine is overloaded); try again.`,
+            ),
         );
         worker.once('message', resolve);
         worker.once('error', (e) => stop(`JavaScript could not run: ${errorMessage(e)}`));
@@ -102,7 +109,7 @@ export const runJavascriptTool: ToolDefinition<RunJavascriptOptions> = defineToo
       });
       return reply.ok ? toolOk(reply.text) : toolError(reply.text);
     } finally {
-      clearTimeout(timer);
+      unwatch?.();
       if (onAbort) signal?.removeEventListener('abort', onAbort);
       await worker.terminate();
       release();

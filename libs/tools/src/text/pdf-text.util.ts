@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { formatBytes } from '../files/tool-file.util.js';
 import { threadSlots } from '../thread-slots.js';
+import { THREAD_WALL_LIMIT_MS, watchThreadTime } from '../thread-time.js';
 
 /** The bounds of reading a PDF's text (issue 28: a crafted PDF must not stall the worker). */
 export interface PdfLimits {
@@ -10,7 +11,7 @@ export interface PdfLimits {
   readonly maxBytes: number;
   /** Most pages read (default 2,000). */
   readonly maxPages: number;
-  /** Longest a reading may take, in ms; the thread is then stopped (default 10 s). */
+  /** Longest a reading may take, in ms of its thread's CPU time; the thread is then stopped (default 10 s). */
   readonly timeoutMs: number;
   /** The reading thread's JavaScript heap, in MB (default 256). */
   readonly maxHeapMb: number;
@@ -61,12 +62,17 @@ export async function pdfToText(
   });
   worker.stdout.resume();
   worker.stderr.resume();
-  let timer: NodeJS.Timeout | undefined;
+  let unwatch: (() => void) | undefined;
   try {
     return await new Promise<{ pages: number; text: string }>((resolve, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`reading it took more than ${limits.timeoutMs / 1000} s`)),
-        limits.timeoutMs,
+      unwatch = watchThreadTime(worker, { cpuMs: limits.timeoutMs, wallMs: THREAD_WALL_LIMIT_MS }, (why) =>
+        reject(
+          new Error(
+            why === 'cpu'
+              ? `reading it took more than ${limits.timeoutMs / 1000} s`
+              : `the reader did not answer within ${THREAD_WALL_LIMIT_MS / 1000} s (the machine is overloaded)`,
+          ),
+        ),
       );
       worker.once('message', (m: { pages: number; text: string } | { refused: string }) =>
         'refused' in m ? reject(new Error(m.refused)) : resolve(m),
@@ -81,7 +87,7 @@ export async function pdfToText(
       worker.once('exit', (code) => reject(new Error(`the reader stopped (exit code ${code})`)));
     });
   } finally {
-    clearTimeout(timer);
+    unwatch?.();
     await worker.terminate();
     release();
   }
