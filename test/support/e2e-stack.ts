@@ -33,6 +33,9 @@ export interface E2eStackOptions {
   readonly worker?: boolean;
 }
 
+/** A member's close longer than this is reported (see afterAll). */
+const SLOW_CLOSE_MS = 5000;
+
 /**
  * Starts, in `beforeAll`, the fixtures, a model server, the worker (unless `worker: false`; and,
  * when asked, the relay and the projector) and the api, each on the file's own task queue, and stops them in `afterAll`.
@@ -42,30 +45,43 @@ export function e2eStack(options: E2eStackOptions): E2eStack {
   const config = testConfig();
   const env: Record<string, string> = { TEMPORAL_TASK_QUEUE: `e2e-${options.name}-${randomUUID()}`, ...options.env };
   const started: { -readonly [K in 'api' | 'worker' | 'fixtures' | 'models']?: E2eStack[K] } = {};
-  const closers: (() => Promise<void>)[] = [];
+  const closers: { readonly name: string; readonly close: () => Promise<void> }[] = [];
 
   beforeAll(async () => {
     const fixtures = await Fixtures.open(config);
     started.fixtures = fixtures;
-    closers.push(() => fixtures.close());
+    closers.push({ name: 'fixtures', close: () => fixtures.close() });
     const models = await startModelServer();
     started.models = models;
-    closers.push(() => models.close());
+    closers.push({ name: 'model server', close: () => models.close() });
     if (options.worker !== false) {
       const worker = await startWorker({ ...env, ...options.workerEnv });
       started.worker = worker;
-      closers.push(() => worker.close());
+      closers.push({ name: 'worker', close: () => worker.close() });
     }
     if (options.pipeline) {
       const pipeline = await startEventPipeline(env);
-      closers.push(() => pipeline.close());
+      closers.push({ name: 'relay and projector', close: () => pipeline.close() });
     }
     const api = await startApi(env);
     started.api = api;
-    closers.push(() => api.close());
+    closers.push({ name: 'api', close: () => api.close() });
   }, APP_START_TIMEOUT_MS);
   afterAll(async () => {
-    for (const close of closers.reverse()) await close();
+    for (const { name, close } of closers.reverse()) {
+      // A close this slow has run into a wait (a Kafka group join, a Temporal shutdown): say
+      // which, so that a tear-down hook that runs out of time names its culprit.
+      const started = performance.now();
+      const say = (what: string) => process.stderr.write(`e2e stack ${options.name}: closing the ${name} ${what}\n`);
+      const slow = setTimeout(() => say(`has taken more than ${SLOW_CLOSE_MS} ms`), SLOW_CLOSE_MS);
+      try {
+        await close();
+      } finally {
+        clearTimeout(slow);
+      }
+      const ms = performance.now() - started;
+      if (ms > SLOW_CLOSE_MS) say(`took ${Math.round(ms)} ms`);
+    }
   }, APP_CLOSE_TIMEOUT_MS);
 
   const member = <K extends keyof typeof started>(key: K): NonNullable<(typeof started)[K]> => {
