@@ -90,7 +90,14 @@ export class WebhookDispatcher {
 
   private async run(): Promise<void> {
     for (let delay = 1000; !this.stopped; delay = Math.min(delay * 2, 30_000)) {
-      const consumer = this.kafka.consumer({ groupId: this.options.groupId, allowAutoTopicCreation: false });
+      const consumer = this.kafka.consumer({
+        groupId: this.options.groupId,
+        allowAutoTopicCreation: false,
+        // stop() waits for the fetch in flight, which on a quiet topic waits this long for data:
+        // kafkajs's default (5 s) made every worker's shutdown 5 s longer. One fetch a second
+        // when idle costs the broker nothing measurable.
+        maxWaitTimeInMs: 1000,
+      });
       try {
         await consumer.connect();
         await consumer.subscribe({ topic: TOPICS.events, fromBeginning: true });
