@@ -9,6 +9,7 @@ import { createLogger, httpLogging, httpMetrics, httpTracing, NestPinoLogger, se
 import { ApiModule } from './app.module.js';
 import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
 import { bodyParser } from './body-limits.js';
+import { JsonThread } from './json-off-thread.js';
 import { CodecAccess } from './codec/codec-access.js';
 import { methodNotAllowed } from './openapi/method-not-allowed.js';
 import { serveOpenApi } from './openapi/openapi.js';
@@ -134,7 +135,7 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   app.use(app.get(ApiKeyMiddleware).use);
   app.use(app.get(CodecAccess).use);
   app.use(methodNotAllowed(app));
-  app.use(bodyParser());
+  app.use(bodyParser(new JsonThread()));
   app.use(refuseDeepBodies);
   // No Nest shutdown hooks: they would close the pool and the Temporal connection under requests
   // still in flight. main.ts drains first (drainAndClose).

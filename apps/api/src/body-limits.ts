@@ -1,7 +1,8 @@
-import { json, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
+import { json, raw, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { ServiceError } from '#libs/contracts';
 import type { AuthenticatedRequest } from './auth/api-key.middleware.js';
 import type { OperatorRequest } from './codec/codec-access.js';
+import type { JsonThread } from './json-off-thread.js';
 
 /**
  * The largest body each kind of request may have, in bytes: the one place where body limits are
@@ -42,26 +43,56 @@ export function payloadTooLarge(limit: number): ServiceError {
   );
 }
 
+/** A body longer than this (by its Content-Length) is parsed off the event loop (JsonThread). */
+export const PARSE_OFF_THREAD_BYTES = 1024 * 1024;
+
 /**
  * The JSON body parser, with the limit of the request's kind. Any content type is read as JSON: a
  * client that forgets the header still gets a contract error for a bad body, not a silent empty
  * one. A body whose Content-Length is over the limit is answered 413 payload_too_large at once,
  * unread (body-parser would wait for all of it to arrive before answering; Node discards the rest
  * as it does after a 401); a chunked one is refused once it passes the limit, nothing more of it
- * kept.
+ * kept. An authenticated body over PARSE_OFF_THREAD_BYTES in UTF-8 is read as bytes and parsed on
+ * `thread`: a tenant's 8 MB upload then costs its own request the parse, not every other
+ * request on this api the wait (issue 28). Errors are body-parser's either way (same `type`).
  */
-export function bodyParser(): RequestHandler {
+export function bodyParser(thread: JsonThread): RequestHandler {
   const parser = (kind: BodyLimitKind) => json({ limit: BODY_LIMITS[kind], type: () => true, strict: false });
   const parsers: Record<BodyLimitKind, ReturnType<typeof json>> = {
     customer: parser('customer'),
     operator: parser('operator'),
     anonymous: parser('anonymous'),
   };
+  const bytes = (kind: BodyLimitKind) => raw({ limit: BODY_LIMITS[kind], type: () => true });
+  const readers: Record<Exclude<BodyLimitKind, 'anonymous'>, ReturnType<typeof raw>> = {
+    customer: bytes('customer'),
+    operator: bytes('operator'),
+  };
   return (req: Request, res: Response, next: NextFunction) => {
     const kind = bodyLimitKind(req);
-    if (Number(req.headers['content-length']) > BODY_LIMITS[kind]) return next(payloadTooLarge(BODY_LIMITS[kind]));
-    parsers[kind](req, res, next);
+    const length = Number(req.headers['content-length']);
+    if (length > BODY_LIMITS[kind]) return next(payloadTooLarge(BODY_LIMITS[kind]));
+    if (kind === 'anonymous' || !(length > PARSE_OFF_THREAD_BYTES) || !isUtf8(req))
+      return parsers[kind](req, res, next);
+    readers[kind](req, res, (error?: unknown) => {
+      if (error) return next(error);
+      if (!Buffer.isBuffer(req.body)) return next();
+      thread.parse(req.body).then(
+        (value) => {
+          req.body = value;
+          next();
+        },
+        (e: Error) =>
+          next(e instanceof SyntaxError ? Object.assign(e, { status: 400, type: 'entity.parse.failed' }) : e),
+      );
+    });
   };
+}
+
+/** Whether the body is UTF-8 (no charset given, or utf-8): what JsonThread decodes. */
+function isUtf8(req: Request): boolean {
+  const charset = /;\s*charset\s*=\s*"?([^";\s]+)/i.exec(req.headers['content-type'] ?? '')?.[1];
+  return charset === undefined || /^utf-?8$/i.test(charset);
 }
 
 /**
