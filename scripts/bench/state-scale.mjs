@@ -43,7 +43,7 @@ async function recreate() {
   await admin.query(`drop database if exists ${DB} with (force)`);
   await admin.query(`create database ${DB}`);
   await admin.end();
-  execFileSync('node', ['dist/apps/cli/src/main.js', 'migrate'], {
+  execFileSync(process.execPath, ['dist/apps/cli/src/main.js', 'migrate'], {
     env: { ...process.env, DATABASE_URL: url(DB) },
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -15,6 +15,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
+# shellcheck source=../node-path.sh
+. scripts/node-path.sh
 
 bash scripts/stack/cluster.sh status | grep -q '^api: ready' || { echo "[cluster-drill] the cluster profile is not up: npm run stack -- up --profile cluster" >&2; exit 2; }
 npm run --silent build

@@ -11,6 +11,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
+# shellcheck source=../node-path.sh
+. scripts/node-path.sh
 
 # outages, streaming-outage: stop and start the default stack's PostgreSQL, Kafka and Temporal
 # (test/support/stack.ts), which other work on this machine uses; temporal-ui: the dev server's
@@ -42,14 +44,23 @@ results="$(mktemp)"
 status=0
 NODE_OPTIONS="--experimental-vm-modules ${NODE_OPTIONS:-}" node node_modules/jest/bin/jest.js \
   --runInBand --forceExit --json --outputFile="$results" ${files[@]+"${files[@]}"} "$@" || status=$?
-node -e '
+summary="$(node -e '
   const text = require("fs").readFileSync(process.argv[1], "utf8");
   if (!text) { console.error("cluster e2e: Jest ended without results (a test ended the process: see above)"); process.exit(1); }
   const r = JSON.parse(text);
   console.log(`cluster e2e: ${r.numPassedTests} passed, ${r.numFailedTests} failed, ${r.numPendingTests} skipped (${r.numTotalTestSuites} files)`);
-  for (const s of r.testResults) if (s.status !== "passed") console.log(`  failed: ${s.name.replace(process.cwd() + "/", "")}`);
+  // With each failed test its first lines: CI shows only the end of what a run printed.
+  for (const s of r.testResults) {
+    if (s.status === "passed") continue;
+    console.log(`  failed: ${s.name.replace(process.cwd() + "/", "")}${s.failureMessage && !s.assertionResults.length ? `: ${s.failureMessage}` : ""}`);
+    for (const t of s.assertionResults.filter((a) => a.status === "failed")) {
+      const why = (t.failureMessages[0] ?? "").replace(/\u001b\[[0-9;]*m/g, "").split("\n").filter((l) => l.trim()).slice(0, 8);
+      console.log(`    ${t.fullName}\n${why.map((l) => `      ${l}`).join("\n")}`);
+    }
+  }
   if (r.numTotalTests === 0) { console.error("no test was executed"); process.exit(1); }
-' "$results" || status=1
+' "$results")" || status=1
+echo "$summary"
 rm -f "$results"
 
 # SASL: the apps' Kafka client over the brokers' SASL_SSL listeners, by user name and password
@@ -66,5 +77,7 @@ if [ -z "${1:-}" ]; then
         --runInBand --forceExit test/e2e/money-invariant.e2e-spec.ts
     ) || { echo "cluster e2e: Kafka over SASL ($mechanism) failed" >&2; status=1; }
   done
+  # The e2e summary again, at the very end, where CI's tail of the output shows it.
+  [ "$status" = 0 ] || echo "$summary"
 fi
 exit "$status"

@@ -1,6 +1,9 @@
 # Sourced by scripts/*.sh: where the local stack lives, its ports, and the variables the apps read.
 # Every value can be overridden from the environment; the defaults are listed in the README.
 
+# shellcheck source=../node-path.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../node-path.sh"
+
 MAS_HOME="${MAS_HOME:-$HOME/.cache/managed-agent-service}"
 MAS_PG_PORT="${MAS_PG_PORT:-55432}"
 MAS_KAFKA_PORT="${MAS_KAFKA_PORT:-19092}"

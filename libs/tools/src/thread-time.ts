@@ -4,8 +4,9 @@ import type { Worker } from 'node:worker_threads';
 const CHECK_EVERY_MS = 100;
 
 /** The wall-clock last resort of a worker thread (see watchThreadTime): far above any CPU limit,
- * below the two minutes a built-in tool's activity may take. */
-export const THREAD_WALL_LIMIT_MS = 60_000;
+ * below the minute a built-in tool's activity may take (runBuiltinTool in workflows/src/proxies.ts),
+ * so that the call ends with the tool's own error, not a timed-out and retried activity. */
+export const THREAD_WALL_LIMIT_MS = 50_000;
 
 /** Node >= 24 (package.json's engines) has `worker.cpuUsage()`; the installed @types/node does not. */
 type MeteredWorker = Worker & { cpuUsage(): Promise<NodeJS.CpuUsage> };
