@@ -17,6 +17,10 @@ node dist/apps/cli/src/main.js migrate
 # the Temporal SDK's own metrics, which the worker merges into its /metrics (docs/operations.md).
 export WORKER_METRICS_PORT="${WORKER_METRICS_PORT:-9101}" RELAY_METRICS_PORT="${RELAY_METRICS_PORT:-9102}"
 export PROJECTOR_METRICS_PORT="${PROJECTOR_METRICS_PORT:-9103}" TEMPORAL_SDK_METRICS_PORT="${TEMPORAL_SDK_METRICS_PORT:-9104}"
+# The dev server's UI (scripts/stack.sh) calls the codec endpoint at /codec/<token>: it can send
+# neither a header nor cookies, so only this local stack takes the token in the path
+# (docs/operations.md, "The codec endpoint"; the cluster profile's UI signs in with a cookie).
+export MAS_CODEC_TOKEN_IN_PATH="${MAS_CODEC_TOKEN_IN_PATH:-true}"
 # The apps' stdout is a pipe to the supervisor: human-readable lines when this terminal is one.
 if [ -t 1 ]; then export LOG_FORMAT="${LOG_FORMAT:-pretty}"; fi
 node scripts/run-apps.mjs api worker relay projector console &

@@ -327,9 +327,9 @@ tls:
   enableHostVerification: true
   serverName: localhost
 codec:
-  endpoint: http://127.0.0.1:$LB_PORT/codec/$MAS_CODEC_TOKEN
+  endpoint: http://127.0.0.1:$LB_PORT/codec
+  includeCredentials: true
 EOF
-  chmod 600 "$conf/ui.yaml" # the codec token
 }
 
 temporal_schema() {

@@ -14,7 +14,9 @@ import { APP_CLOSE_TIMEOUT_MS, startWorker, type RunningWorker } from '../suppor
 // without the codec it shows none of them: a real Chromium (Debian's package, installed by
 // scripts/browser.sh from `npm test`) driven by Playwright against a Temporal dev server of this
 // file's own, started with `--ui-codec-endpoint` as scripts/stack.sh starts the shared one (whose
-// codec endpoint is the port of `npm start`'s api, not a test's).
+// codec endpoint is the port of `npm start`'s api, not a test's). Two ways in: the local stack's,
+// the token in the endpoint's path (MAS_CODEC_TOKEN_IN_PATH); and the production one, an operator
+// signed in at /codec/session whose UI sends the cookie (includeCredentials), no token in any URL.
 const CHROMIUM = '/usr/bin/chromium';
 // Its own set-up, not e2eStack: the apps use a Temporal dev server of this file's own.
 const config = testConfig();
@@ -42,6 +44,7 @@ describe('the Temporal UI with the codec endpoint', () => {
       TEMPORAL_ADDRESS: temporal.address,
       TEMPORAL_UI_URL: temporal.uiUrl,
       MAS_CODEC_TOKEN: token,
+      MAS_CODEC_TOKEN_IN_PATH: 'true',
       TEMPORAL_TASK_QUEUE: `e2e-temporal-ui-${randomUUID()}`,
     };
     fixtures = await Fixtures.open(config);
@@ -69,7 +72,8 @@ describe('the Temporal UI with the codec endpoint', () => {
     await page.waitForURL(/\/history$/);
   }
 
-  it("shows the customer's message decrypted, and without the codec does not", async () => {
+  /** A finished request whose message carries a secret word; its id and the word. */
+  async function requestWithSecret(): Promise<{ id: string; secret: string }> {
     const { auth } = await fixtures.project({ credits: 10 });
     const secret = `heron-${randomUUID()}`;
     const res = await request(api.url, 'POST', '/v1/agent', {
@@ -77,6 +81,52 @@ describe('the Temporal UI with the codec endpoint', () => {
       body: { message: `Please remember ${secret}` },
     });
     expect(res.status).toBe(200);
+    return { id: res.body.id as string, secret };
+  }
+
+  it("shows the customer's message decrypted to an operator signed in with a cookie, no token in a URL", async () => {
+    const { id, secret } = await requestWithSecret();
+    const codec = `http://127.0.0.1:${proxy.port}/codec`;
+    const context = await browser.newContext();
+    try {
+      // What the operator does once: signs in on the api's form, and in the UI's Codec Server
+      // settings gives the endpoint with "Include cross-origin credentials" (the UI keeps both in
+      // its local storage; the UI server's own config has the same as `codec.includeCredentials`,
+      // as the cluster profile sets it).
+      const signIn = await context.newPage();
+      await signIn.goto(`${codec}/session`);
+      await signIn.getByLabel('Operator token').fill(token);
+      await Promise.all([
+        signIn.waitForURL(`${temporal.uiUrl}/**`),
+        signIn.getByRole('button', { name: 'Sign in' }).click(),
+      ]);
+      await signIn.close();
+      await context.addInitScript({
+        content: [
+          `localStorage.setItem('endpoint', ${JSON.stringify(JSON.stringify(codec))});`,
+          `localStorage.setItem('includeCredentials', 'true');`,
+          `localStorage.setItem('overrideRemoteCodecConfiguration', 'true');`,
+        ].join('\n'),
+      });
+
+      const page = await context.newPage();
+      const urls: string[] = [];
+      page.on('request', (r) => urls.push(r.url()));
+      const decodes = page.waitForResponse(
+        (r) => r.url() === `${codec}/decode` && r.request().method() === 'POST' && r.status() === 200,
+      );
+      await openRequest(page, id);
+      await decodes;
+      await page.getByText(secret).first().waitFor({ timeout: 15_000 });
+      expect(urls.filter((u) => u.includes(token))).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 60_000);
+
+  it("shows the customer's message decrypted, and without the codec does not", async () => {
+    const { id, secret } = await requestWithSecret();
+    const res = { body: { id } };
 
     const decoded = await browser.newPage();
     try {

@@ -18,7 +18,7 @@ beforeAll(async () => {
   startTracing('mas-e2e', loadConfig({ ...process.env, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }));
 });
 const codecToken = randomBytes(32).toString('base64url');
-const stack = e2eStack({ name: 'tracing', env: { MAS_CODEC_TOKEN: codecToken } });
+const stack = e2eStack({ name: 'tracing', env: { MAS_CODEC_TOKEN: codecToken, MAS_CODEC_TOKEN_IN_PATH: 'true' } });
 afterAll(async () => {
   await stopTracing();
   await receiver?.close();

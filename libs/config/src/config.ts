@@ -102,6 +102,10 @@ export interface AppConfig {
   readonly payloadKeys: { readonly current: string; readonly keys: ReadonlyMap<string, Buffer> };
   /** Bearer token of the api's codec endpoints (MAS_CODEC_TOKEN); unset: they refuse every call. */
   readonly codecToken: string | undefined;
+  /** Whether the codec token is also taken as a path segment, `/codec/<token>/decode`
+   * (MAS_CODEC_TOKEN_IN_PATH, default false): only for a Temporal UI that can neither send a header
+   * nor cookies, the local stack's dev server (scripts/start.sh sets it). */
+  readonly codecTokenInPath: boolean;
   /** Hosts, IP addresses or CIDRs that fetch_url may reach although they are not public (FETCH_URL_ALLOW_HOSTS, comma-separated). */
   readonly fetchUrlAllowHosts: readonly string[];
   /** Outbound webhooks (docs/webhooks.md). */
@@ -472,6 +476,7 @@ export function loadConfig(env: Env): AppConfig {
     previousApiKeyPeppers: r.secrets('MAS_API_KEY_PEPPERS_PREVIOUS', 32),
     payloadKeys: r.payloadKeys('MAS_PAYLOAD_KEYS', 'MAS_PAYLOAD_KEY_CURRENT'),
     codecToken: r.token('MAS_CODEC_TOKEN', 32),
+    codecTokenInPath: r.flag('MAS_CODEC_TOKEN_IN_PATH'),
     fetchUrlAllowHosts: (r.optional('FETCH_URL_ALLOW_HOSTS') ?? '')
       .split(',')
       .map((h) => h.trim())

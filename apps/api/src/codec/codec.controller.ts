@@ -15,11 +15,10 @@ function isJsonPayload(value: unknown): value is JsonPayload {
 /**
  * Temporal's codec-server protocol (`POST {endpoint}/encode|decode`, `{ payloads: [...] }` with
  * base64 fields), so an operator's Temporal UI or CLI shows payloads decrypted. Outside `/v1`:
- * an operator token (MAS_CODEC_TOKEN), not a customer's API key. The token is accepted as
- * `Authorization: Bearer` (the CLI's `--codec-auth`) or as the path segment before
- * `encode`/`decode` (`/codec/<token>`): the UI's codec endpoint setting cannot add a header of
- * its own (it passes only its users' SSO access token). The token and CORS are checked by
- * CodecAccess, before the body is read.
+ * an operator token (MAS_CODEC_TOKEN), not a customer's API key: as `Authorization: Bearer` (the
+ * CLI's `--codec-auth`), as the sign-in cookie of /codec/session (the Temporal UI), or, on the
+ * local stack only, as the path segment before `encode`/`decode`. The token and CORS are checked
+ * by CodecAccess, before the body is read; it also answers /codec/session.
  */
 @Controller('codec')
 export class CodecController {

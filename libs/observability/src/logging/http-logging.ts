@@ -37,9 +37,9 @@ export function httpLogging(logger: Logger): (req: Request, res: Response, next:
   };
 }
 
-/** `/codec/<token>/<op>`: the one path that carries a secret, the codec endpoint's operator token
- * (in the path because the Temporal UI's codec setting cannot send a header of its own;
- * apps/api/src/codec/codec-access.ts). */
+/** `/codec/<token>/<op>`: the one path that may carry a secret, the codec endpoint's operator
+ * token (taken there only with MAS_CODEC_TOKEN_IN_PATH, for the local dev server's UI; a caller
+ * may send one anyway: apps/api/src/codec/codec-access.ts). */
 const SECRET_IN_PATH = /^(\/codec\/)[^/]+(\/[^/]+\/?)$/i;
 
 /** A request's path as logs and traces may carry it: the codec token replaced by `:token`. */
