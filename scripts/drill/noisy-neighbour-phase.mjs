@@ -213,9 +213,9 @@ function noisy(options, runDir) {
 if (process.argv[2] === '--noisy-project') await noisyProcess(JSON.parse(process.env.DRILL_NOISY_PROJECT));
 
 /**
- * @param {{ quick: boolean, apis: { url: string }[], db: object, usage: object, agent: object, log: (s: string) => void, newProject: (i: number, credits: number) => Promise<{ id: string, key: string }> }} options
+ * @param {{ quick: boolean, apis: { url: string }[], db: object, usage: object, agent: object, log: (s: string) => void, newProject: (i: number, credits: number) => Promise<{ id: string, key: string }>, runDir: string, caughtUp: () => Promise<number> }} options
  */
-export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newProject, runDir }) {
+export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newProject, runDir, caughtUp }) {
   const windowMs = quick ? 20_000 : 60_000;
   const quiet = [];
   for (let i = 0; i < 3; i++) {
@@ -225,6 +225,15 @@ export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newPr
   const n = await newProject('noisy', CREDITS);
   const loud = new ProjectClient({ agent, apis, key: n.key, projectId: n.id });
 
+  // Measured only once the drill's consumers (a projector that replays the topic from its start
+  // first of all) have nothing left to read: their catching up would be counted in "alone".
+  const began = Date.now();
+  const unread = await caughtUp();
+  log(
+    unread === 0
+      ? `noisy neighbour: the consumers caught up in ${((Date.now() - began) / 1000).toFixed(1)} s`
+      : `noisy neighbour: the consumers still had ${unread} messages to read after ${((Date.now() - began) / 1000).toFixed(0)} s; measuring anyway`,
+  );
   log('noisy neighbour: the well-behaved projects alone');
   await wellBehaved(quiet, 5_000); // warm-up
   let cpu = cpuSnapshot();
