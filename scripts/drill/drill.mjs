@@ -238,20 +238,24 @@ async function recoveredWithin(load, auth, since, boundS) {
 // ---------------------------------------------------------------------------------------------
 // Invariants
 
+/** A Kafka client of the harness's own, reaching the brokers as the apps do. */
+function drillKafka(clientId) {
+  return new Kafka({
+    clientId,
+    brokers: env.KAFKA_BROKERS.split(','),
+    ...kafkaConnectionOptions(engines.kafka),
+    logLevel: logLevel.NOTHING,
+    connectionTimeout: 3000,
+  });
+}
+
 /** Waits until every Kafka consumer group of this drill (its apps' projector and webhook groups,
  * `mas-drill-<ts>-*`, and its own usage watcher) has read its topics to the end, up to `timeoutMs`;
  * returns the messages still unread then (0: caught up). Each group is new in each run and starts
  * at the beginning of its topics, which on a machine that ran the tests hold their events too: a
  * phase that measures latency must not measure it while the projector replays them. */
 async function consumersCaughtUp(timeoutMs = 180_000) {
-  const kafka = new Kafka({
-    clientId: 'mas-drill-lag',
-    brokers: env.KAFKA_BROKERS.split(','),
-    ...kafkaConnectionOptions(engines.kafka),
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 3000,
-  });
-  const admin = kafka.admin();
+  const admin = drillKafka('mas-drill-lag').admin();
   await admin.connect();
   const unread = async () => {
     const ours = (await admin.listGroups()).groups
@@ -287,14 +291,7 @@ async function consumersCaughtUp(timeoutMs = 180_000) {
 }
 
 async function usageWatcher() {
-  const kafka = new Kafka({
-    clientId: 'mas-drill',
-    brokers: env.KAFKA_BROKERS.split(','),
-    ...kafkaConnectionOptions(engines.kafka),
-    logLevel: logLevel.NOTHING,
-    connectionTimeout: 3000,
-  });
-  const consumer = kafka.consumer({
+  const consumer = drillKafka('mas-drill').consumer({
     groupId: `mas-drill-watch-${TS}`,
     sessionTimeout: 10_000,
     heartbeatInterval: 3000,
