@@ -23,6 +23,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { jsonOf, keepAliveAgent, parseSseBlock, send } from '../bench/lib/http.mjs';
 import { percentile } from '../bench/lib/stats.mjs';
+import { findMetricsUrl, scrape, temporalPid } from '../bench/lib/temporal-metrics.mjs';
+import { openTemporal } from '../bench/lib/temporal-phases.mjs';
 import { cpuSnapshot, cpuUse } from './cpu-use.mjs';
 import { deflateRepeated, pdfWithContent } from '../../test/support/hostile-pdf.mjs';
 import { lookup, moneyProblems, ProjectClient } from './mixed-load.mjs';
@@ -42,17 +44,59 @@ const WELL_BEHAVED_PROJECTS = 6;
 
 /** The well-behaved load: one-shot requests, rotating over `clients`, one at a time; returns
  * their latencies and any problem. */
-async function wellBehaved(clients, ms) {
+async function wellBehaved(clients, ms, samples = []) {
   const latencies = [];
   const until = performance.now() + ms;
   for (let i = 0; performance.now() < until; i++) {
     const client = clients[i % clients.length];
     const began = performance.now();
     const res = await client.run('one-shot');
-    if (res?.status === 200) latencies.push(performance.now() - began);
+    if (res?.status === 200) {
+      latencies.push(performance.now() - began);
+      samples.push({ id: res.json.id, sentAt: began, receivedAt: performance.now() });
+    }
     await sleep(Math.max(0, WELL_BEHAVED_EVERY_MS - (performance.now() - began)));
   }
   return latencies;
+}
+
+/** The Temporal dev server's persistence (SQLite, one writer) between two scrapes: operations and
+ * their mean time; undefined where its metrics cannot be read. */
+async function temporalPersistence() {
+  const pid = temporalPid();
+  const url = pid === undefined ? undefined : await findMetricsUrl(pid);
+  if (!url) return undefined;
+  const before = await scrape(url);
+  return async () => {
+    const after = await scrape(url);
+    const sum = (metric) =>
+      [...after].reduce((x, [key, v]) => (key.startsWith(`${metric}|`) ? x + v - (before.get(key) ?? 0) : x), 0);
+    const ops = sum('persistence_requests');
+    return `Temporal's persistence ${ops} operations, ${ops ? ((sum('persistence_latency_sum') * 1000) / ops).toFixed(2) : '-'} ms each`;
+  };
+}
+
+/** Where the slowest well-behaved requests beside the noisy project spent their time, read from
+ * their workflow histories (scripts/bench/lib/temporal-phases.mjs): the parts over 5 ms. */
+async function logSlowest(samples, log, count = 5) {
+  const slowest = [...samples].sort((a, b) => b.receivedAt - b.sentAt - (a.receivedAt - a.sentAt)).slice(0, count);
+  let temporal;
+  try {
+    temporal = await openTemporal({
+      address: process.env.TEMPORAL_ADDRESS,
+      namespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
+    });
+    for (const p of await temporal.phases(slowest)) {
+      const parts = Object.values(p.parts)
+        .filter((part) => part.ms >= 5)
+        .map((part) => `${part.label} ${part.ms.toFixed(0)}`);
+      log(`noisy neighbour: a slow one beside it, ${p.total.toFixed(0)} ms: ${parts.join('; ')}`);
+    }
+  } catch (e) {
+    log(`noisy neighbour: the slowest requests' histories could not be read (${e instanceof Error ? e.message : e})`);
+  } finally {
+    await temporal?.close();
+  }
 }
 
 /** The noisy project, in this child process: every kind of pressure at once until the harness
@@ -243,14 +287,19 @@ export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newPr
   log('noisy neighbour: the well-behaved projects alone');
   await wellBehaved(quiet, 5_000); // warm-up
   let cpu = cpuSnapshot();
+  let persistence = await temporalPersistence();
   const alone = await wellBehaved(quiet, windowMs);
   const cpuAlone = cpuUse(cpu, cpuSnapshot());
+  const persistenceAlone = await persistence?.();
   log('noisy neighbour: the same with the noisy project at every limit');
   const pressure = noisy({ apiUrl: apis[0].url, key: n.key, projectId: n.id }, runDir);
   await sleep(10_000);
   cpu = cpuSnapshot();
-  const beside = await wellBehaved(quiet, windowMs);
+  persistence = await temporalPersistence();
+  const besideSamples = [];
+  const beside = await wellBehaved(quiet, windowMs, besideSamples);
   const cpuBeside = cpuUse(cpu, cpuSnapshot());
+  const persistenceBeside = await persistence?.();
   const seen = (await pressure.stop()) ?? {
     answers: {},
     told: [],
@@ -286,5 +335,8 @@ export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newPr
   );
   if (cpuAlone) log(`noisy neighbour: alone, ${cpuAlone}`);
   if (cpuBeside) log(`noisy neighbour: beside the noisy project, ${cpuBeside}`);
+  await logSlowest(besideSamples, log);
+  if (persistenceAlone && persistenceBeside)
+    log(`noisy neighbour: ${persistenceAlone} alone; ${persistenceBeside} beside the noisy project`);
   return { figures, problems };
 }
