@@ -65,13 +65,7 @@ export class CodecAccess {
       );
       return;
     }
-    const header = req.headers.authorization ?? '';
-    const token =
-      match[1] !== undefined
-        ? decodeURIComponentOrRaw(match[1])
-        : header.startsWith('Bearer ')
-          ? header.slice(7).trim()
-          : undefined;
+    const token = match[1] !== undefined ? decodeURIComponentOrRaw(match[1]) : bearerToken(req);
     const signedIn =
       token === undefined &&
       this.token !== undefined &&
@@ -129,8 +123,7 @@ export class CodecAccess {
       return;
     }
     const form = Boolean(req.is('application/x-www-form-urlencoded'));
-    const header = req.headers.authorization ?? '';
-    const token = form ? await formToken(req) : header.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
+    const token = form ? await formToken(req) : bearerToken(req);
     if (token === null) {
       closeIfBodyUnread(req, res);
       res.status(413).json({ error: { code: 'payload_too_large', message: 'The sign-in form is 1 KB at most.' } });
@@ -172,6 +165,12 @@ export class CodecAccess {
   private cookie(req: Request, value: string, maxAgeS: number): string {
     return `${CODEC_SESSION_COOKIE}=${value}; Path=/codec; Max-Age=${maxAgeS}; HttpOnly; SameSite=Strict${req.secure ? '; Secure' : ''}`;
   }
+}
+
+/** The token of an `Authorization: Bearer <token>` header, if there is one. */
+function bearerToken(req: Request): string | undefined {
+  const header = req.headers.authorization ?? '';
+  return header.startsWith('Bearer ') ? header.slice(7).trim() : undefined;
 }
 
 /** The `token` field of a URL-encoded sign-in form; null when the body is over MAX_FORM_BYTES
