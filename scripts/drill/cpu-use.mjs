@@ -4,6 +4,10 @@
 // Temporal, HAProxy, the drill's harness and its noisy project). Linux only; elsewhere
 // `cpuSnapshot` returns undefined and nothing is printed. A diagnostic for the noisy-neighbour
 // phase (docs/reliability.md): a p99 that moves says that the service waited, this says behind whom.
+// Beside it, how long each component's threads were ready to run but waited for a core (the
+// scheduler's run delay, /proc/<pid>/task/<tid>/schedstat) and the share of the window in which
+// any task on the machine waited for one (/proc/pressure/cpu, "some"), where the kernel has them.
+import { readdirSync, readFileSync } from 'node:fs';
 import { cmdline, machineSnapshot } from '../bench/lib/procs.mjs';
 
 function component(pid, comm) {
@@ -19,10 +23,39 @@ function component(pid, comm) {
   return 'other';
 }
 
-/** Every process's CPU time so far and the machine's idle time, or undefined without /proc. */
+/** Every process's CPU time so far and the machine's idle time, or undefined without /proc; with
+ * each process's run delay so far (ms, summed over its live threads) and the machine's CPU pressure
+ * (µs) where the kernel keeps them. */
 export function cpuSnapshot() {
   try {
-    return machineSnapshot();
+    const snapshot = machineSnapshot();
+    const waits = new Map();
+    for (const pid of snapshot.processes.keys()) {
+      const ms = runDelayMs(pid);
+      if (ms !== undefined) waits.set(pid, ms);
+    }
+    return { ...snapshot, waits, pressureUs: cpuPressureUs() };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process's time ready to run but waiting for a core, summed over its threads (ms). */
+function runDelayMs(pid) {
+  try {
+    let ns = 0;
+    for (const tid of readdirSync(`/proc/${pid}/task`))
+      ns += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ')[1]) || 0;
+    return ns / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The machine's total time with at least one task waiting for a core (µs), if PSI is on. */
+function cpuPressureUs() {
+  try {
+    return Number(/^some .*total=(\d+)/m.exec(readFileSync('/proc/pressure/cpu', 'utf8'))?.[1]);
   } catch {
     return undefined;
   }
@@ -45,5 +78,24 @@ export function cpuUse(a, b) {
     .filter(([, s]) => s / seconds >= 0.005)
     .sort((x, y) => y[1] - x[1])
     .map(([name, s]) => `${name} ${(s / seconds).toFixed(2)}`);
-  return `cores busy by component: ${parts.join(', ')}; idle ${((b.idleMs - a.idleMs) / 1000 / seconds).toFixed(2)} of the machine's cores`;
+  const waited = new Map();
+  for (const [pid, after] of b.waits ?? []) {
+    const ms = after - (a.waits?.get(pid) ?? 0);
+    if (ms <= 0) continue;
+    const name = component(pid, b.processes.get(pid)?.name);
+    waited.set(name, (waited.get(name) ?? 0) + ms);
+  }
+  const waits = [...waited]
+    .filter(([, ms]) => ms / seconds >= 1)
+    .sort((x, y) => y[1] - x[1])
+    .map(([name, ms]) => `${name} ${(ms / seconds).toFixed(0)}`);
+  const pressure =
+    Number.isFinite(a.pressureUs) && Number.isFinite(b.pressureUs)
+      ? `; some task waited for a core ${((b.pressureUs - a.pressureUs) / 10 / (b.at - a.at)).toFixed(0)}% of the time`
+      : '';
+  return (
+    `cores busy by component: ${parts.join(', ')}; idle ${((b.idleMs - a.idleMs) / 1000 / seconds).toFixed(2)} of the machine's cores` +
+    (waits.length ? `; ms a second its threads waited for a core: ${waits.join(', ')}` : '') +
+    pressure
+  );
 }

@@ -22,9 +22,9 @@ import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { jsonOf, keepAliveAgent, parseSseBlock, send } from '../bench/lib/http.mjs';
-import { percentile } from '../bench/lib/stats.mjs';
+import { percentile, summary } from '../bench/lib/stats.mjs';
 import { findMetricsUrl, scrape, temporalPid } from '../bench/lib/temporal-metrics.mjs';
-import { openTemporal } from '../bench/lib/temporal-phases.mjs';
+import { openTemporal, phaseTable } from '../bench/lib/temporal-phases.mjs';
 import { cpuSnapshot, cpuUse } from './cpu-use.mjs';
 import { deflateRepeated, pdfWithContent } from '../../test/support/hostile-pdf.mjs';
 import { lookup, moneyProblems, ProjectClient } from './mixed-load.mjs';
@@ -76,24 +76,37 @@ async function temporalPersistence() {
   };
 }
 
-/** Where the slowest well-behaved requests beside the noisy project spent their time, read from
- * their workflow histories (scripts/bench/lib/temporal-phases.mjs): the parts over 5 ms. */
-async function logSlowest(samples, log, count = 5) {
-  const slowest = [...samples].sort((a, b) => b.receivedAt - b.sentAt - (a.receivedAt - a.sentAt)).slice(0, count);
+/** Where the well-behaved requests spent their time in each window, read from their workflow
+ * histories (scripts/bench/lib/temporal-phases.mjs): each part's p50/p95/max alone and beside the
+ * noisy project, so that the part which grew is named; then the slowest few beside it, part by part
+ * (those over 5 ms). */
+async function logParts(aloneSamples, besideSamples, log, slowestCount = 5) {
   let temporal;
   try {
     temporal = await openTemporal({
       address: process.env.TEMPORAL_ADDRESS,
       namespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
     });
-    for (const p of await temporal.phases(slowest)) {
+    const alone = await temporal.phases(aloneSamples, 60_000);
+    const beside = await temporal.phases(besideSamples, 60_000);
+    const tables = [phaseTable(alone, summary), phaseTable(beside, summary)];
+    const figures = (part) => (part?.n ? `${part.p50.toFixed(0)}/${part.p95.toFixed(0)}/${part.max.toFixed(0)}` : '-');
+    log(
+      `noisy neighbour: where the well-behaved requests' time went, p50/p95/max ms alone (${alone.length} histories) -> beside (${beside.length}):`,
+    );
+    for (const part of tables[1]) {
+      const before = tables[0].find((p) => p.key === part.key);
+      log(`noisy neighbour:   ${part.label}: ${figures(before)} -> ${figures(part)}`);
+    }
+    const slowest = [...beside].sort((x, y) => y.total - x.total).slice(0, slowestCount);
+    for (const p of slowest) {
       const parts = Object.values(p.parts)
         .filter((part) => part.ms >= 5)
         .map((part) => `${part.label} ${part.ms.toFixed(0)}`);
       log(`noisy neighbour: a slow one beside it, ${p.total.toFixed(0)} ms: ${parts.join('; ')}`);
     }
   } catch (e) {
-    log(`noisy neighbour: the slowest requests' histories could not be read (${e instanceof Error ? e.message : e})`);
+    log(`noisy neighbour: the requests' histories could not be read (${e instanceof Error ? e.message : e})`);
   } finally {
     await temporal?.close();
   }
@@ -288,7 +301,8 @@ export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newPr
   await wellBehaved(quiet, 5_000); // warm-up
   let cpu = cpuSnapshot();
   let persistence = await temporalPersistence();
-  const alone = await wellBehaved(quiet, windowMs);
+  const aloneSamples = [];
+  const alone = await wellBehaved(quiet, windowMs, aloneSamples);
   const cpuAlone = cpuUse(cpu, cpuSnapshot());
   const persistenceAlone = await persistence?.();
   log('noisy neighbour: the same with the noisy project at every limit');
@@ -335,7 +349,7 @@ export async function noisyNeighbour({ quick, apis, db, usage, agent, log, newPr
   );
   if (cpuAlone) log(`noisy neighbour: alone, ${cpuAlone}`);
   if (cpuBeside) log(`noisy neighbour: beside the noisy project, ${cpuBeside}`);
-  await logSlowest(besideSamples, log);
+  await logParts(aloneSamples, besideSamples, log);
   if (persistenceAlone && persistenceBeside)
     log(`noisy neighbour: ${persistenceAlone} alone; ${persistenceBeside} beside the noisy project`);
   return { figures, problems };

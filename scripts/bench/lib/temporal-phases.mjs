@@ -11,14 +11,29 @@ import { wallOf } from './http.mjs';
 const ms = (ts) =>
   ts ? Number(ts.seconds?.toString?.() ?? ts.seconds ?? 0) * 1000 + (ts.nanos ?? 0) / 1e6 : undefined;
 
-/** The local activity type recorded by a marker (Temporal core's marker payload), if readable. */
+/** The local activity recorded by a marker (Temporal core's marker payload, LocalActivityMarkerData):
+ * its type, when the workflow scheduled it (wall clock) and its `complete_time`, if readable. Core
+ * writes `complete_time` as the workflow time when the activity was scheduled plus its run time
+ * (from its dispatch to this worker's code to its result), and moves the workflow time to it. */
 function localActivityOf(event) {
   const payload = event.markerRecordedEventAttributes?.details?.data?.payloads?.[0];
   try {
-    return JSON.parse(Buffer.from(payload.data).toString('utf8')).activity_type;
+    const data = JSON.parse(Buffer.from(payload.data).toString('utf8'));
+    return {
+      type: data.activity_type,
+      scheduledAt: timeOf(data.original_schedule_time),
+      completeTime: timeOf(data.complete_time),
+    };
   } catch {
     return undefined;
   }
+}
+
+/** A protobuf Timestamp as JSON (an RFC 3339 string, or `{ seconds, nanos }`) in ms, if readable. */
+function timeOf(value) {
+  if (typeof value === 'string') return Date.parse(value) || undefined;
+  if (value && typeof value === 'object') return ms(value);
+  return undefined;
 }
 
 /**
@@ -43,6 +58,7 @@ export function phasesOf(events, sentAt, receivedAt) {
   const tAnswered = ms(answered.eventTime);
   add('api_in', 'api in: HTTP, auth, rate limit, validation, start workflow', ms(start.eventTime) - tSent);
   let previous = ms(start.eventTime);
+  let taskStartedAt = previous;
   let taskNo = 0;
   for (let i = events.indexOf(start) + 1; i < events.length; i++) {
     const e = events[i];
@@ -52,17 +68,37 @@ export function phasesOf(events, sentAt, receivedAt) {
     previous = Math.max(previous, t);
     if (e.workflowTaskStartedEventAttributes) {
       add('wft_dispatch', 'workflow tasks: dispatch to the worker', gap);
+      taskStartedAt = t;
     } else if (e.workflowTaskCompletedEventAttributes) {
       taskNo++;
-      // The local activities this task ran are the markers recorded with its completion.
+      // The local activities this task ran are the markers recorded with its completion, in the
+      // order they ran (one after the other). Each one's run is a part of its own; what is left of
+      // the task is the workflow's activations and core's dispatch of each local activity to the
+      // worker's code and of its result back, cut where the first one was scheduled.
       const locals = [];
+      let workflowTime = taskStartedAt;
+      let localRuns = 0;
+      let firstScheduled;
       for (let j = i + 1; j < events.length && !events[j].workflowTaskScheduledEventAttributes; j++) {
-        const type = events[j].markerRecordedEventAttributes ? localActivityOf(events[j]) : undefined;
-        if (type) locals.push(type);
+        const local = events[j].markerRecordedEventAttributes ? localActivityOf(events[j]) : undefined;
+        if (!local?.type) continue;
+        locals.push(local.type);
+        if (local.completeTime === undefined) continue;
+        const run = Math.max(0, local.completeTime - workflowTime);
+        workflowTime = local.completeTime;
+        localRuns += run;
+        firstScheduled ??= local.scheduledAt;
+        add(`local_run:${local.type}`, `local activity ${local.type}: run`, run);
+      }
+      if (taskNo === 1 && firstScheduled !== undefined) {
+        const before = Math.min(gap, Math.max(0, firstScheduled - taskStartedAt));
+        add('wft_first_start', 'first workflow task: to its first local activity', before);
+        localRuns += before;
       }
       const key = taskNo === 1 ? 'wft_first_run' : 'wft_later_run';
-      const label = taskNo === 1 ? 'first workflow task: run' : 'later workflow tasks: run';
-      add(key, locals.length ? `${label} (local: ${locals.join(', ')})` : label, gap);
+      const label = taskNo === 1 ? 'first workflow task' : 'later workflow tasks';
+      const rest = localRuns > 0 ? ': between and after its local activities (activations, their dispatch)' : ': run';
+      add(key, `${label}${rest}${locals.length ? ` (local: ${locals.join(', ')})` : ''}`, Math.max(0, gap - localRuns));
     } else if (e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes) {
       add('wft_lost', 'workflow tasks: timed out or failed', gap);
     } else if (e.activityTaskStartedEventAttributes) {
@@ -152,6 +188,7 @@ export function phaseTable(samples, summarise) {
   const order = [
     'api_in',
     'wft_dispatch',
+    'wft_first_start',
     'wft_first_run',
     'activity_dispatch',
     'wft_later_run',
@@ -159,7 +196,8 @@ export function phaseTable(samples, summarise) {
     'server',
     'api_out',
   ];
-  const rank = (k) => (order.includes(k) ? order.indexOf(k) : k.startsWith('activity_run:') ? 3.5 : 6.5);
+  const rank = (k) =>
+    order.includes(k) ? order.indexOf(k) : k.startsWith('local_run:') ? 2.5 : k.startsWith('activity_run:') ? 4.5 : 7.5;
   return keys
     .sort((a, b) => rank(a) - rank(b))
     .map((key) => ({ key, label: labels.get(key), ...summarise(samples.map((s) => s.parts[key]?.ms ?? 0)) }))
