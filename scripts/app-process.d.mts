@@ -2,4 +2,4 @@
 export function appProcess(
   app: string,
   options?: { root?: string; preload?: string[] },
-): { args: string[]; env: Record<string, string> };
+): { command: string; args: string[]; env: Record<string, string> };

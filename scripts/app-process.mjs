@@ -12,16 +12,30 @@ import { join, resolve } from 'node:path';
 
 const ROOT = resolve(import.meta.dirname, '..');
 
-/** Node's arguments and the environment additions for running `app` (api, worker, relay, projector or cli). */
+/** The CPU priority (nice) of the bulkhead's worker on a machine it shares with the rest. */
+const LONG_ACTIVITY_NICE = 10;
+
+/**
+ * The command, its arguments and the environment additions for running `app` (api, worker,
+ * relay, projector, console or cli), or `worker-long`: the bulkhead's worker (the worker's code
+ * with TEMPORAL_WORKER_ROLE=long-activities, docs/operations.md), at a lower CPU priority (`nice`)
+ * than the rest, so that on shared cores the short path of every request wins a burst, and
+ * without metrics ports of its own (the workflows' worker has them).
+ */
 export function appProcess(app, { root = ROOT, preload = [] } = {}) {
+  const long = app === 'worker-long';
+  const args = [
+    '--max-semi-space-size=16',
+    '--import',
+    join(root, 'dist/libs/observability/src/source-maps.js'),
+    ...preload.flatMap((file) => ['--import', file]),
+    join(root, `dist/apps/${long ? 'worker' : app}/src/main.js`),
+  ];
+  const env = { MALLOC_ARENA_MAX: '2' };
+  if (!long) return { command: process.execPath, args, env };
   return {
-    args: [
-      '--max-semi-space-size=16',
-      '--import',
-      join(root, 'dist/libs/observability/src/source-maps.js'),
-      ...preload.flatMap((file) => ['--import', file]),
-      join(root, `dist/apps/${app}/src/main.js`),
-    ],
-    env: { MALLOC_ARENA_MAX: '2' },
+    command: 'nice',
+    args: ['-n', String(LONG_ACTIVITY_NICE), process.execPath, ...args],
+    env: { ...env, TEMPORAL_WORKER_ROLE: 'long-activities', WORKER_METRICS_PORT: '', TEMPORAL_SDK_METRICS_PORT: '' },
   };
 }

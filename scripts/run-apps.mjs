@@ -1,4 +1,4 @@
-// Supervises the compiled apps (api, worker, relay, projector, console) side by side for `npm start`: prefixes each
+// Supervises the compiled apps (api, worker, worker-long, relay, projector, console) side by side for `npm start`: prefixes each
 // line of their output with the app's name, restarts an app that dies (with a backoff that doubles
 // from 1 s to 30 s, and starts again from 1 s once the app has stayed up for a minute), and on
 // Ctrl-C or SIGTERM stops them all with SIGTERM, so each drains its in-flight work before it exits.
@@ -20,10 +20,10 @@ const say = (app, line) => process.stdout.write(`[${app}] ${line}\n`);
 function start(app, backoffMs) {
   if (stopping) return;
   const startedAt = Date.now();
-  const { args, env } = appProcess(app);
+  const { command, args, env } = appProcess(app);
   // One machine, one worker: the build just started becomes current (Worker Versioning), so a
   // rebuilt worker takes new requests at once; runs pinned to the previous build wait for it.
-  const child = spawn(process.execPath, args, {
+  const child = spawn(command, args, {
     env: { TEMPORAL_DEPLOYMENT_PROMOTE: 'on-start', ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

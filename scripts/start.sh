@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # npm start: installs what is missing, brings the local stack up, runs migrations, and starts the
-# api, the worker, the outbox relay, the projector and the customer console in this terminal (Ctrl-C stops them; the stack keeps running,
+# api, the worker (and its long-activity worker), the outbox relay, the projector and the customer console in this terminal (Ctrl-C stops them; the stack keeps running,
 # `npm run stack -- down` stops it).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,9 +21,12 @@ export PROJECTOR_METRICS_PORT="${PROJECTOR_METRICS_PORT:-9103}" TEMPORAL_SDK_MET
 # neither a header nor cookies, so only this local stack takes the token in the path
 # (docs/operations.md, "The codec endpoint"; the cluster profile's UI signs in with a cookie).
 export MAS_CODEC_TOKEN_IN_PATH="${MAS_CODEC_TOKEN_IN_PATH:-true}"
+# The bulkhead (docs/operations.md, "Long activities on a worker of their own"): streamed model
+# calls and built-in tools run on worker-long, at a lower CPU priority than the rest.
+export TEMPORAL_LONG_ACTIVITY_TASK_QUEUE="${TEMPORAL_LONG_ACTIVITY_TASK_QUEUE:-${TEMPORAL_TASK_QUEUE:-mas-agent}-long}"
 # The apps' stdout is a pipe to the supervisor: human-readable lines when this terminal is one.
 if [ -t 1 ]; then export LOG_FORMAT="${LOG_FORMAT:-pretty}"; fi
-node scripts/run-apps.mjs api worker relay projector console &
+node scripts/run-apps.mjs api worker worker-long relay projector console &
 apps=$!
 trap 'kill -TERM "$apps" 2>/dev/null; wait "$apps"' INT TERM
 

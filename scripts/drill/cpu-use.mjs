@@ -13,6 +13,7 @@ import { cmdline, machineSnapshot } from '../bench/lib/procs.mjs';
 function component(pid, comm) {
   const line = cmdline(pid);
   const app = /dist\/apps\/([a-z-]+)\//.exec(line);
+  if (app?.[1] === 'worker' && environ(pid).includes('TEMPORAL_WORKER_ROLE=long-activities')) return 'worker-long';
   if (app) return app[1];
   if (line.includes('--noisy-project')) return 'noisy client';
   if (line.includes('scripts/drill/')) return 'drill harness';
@@ -21,6 +22,15 @@ function component(pid, comm) {
   if (/\btemporal\b.*\bserver\b/.test(line)) return 'temporal';
   if (comm === 'haproxy') return 'haproxy';
   return 'other';
+}
+
+/** A process's environment as one string (NUL-separated), or '' when it cannot be read. */
+function environ(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/environ`, 'latin1');
+  } catch {
+    return '';
+  }
 }
 
 /** Every process's CPU time so far and the machine's idle time, or undefined without /proc; with

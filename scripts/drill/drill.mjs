@@ -3,8 +3,9 @@
 // task queue and consumer groups; a bounded load of keyed requests runs on loopback while each
 // fault is injected; after each fault the invariants are checked and one table is printed.
 //
-// Faults: kill -9 of the api, the worker, the relay and the projector (by pid; the drill restarts
-// the app after 1 s, as `npm start` does), Kafka stopped and started, Temporal restarted,
+// Faults: kill -9 of the api, the worker, the long-activity worker (the bulkhead: streamed model
+// calls and built-in tools at a lower CPU priority), the relay and the projector (by pid; the drill
+// restarts the app after 1 s, as `npm start` does), Kafka stopped and started, Temporal restarted,
 // PostgreSQL restarted (immediate), a deploy of a changed worker build and its rollback with work
 // in flight (deploy-phase.mjs). Then the same apps with two replicas each: one of each is
 // killed at once and stays dead; the survivors carry the load, and the rate limit and the quota
@@ -32,7 +33,7 @@ import { TOPICS } from '#libs/contracts';
 import { clearTaskQueue } from '#libs/temporal';
 import { send } from '../bench/lib/http.mjs';
 import { openAccounts } from '../bench/lib/key-pool.mjs';
-import { freePorts, startNode, stopAll, tail } from '../bench/lib/procs.mjs';
+import { freePorts, startProcess, stopAll, tail } from '../bench/lib/procs.mjs';
 import { appProcess } from '../app-process.mjs';
 import { deployScenario } from './deploy-phase.mjs';
 import { moneyProblems } from './mixed-load.mjs';
@@ -108,14 +109,17 @@ class App {
     this.starts++;
     const logFile = join(RUN_DIR, `${this.label}.log`);
     this.logOffset = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : 0;
-    this.proc = startNode({
+    const { command, args, env: appEnv } = appProcess(this.name, { root: this.root });
+    this.proc = startProcess({
       name: this.label,
-      args: appProcess(this.name, { root: this.root }).args,
+      command,
+      args,
       env: {
         ...env,
-        ...appProcess(this.name).env,
+        ...appEnv,
         ...(this.port ? { PORT: String(this.port), PUBLIC_BASE_URL: this.url } : {}),
         TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+        TEMPORAL_LONG_ACTIVITY_TASK_QUEUE: `${TASK_QUEUE}-long`,
         MAS_PLANS,
         AGENT_PICKUP_TIMEOUT_MS: String(PICKUP_MS),
         RECONCILER_INTERVAL_SECONDS: '30',
@@ -126,7 +130,12 @@ class App {
     });
   }
   async ready(timeoutMs = 180_000) {
-    const marker = { worker: 'polling task queue', relay: 'relaying', projector: 'running projections' }[this.name];
+    const marker = {
+      worker: 'polling task queue',
+      'worker-long': 'polling task queue',
+      relay: 'relaying',
+      projector: 'running projections',
+    }[this.name];
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       if (this.proc.exited)
@@ -585,7 +594,7 @@ async function startAll(replicas) {
   const ports = await freePorts(replicas);
   const apps = [];
   for (let r = 1; r <= replicas; r++)
-    for (const name of ['api', 'worker', 'relay', 'projector'])
+    for (const name of ['api', 'worker', 'worker-long', 'relay', 'projector'])
       apps.push(new App(name, r, name === 'api' ? ports[r - 1] : undefined));
   for (const a of apps) a.start();
   cleanups.push(() =>
@@ -690,6 +699,7 @@ async function main() {
   const single = [
     ['kill -9 api', killAndRespawn(by('api'))],
     ['kill -9 worker', killAndRespawn(by('worker'))],
+    ['kill -9 worker-long', killAndRespawn(by('worker-long'))],
     ['kill -9 relay', killAndRespawn(by('relay'))],
     ['kill -9 projector', killAndRespawn(by('projector'))],
     ['kafka stop/start', component('kafka', 'stop')],
@@ -749,8 +759,8 @@ async function main() {
         await phase('2 replicas: kill -9 one of each', {
           ...ctx(),
           inject: async () => {
-            for (const name of ['api', 'worker', 'relay', 'projector']) by(name, 2).kill9();
-            await Promise.all(['api', 'worker', 'relay', 'projector'].map((n) => by(n, 2).waitExited()));
+            for (const name of ['api', 'worker', 'worker-long', 'relay', 'projector']) by(name, 2).kill9();
+            await Promise.all(['api', 'worker', 'worker-long', 'relay', 'projector'].map((n) => by(n, 2).waitExited()));
           },
         }),
       );

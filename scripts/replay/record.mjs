@@ -1,6 +1,6 @@
 // The replay corpus's recorder behind `npm run replay:record` (scripts/replay/run.sh prepares the
 // build, the stack and a database of its own, then runs this). It runs the real apps from dist/
-// (api, worker, relay) on a task queue of their own, drives every workflow type along each of its
+// (api, worker, worker-long, relay) on a task queue of their own, drives every workflow type along each of its
 // paths over HTTP as a client would, fetches each workflow's history from Temporal and writes it,
 // in Temporal's history JSON, to test/replay/histories/<set>/<workflowType>/<path>.json with the
 // set's manifest.json. workflows/test/replay.workflow-spec.ts (in `npm test`) replays every history
@@ -38,7 +38,7 @@ import { AesGcmPayloadCodec, clearTaskQueue, historyToJson, payloadDataConverter
 import { WebhookStore } from '#libs/webhooks';
 import { keepAliveAgent, send } from '../bench/lib/http.mjs';
 import { openAccounts } from '../bench/lib/key-pool.mjs';
-import { freePorts, startNode, stopAll, tail } from '../bench/lib/procs.mjs';
+import { freePorts, startProcess, stopAll, tail } from '../bench/lib/procs.mjs';
 import { appProcess } from '../app-process.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -71,6 +71,8 @@ const appEnv = {
   MAS_PAYLOAD_KEYS: `${corpusKey.id}:${corpusKey.key}`,
   MAS_PAYLOAD_KEY_CURRENT: corpusKey.id,
   TEMPORAL_TASK_QUEUE: TASK_QUEUE,
+  // As `npm start` runs them: the long activities on a worker of their own (docs/operations.md).
+  TEMPORAL_LONG_ACTIVITY_TASK_QUEUE: `${TASK_QUEUE}-long`,
   KAFKA_GROUP_PREFIX: `mas-replay-${TS}`,
   TOOL_OUTPUTS_TIMEOUT_MS: String(TOOL_OUTPUTS_TIMEOUT_MS),
   // The webhook receiver runs on loopback; retries come fast, and run out after 3 s for the
@@ -103,10 +105,11 @@ for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => void cleanu
 
 async function startApps() {
   const [port] = await freePorts(1);
-  const apps = ['worker', 'relay', 'api'].map((name) => {
-    const { args: nodeArgs, env: extra } = appProcess(name);
-    return startNode({
+  const apps = ['worker', 'worker-long', 'relay', 'api'].map((name) => {
+    const { command, args: nodeArgs, env: extra } = appProcess(name);
+    return startProcess({
       name,
+      command,
       args: nodeArgs,
       env: {
         ...appEnv,
@@ -120,7 +123,7 @@ async function startApps() {
   cleanups.push(() => stopAll(apps, 20_000));
   const api = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 120_000;
-  const ready = { worker: 'polling task queue', relay: 'relaying' };
+  const ready = { worker: 'polling task queue', 'worker-long': 'polling task queue', relay: 'relaying' };
   for (const app of apps) {
     for (;;) {
       if (app.exited) throw new Error(`${app.name} exited (${app.exitCode}):\n${tail(app.logFile)}`);
@@ -191,7 +194,7 @@ async function main() {
     await connection.close();
   });
   const receiver = await startReceiver();
-  log(`starting worker, relay and api on task queue ${TASK_QUEUE} (logs in ${RUN_DIR})`);
+  log(`starting worker, worker-long, relay and api on task queue ${TASK_QUEUE} (logs in ${RUN_DIR})`);
   const api = await startApps();
 
   const secrets = [...machineSecrets];

@@ -22,14 +22,14 @@ export interface AppProcess {
 /** Starts `app` from dist/ with `env` (on top of this process's environment); from the dist/ of
  * another checkout when `from` names its root (e.g. the previous release, built apart). */
 export function startAppProcess(
-  app: 'api' | 'worker' | 'relay' | 'projector',
+  app: 'api' | 'worker' | 'worker-long' | 'relay' | 'projector',
   env: Record<string, string | undefined>,
   from: string = root,
 ): AppProcess {
-  if (!existsSync(join(from, `dist/apps/${app}/src/main.js`)))
-    throw new Error(`${join(from, 'dist')} is missing: \`npm test\` builds it first`);
   const started = appProcess(app, { root: from });
-  const child = spawn(process.execPath, started.args, {
+  if (!existsSync(started.args.at(-1)!))
+    throw new Error(`${join(from, 'dist')} is missing: \`npm test\` builds it first`);
+  const child = spawn(started.command, started.args, {
     cwd: from,
     env: { ...process.env, ...env, ...started.env },
     stdio: ['ignore', 'pipe', 'pipe'],

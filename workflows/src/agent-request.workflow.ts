@@ -211,7 +211,9 @@ class AgentRequest {
   async run(begun: Extract<BeginRequestResult, { ok: true }>): Promise<void> {
     const { input } = this;
     const tools = offerTools(input.tools, begun.builtin);
-    const conversation = new StoredConversation(input.requestId, input.projectId).opened(begun.length);
+    const conversation = new StoredConversation(input.requestId, input.projectId, input.longActivityTaskQueue).opened(
+      begun.length,
+    );
     for (let answers: ChatMessage[] = []; ;) {
       const next = await this.runLeg(conversation, tools.loop, answers).catch((e: unknown): LegEnd => {
         if (isCancellation(e)) throw e;

@@ -52,16 +52,29 @@ export const { callModel } = proxyLocalActivities<AgentActivities>({
   retry: modelCallRetry,
 });
 
-// A streamed or background run calls it as a regular activity: its first workflow task ends at
-// admission, so the api opens the stream (or answers in_progress) before the model answers, and
-// a cancellation reaches the call at once (heartbeats).
-export const { callModel: callModelStreaming } = proxyActivities<AgentActivities>({
-  startToCloseTimeout: '2 minutes',
-  heartbeatTimeout: '30 seconds',
-  retry: modelCallRetry,
-});
-
-export const { runBuiltinTool } = proxyActivities<AgentActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '500 ms', maximumAttempts: 3 },
-});
+/**
+ * The long activities, as a run calls them: a streamed or background run's model call, and the
+ * built-in tools. They are regular activities, on `taskQueue` when the run's input names one (the
+ * bulkhead: workers of their own, which the operator may run at a lower CPU priority or under a
+ * CPU limit of their own, so that a tenant's streams and tools do not take the cores from every
+ * request's short path; docs/operations.md) and on the workflow's own task queue otherwise. A run
+ * that names none schedules exactly the commands it did before the option existed.
+ */
+export function longActivities(taskQueue: string | undefined) {
+  const queue = taskQueue ? { taskQueue } : {};
+  // A streamed or background run calls the model as a regular activity: its first workflow task
+  // ends at admission, so the api opens the stream (or answers in_progress) before the model
+  // answers, and a cancellation reaches the call at once (heartbeats).
+  const { callModel: callModelStreaming } = proxyActivities<AgentActivities>({
+    ...queue,
+    startToCloseTimeout: '2 minutes',
+    heartbeatTimeout: '30 seconds',
+    retry: modelCallRetry,
+  });
+  const { runBuiltinTool } = proxyActivities<AgentActivities>({
+    ...queue,
+    startToCloseTimeout: '1 minute',
+    retry: { initialInterval: '500 ms', maximumAttempts: 3 },
+  });
+  return { callModelStreaming, runBuiltinTool };
+}

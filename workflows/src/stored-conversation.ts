@@ -9,12 +9,16 @@ import * as acts from './proxies.js';
  */
 export class StoredConversation {
   private ref: ConversationRef;
+  private readonly long: ReturnType<typeof acts.longActivities>;
 
+  /** `longActivityTaskQueue`: where its streamed model calls and built-in tools run (the run's input). */
   constructor(
     private readonly requestId: string,
     private readonly projectId: string,
+    longActivityTaskQueue?: string,
   ) {
     this.ref = { id: requestId, length: 0 };
+    this.long = acts.longActivities(longActivityTaskQueue);
   }
 
   /** The conversation as beginRequest opened it (tools, the session's history, the user message). */
@@ -41,7 +45,7 @@ export class StoredConversation {
     streamSeq: number;
   }): Promise<{ step: ModelStep; seq: number }> {
     const { files, stream, streamSeq } = options;
-    const call = stream ? acts.callModelStreaming : acts.callModel;
+    const call = stream ? this.long.callModelStreaming : acts.callModel;
     const step = await call({
       requestId: this.requestId,
       projectId: this.projectId,
@@ -59,7 +63,7 @@ export class StoredConversation {
     callId: string,
     files: readonly InputFileRef[],
   ): Promise<{ ok: boolean; files: readonly FileRef[] }> {
-    const result = await acts.runBuiltinTool({
+    const result = await this.long.runBuiltinTool({
       requestId: this.requestId,
       projectId: this.projectId,
       conversationId: this.ref.id,

@@ -319,6 +319,47 @@ describe('agentRequestWorkflow', () => {
     expect(asked.at(-1)).toBeUndefined();
   });
 
+  // The bulkhead (docs/operations.md): a run whose input names a long-activity task queue schedules
+  // its streamed model call there, where a worker without workflows runs it; a run that names none
+  // schedules it on its own task queue, as before the option existed (the replay corpus holds those).
+  it('runs a streamed model call on the long-activity task queue its input names, and on its own queue otherwise', async () => {
+    const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
+    const longQueue = `${taskQueue}-long`;
+    const ranOnLong: string[] = [];
+    const activities = fakeActivities(ledger);
+    const longWorker = await Worker.create({
+      connection: env.nativeConnection,
+      taskQueue: longQueue,
+      activities: {
+        ...activities,
+        callModel: async (call: Parameters<AgentActivities['callModel']>[0]) => {
+          ranOnLong.push(call.requestId);
+          return activities.callModel(call);
+        },
+      },
+    });
+    const worker = await newWorker(ledger);
+    const scheduledOn = async (workflowId: string) => {
+      const { events } = await env.client.workflow.getHandle(workflowId).fetchHistory();
+      return (events ?? [])
+        .map((e) => e.activityTaskScheduledEventAttributes)
+        .filter((a) => a?.activityType?.name === 'callModel')
+        .map((a) => a?.taskQueue?.name);
+    };
+    await worker.runUntil(
+      longWorker.runUntil(async () => {
+        const bulkheaded = await start('hello', { stream: true, tools: [], longActivityTaskQueue: longQueue });
+        expect(bulkheaded.first.status).toBe('completed');
+        expect(await scheduledOn(bulkheaded.handle.workflowId)).toEqual([longQueue]);
+        expect(ranOnLong).toEqual([bulkheaded.first.requestId]);
+        const plain = await start('hello', { stream: true, tools: [] });
+        expect(plain.first.status).toBe('completed');
+        expect(await scheduledOn(plain.handle.workflowId)).toEqual([taskQueue]);
+        expect(ranOnLong).toEqual([bulkheaded.first.requestId]);
+      }),
+    );
+  });
+
   it('is cancelled while paused: the pending Update gets the cancelled stop, nothing more is charged', async () => {
     const ledger = { settled: [] as number[], stops: [] as string[], released: 0 };
     const worker = await newWorker(ledger);

@@ -11,7 +11,7 @@ import {
   temporalLogger,
 } from '#libs/observability';
 import { WorkerModule } from './worker.module.js';
-import { becomeCurrentIfDue, createAgentWorker } from './worker.js';
+import { becomeCurrentIfDue, createAgentWorker, createLongActivityWorker } from './worker.js';
 
 const config = configFromEnvironment();
 startTracing('mas-worker');
@@ -44,11 +44,19 @@ const metrics = config.metrics.workerPort
       sdkPort ? scrape(`http://127.0.0.1:${sdkPort}/metrics`) : undefined,
     )
   : undefined;
-const { worker, connection, build } = await createAgentWorker(app);
+const { worker, connection, build } =
+  config.temporal.workerRole === 'long-activities'
+    ? { ...(await createLongActivityWorker(app)), build: undefined }
+    : await createAgentWorker(app);
 // Temporal's runtime shuts the worker down on SIGINT/SIGTERM; run() resolves once it has drained.
 const running = worker.run();
 try {
-  if (build) {
+  if (config.temporal.workerRole === 'long-activities')
+    logger.info(
+      { context: 'worker', metrics_port: metrics?.port },
+      `polling task queue ${worker.options.taskQueue} (long activities only: streamed model calls, built-in tools)`,
+    );
+  else if (build) {
     // The build registers with its first poll; "polling" is logged once it is known whether it
     // takes new runs (current) or only those pinned to it (an operator promotes it).
     const { current, promoted } = await Promise.race([

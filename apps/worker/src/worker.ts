@@ -192,3 +192,42 @@ export async function createAgentWorker(
   await ensureReconcilerSchedule(app.get(TemporalClientService).client!, config);
   return { worker, connection, build };
 }
+
+/**
+ * The bulkhead's worker (TEMPORAL_WORKER_ROLE=long-activities): only the activities of the long
+ * activity task queue (a streamed or background run's model calls, built-in tools; the api names
+ * the queue in every run it starts), no workflows. It polls unversioned: activities are not
+ * replayed, and a pinned run's activities on another task queue go to that queue's pollers.
+ * Started as a process of its own, it runs at a lower CPU priority than the workflows' worker
+ * (`worker-long` in scripts/app-process.mjs: `npm start`, the drill), so that in a burst the short
+ * path of every request wins the cores (docs/operations.md, "Long activities on a worker of their own").
+ */
+export async function createLongActivityWorker(
+  app: INestApplicationContext,
+): Promise<{ worker: Worker; connection: NativeConnection; taskQueue: string }> {
+  const config = app.get<AppConfig>(APP_CONFIG);
+  const taskQueue = config.temporal.longActivityTaskQueue;
+  if (!taskQueue)
+    throw new ConfigError([
+      'TEMPORAL_LONG_ACTIVITY_TASK_QUEUE is required when TEMPORAL_WORKER_ROLE is long-activities',
+    ]);
+  if (taskQueue === config.temporal.taskQueue)
+    throw new ConfigError([
+      `TEMPORAL_LONG_ACTIVITY_TASK_QUEUE must differ from TEMPORAL_TASK_QUEUE ("${taskQueue}"): the workflows' queue needs a worker with workflows`,
+    ]);
+  const connection = await NativeConnection.connect({
+    address: requireTemporalAddress(config),
+    ...temporalConnectionOptions(config.engines.temporal),
+  });
+  const { interceptors } = temporalWorkerTracing();
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue,
+    activities: withActivityLogContext({ ...agentActivities(app) }),
+    shutdownGraceTime: '30 seconds',
+    dataConverter: payloadDataConverter(config),
+    ...(interceptors?.activity ? { interceptors: { activity: interceptors.activity } } : {}),
+  });
+  return { worker, connection, taskQueue };
+}

@@ -30,12 +30,24 @@ describe('loadConfig', () => {
       address: '127.0.0.1:7233',
       namespace: 'default',
       taskQueue: 'mas-agent',
+      longActivityTaskQueue: undefined,
+      workerRole: 'workflows',
       uiUrl: undefined,
       pickupTimeoutMs: 10000,
       workflowStackTraces: false,
       versioning: { enabled: true, buildId: undefined, promote: 'if-none' },
     });
     expect(loadConfig({ ...valid, WORKFLOW_STACK_TRACES: 'true' }).temporal.workflowStackTraces).toBe(true);
+    expect(
+      loadConfig({
+        ...valid,
+        TEMPORAL_LONG_ACTIVITY_TASK_QUEUE: 'mas-agent-long',
+        TEMPORAL_WORKER_ROLE: 'long-activities',
+      }).temporal,
+    ).toMatchObject({ longActivityTaskQueue: 'mas-agent-long', workerRole: 'long-activities' });
+    expect(problemsOf({ ...valid, TEMPORAL_WORKER_ROLE: 'activities' })).toEqual([
+      expect.stringContaining('TEMPORAL_WORKER_ROLE'),
+    ]);
     expect(
       loadConfig({
         ...valid,

@@ -62,6 +62,13 @@ export interface AppConfig {
     readonly address: string | undefined;
     readonly namespace: string;
     readonly taskQueue: string;
+    /** The bulkhead (docs/operations.md, "Long activities on workers of their own"): the task queue
+     * of the long activities (a streamed or background run's model calls, built-in tools), which
+     * the api names in every run it starts; unset, they run on `taskQueue` like everything else. */
+    readonly longActivityTaskQueue: string | undefined;
+    /** Worker: `workflows` (the task queue's workflows and activities) or `long-activities` (only
+     * the activities of `longActivityTaskQueue`, no workflows). */
+    readonly workerRole: 'workflows' | 'long-activities';
     readonly uiUrl: string | undefined;
     /** How long the api waits for a worker to take up a new request before 502 compute_unavailable. */
     readonly pickupTimeoutMs: number;
@@ -456,6 +463,8 @@ export function loadConfig(env: Env): AppConfig {
       address: r.optional('TEMPORAL_ADDRESS'),
       namespace: r.string('TEMPORAL_NAMESPACE', 'default'),
       taskQueue: r.string('TEMPORAL_TASK_QUEUE', 'mas-agent'),
+      longActivityTaskQueue: r.optional('TEMPORAL_LONG_ACTIVITY_TASK_QUEUE'),
+      workerRole: r.oneOf('TEMPORAL_WORKER_ROLE', ['workflows', 'long-activities'] as const) ?? 'workflows',
       uiUrl: r.optional('TEMPORAL_UI_URL'),
       pickupTimeoutMs: r.positiveInt('AGENT_PICKUP_TIMEOUT_MS', 10_000),
       workflowStackTraces: r.flag('WORKFLOW_STACK_TRACES'),

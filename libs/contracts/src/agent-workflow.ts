@@ -124,6 +124,10 @@ export interface AgentRequestInput {
    * takes it up (beginRequest's `admitted`). Absent for a request of a previous release: the
    * workflow admits it. */
   readonly admitted?: boolean;
+  /** The task queue of the run's long activities (a streamed or background run's model calls, its
+   * built-in tools) when the operator runs them on workers of their own (the bulkhead,
+   * TEMPORAL_LONG_ACTIVITY_TASK_QUEUE); absent: the workflow's own task queue. */
+  readonly longActivityTaskQueue?: string;
 }
 
 /** Temporal's workflow task timeout (the SDK's default, which the service does not change): how

@@ -41,7 +41,7 @@ export function requestCapabilities(
  * allow (403s), the message and the input files stored when large (claim check) and the most the
  * run can cost. Called once the request was admitted: a refused request stores nothing. */
 export async function requestInput(
-  config: Pick<AppConfig, 'plans' | 'capabilitySurcharges' | 'toolOutputsTimeoutMs'>,
+  config: Pick<AppConfig, 'plans' | 'capabilitySurcharges' | 'toolOutputsTimeoutMs' | 'temporal'>,
   blobs: BlobStore,
   principal: Principal,
   body: AgentRequestBody,
@@ -74,5 +74,7 @@ export async function requestInput(
     // A background run records its stream events like a streamed one: they are how it is followed.
     stream: body.stream || body.background,
     toolOutputsTimeoutMs: config.toolOutputsTimeoutMs,
+    // The bulkhead: its streamed model calls and built-in tools on workers of their own, if run.
+    ...(config.temporal.longActivityTaskQueue ? { longActivityTaskQueue: config.temporal.longActivityTaskQueue } : {}),
   };
 }
