@@ -3,11 +3,11 @@
 #
 # Records the replay corpus (scripts/replay/record.mjs): builds, brings the local stack up
 # (idempotent), uses a database of its own (mas_replay; REPLAY_DATABASE_URL overrides), runs the
-# api, the worker and the relay from dist/ on a task queue of their own, drives every workflow
-# type along its paths, and writes the histories to test/replay/histories/<set>/ (default set:
-# today's date, UTC). `npm test` replays them (workflows/test/replay.workflow-spec.ts).
-# Exit status: 0 written, 2 the recorder failed (nothing written). Logs go to
-# ${TMPDIR:-/tmp}/mas-replay-<timestamp>/.
+# api, the worker, its long-activity worker and the relay from dist/ on a task queue of their own,
+# drives every workflow type along its paths, and writes the histories to
+# test/replay/histories/<set>/ (default set: today's date, UTC). `npm test` replays them
+# (workflows/test/replay.workflow-spec.ts). Exit status: 0 written, 2 the recorder failed
+# (nothing written). Logs go to ${TMPDIR:-/tmp}/mas-replay-<timestamp>/.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$ROOT"
