@@ -77,7 +77,7 @@ export function phasesOf(events, sentAt, receivedAt) {
       // worker's code and of its result back, cut where the first one was scheduled.
       const locals = [];
       let workflowTime = taskStartedAt;
-      let localRuns = 0;
+      let attributed = 0; // the task's time given to parts of their own
       let firstScheduled;
       for (let j = i + 1; j < events.length && !events[j].workflowTaskScheduledEventAttributes; j++) {
         const local = events[j].markerRecordedEventAttributes ? localActivityOf(events[j]) : undefined;
@@ -86,19 +86,23 @@ export function phasesOf(events, sentAt, receivedAt) {
         if (local.completeTime === undefined) continue;
         const run = Math.max(0, local.completeTime - workflowTime);
         workflowTime = local.completeTime;
-        localRuns += run;
+        attributed += run;
         firstScheduled ??= local.scheduledAt;
         add(`local_run:${local.type}`, `local activity ${local.type}: run`, run);
       }
       if (taskNo === 1 && firstScheduled !== undefined) {
         const before = Math.min(gap, Math.max(0, firstScheduled - taskStartedAt));
         add('wft_first_start', 'first workflow task: to its first local activity', before);
-        localRuns += before;
+        attributed += before;
       }
       const key = taskNo === 1 ? 'wft_first_run' : 'wft_later_run';
       const label = taskNo === 1 ? 'first workflow task' : 'later workflow tasks';
-      const rest = localRuns > 0 ? ': between and after its local activities (activations, their dispatch)' : ': run';
-      add(key, `${label}${rest}${locals.length ? ` (local: ${locals.join(', ')})` : ''}`, Math.max(0, gap - localRuns));
+      const rest = attributed > 0 ? ': between and after its local activities (activations, their dispatch)' : ': run';
+      add(
+        key,
+        `${label}${rest}${locals.length ? ` (local: ${locals.join(', ')})` : ''}`,
+        Math.max(0, gap - attributed),
+      );
     } else if (e.workflowTaskTimedOutEventAttributes || e.workflowTaskFailedEventAttributes) {
       add('wft_lost', 'workflow tasks: timed out or failed', gap);
     } else if (e.activityTaskStartedEventAttributes) {
