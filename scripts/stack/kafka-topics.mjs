@@ -30,15 +30,40 @@ const kafka = new Kafka({
   logLevel: logLevel.NOTHING,
   retry: { retries: 30, initialRetryTime: 300, maxRetryTime: 2000 },
 });
+/** How long new topics may take to have a leader for every partition. */
+const READY_MS = 60_000;
+
 const admin = kafka.admin();
 await admin.connect();
 try {
   const existing = new Set(await admin.listTopics());
   const missing = topics.filter((t) => !existing.has(t.topic));
-  if (missing.length > 0) {
-    await admin.createTopics({ topics: missing, waitForLeaders: true });
-  }
+  // Leaders are waited for below, not by kafkajs: on a cluster of three brokers just formed, the
+  // broker it asks may not know a topic created a moment ago yet, and its wait gives up on that
+  // answer (UNKNOWN_TOPIC_OR_PARTITION) instead of asking again.
+  if (missing.length > 0) await admin.createTopics({ topics: missing, waitForLeaders: false });
+  await leadersOf(topics.map((t) => t.topic));
   process.stdout.write(`[stack] kafka topics ready: ${topics.map((t) => t.topic).join(', ')}\n`);
 } finally {
   await admin.disconnect();
+}
+
+/** Resolves once every partition of `names` has a leader; throws after READY_MS with the last answer. */
+async function leadersOf(names) {
+  const until = Date.now() + READY_MS;
+  for (;;) {
+    let why;
+    try {
+      const { topics: found } = await admin.fetchTopicMetadata({ topics: names });
+      const leaderless = found.flatMap((t) =>
+        t.partitions.filter((p) => p.leader < 0).map((p) => `${t.name}/${p.partitionId}`),
+      );
+      if (found.length === names.length && leaderless.length === 0) return;
+      why = `partitions without a leader: ${leaderless.join(', ') || 'topics missing'}`;
+    } catch (e) {
+      why = e instanceof Error ? e.message : String(e);
+    }
+    if (Date.now() > until) throw new Error(`the topics have no leaders after ${READY_MS / 1000} s (${why})`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
 }
