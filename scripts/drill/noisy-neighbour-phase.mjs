@@ -195,7 +195,11 @@ async function noisyProcess({ apiUrl, key, projectId }) {
         ),
     ],
   ];
-  const bigBody = JSON.stringify({ message: 'x', filler: Array.from({ length: 350_000 }, () => ({ a: 1 })) }); // ~7 MB of small objects
+  // ~7 MB of small objects, encoded once: a real flood's sender pays for its bytes on machines of
+  // its own, so this process must not spend a core re-encoding them for every send.
+  const bigBody = Buffer.from(
+    JSON.stringify({ message: 'x', filler: Array.from({ length: 350_000 }, () => ({ a: 1 })) }),
+  );
   // DRILL_NOISY_KINDS (a diagnostic: streams,runs,files,pdfs,unauthenticated) keeps only those
   // kinds, to measure what each costs the well-behaved project on its own. Default: all at once.
   const chosen = process.env.DRILL_NOISY_KINDS?.split(',');

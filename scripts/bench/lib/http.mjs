@@ -14,7 +14,7 @@ export function keepAliveAgent(clients) {
 }
 
 /**
- * One request. Never throws: network errors and timeouts come back as `status: 0` with `error`.
+ * One request (`body`: a string or Buffer as it is, anything else as JSON). Never throws: network errors and timeouts come back as `status: 0` with `error`.
  * With `sse`, the body is read as server-sent events and `firstTokenMs` is the time from sending to
  * the first event for which `sse.isToken(event)` holds.
  * With `signal`, an abort ends the request at once (`aborted: true`).
@@ -22,7 +22,9 @@ export function keepAliveAgent(clients) {
  */
 export function send({ agent, method = 'POST', url, headers = {}, body, timeoutMs = 30_000, sse, signal }) {
   return new Promise((resolve) => {
-    const payload = body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body);
+    // A string or Buffer is sent as it is (a Buffer costs no encoding per send); anything else as JSON.
+    const payload =
+      body === undefined ? undefined : typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
     const startedAt = now();
     let settled = false;
     let firstTokenMs;
