@@ -8,7 +8,7 @@
 #     Temporal UI server pointed at it, decrypting payloads through the apps' codec endpoint;
 #   - Kafka: three KRaft brokers (each also a controller), an SSL listener with client
 #     certificates, replication 3, min.insync.replicas 2;
-#   - the apps: two apis behind HAProxy (Debian's package), two workers, two relays, two
+#   - the apps: two apis behind HAProxy (Debian's package), two workers and a long-activity worker, two relays, two
 #     projectors and the console, each supervised by scripts/run-apps.mjs.
 # A CA generated here with openssl signs every certificate. Everything lives under
 # $MAS_CLUSTER_HOME (default ~/.cache/managed-agent-service-cluster); ports in docs/deploy.md.
@@ -506,14 +506,18 @@ app_env() {
   export PUBLIC_BASE_URL="http://127.0.0.1:$LB_PORT"
 }
 
-# APP-INSTANCE names: api-1 api-2 worker-1 worker-2 relay-1 relay-2 projector-1 projector-2 console-1
-APPS=(api-1 api-2 worker-1 worker-2 relay-1 relay-2 projector-1 projector-2 console-1)
+# APP-INSTANCE names: api-1 api-2 worker-1 worker-2 worker-long-1 relay-1 relay-2 projector-1 projector-2 console-1
+APPS=(api-1 api-2 worker-1 worker-2 worker-long-1 relay-1 relay-2 projector-1 projector-2 console-1)
 
 app_start() {
   local name=$1 app=${1%-*} n=${1##*-}
   pid_alive "$name" && return
   (
     app_env
+    # The bulkhead (docs/operations.md): the apis name this queue in every run's input, and
+    # worker-long (scripts/app-process.mjs gives it its role) polls it. Set here, not in app_env,
+    # whose variables `env` prints for the e2e tests' own apps and task queues.
+    export TEMPORAL_LONG_ACTIVITY_TASK_QUEUE="${TEMPORAL_TASK_QUEUE:-mas-agent}-long"
     case "$app" in
       api) export PORT=$((LB_PORT + n)) ;;
       worker) export WORKER_METRICS_PORT=$((METRICS_BASE + 10 * n + 1)) TEMPORAL_SDK_METRICS_PORT=$((METRICS_BASE + 10 * n + 4)) ;;
@@ -592,7 +596,7 @@ apps_up() {
   local name
   for name in "${APPS[@]}"; do app_start "$name"; done
   lb_up
-  say "apps: two apis behind HAProxy on 127.0.0.1:$LB_PORT, two workers, two relays, two projectors, console on $CONSOLE_PORT_CLUSTER"
+  say "apps: two apis behind HAProxy on 127.0.0.1:$LB_PORT, two workers and a long-activity worker, two relays, two projectors, console on $CONSOLE_PORT_CLUSTER"
   wait_for api-1 120 curl -fsS "http://127.0.0.1:$((LB_PORT + 1))/readyz"
   wait_for api-2 60 curl -fsS "http://127.0.0.1:$((LB_PORT + 2))/readyz"
   wait_for haproxy 30 curl -fsS "http://127.0.0.1:$LB_PORT/readyz"

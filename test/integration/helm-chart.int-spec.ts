@@ -17,7 +17,9 @@ import { HealthController as ConsoleHealthController } from '../../apps/console/
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CHART = join(ROOT, 'charts/managed-agent-service');
-const APPS = ['api', 'console', 'worker', 'relay', 'projector'] as const;
+const APPS = ['api', 'console', 'worker', 'worker-long', 'relay', 'projector'] as const;
+/** The code each app runs: worker-long is the worker's, in another role. */
+const codeOf = (app: string) => (app === 'worker-long' ? 'worker' : app);
 
 interface EnvVar {
   name: string;
@@ -136,7 +138,7 @@ describe('the Helm chart', () => {
     );
   });
 
-  it('renders the apps, their disruption budgets, autoscalers for api and worker, the api and console Services and the migrations hook', async () => {
+  it('renders the apps, their disruption budgets, autoscalers for api, worker and worker-long, the api and console Services and the migrations hook', async () => {
     const kinds = (kind: string) =>
       manifests
         .filter((m) => m.kind === kind)
@@ -144,7 +146,7 @@ describe('the Helm chart', () => {
         .sort();
     expect(kinds('Deployment')).toEqual([...APPS].sort());
     expect(kinds('PodDisruptionBudget')).toEqual([...APPS].sort());
-    expect(kinds('HorizontalPodAutoscaler')).toEqual(['api', 'worker']);
+    expect(kinds('HorizontalPodAutoscaler')).toEqual(['api', 'worker', 'worker-long']);
     expect(kinds('Service')).toEqual(['api', 'console']);
     const job = manifests.find((m) => m.kind === 'Job')!;
     expect(job.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
@@ -153,7 +155,7 @@ describe('the Helm chart', () => {
     );
     for (const app of APPS) {
       const c = container(deployment(manifests, app));
-      expect(c.command.at(-1)).toBe(`dist/apps/${app}/src/main.js`);
+      expect(c.command.at(-1)).toBe(`dist/apps/${codeOf(app)}/src/main.js`);
       expect(c.resources.requests.cpu).toMatch(/^\d+m$/);
       expect(c.resources.limits?.memory).toBeDefined();
     }
@@ -205,9 +207,14 @@ describe('the Helm chart', () => {
     expect(deployment(manifests, 'console').spec.template!.spec.containers[0]!.name).toBe('console');
 
     // The others: their metrics listener, on the port each reads from its environment.
-    const metricsPort = { worker: 'workerPort', relay: 'relayPort', projector: 'projectorPort' } as const;
+    const metricsPort = {
+      worker: 'workerPort',
+      'worker-long': 'workerPort',
+      relay: 'relayPort',
+      projector: 'projectorPort',
+    } as const;
     const paths = new Set<string>();
-    for (const app of ['worker', 'relay', 'projector'] as const) {
+    for (const app of ['worker', 'worker-long', 'relay', 'projector'] as const) {
       const c = container(deployment(manifests, app));
       const config = loadConfig(environmentOf(c));
       expect(c.ports).toEqual([{ name: 'metrics', containerPort: config.metrics[metricsPort[app]], protocol: 'TCP' }]);
@@ -222,6 +229,22 @@ describe('the Helm chart', () => {
     } finally {
       await server.close();
     }
+  });
+
+  it('runs the bulkhead: worker-long polls the queue every app names for long activities, and without it no app names one', async () => {
+    const queues = APPS.map((app) => loadConfig(environmentOf(container(deployment(manifests, app)))).temporal);
+    expect(new Set(queues.map((t) => t.longActivityTaskQueue))).toEqual(new Set(['mas-agent-long']));
+    expect(queues.map((t) => t.workerRole)).toEqual(
+      APPS.map((app) => (app === 'worker-long' ? 'long-activities' : 'workflows')),
+    );
+    const named = await render('--set', 'config.taskQueue=agents', '--set', 'workerLong.taskQueue=agents-tools');
+    expect(loadConfig(environmentOf(container(deployment(named, 'api')))).temporal.longActivityTaskQueue).toBe(
+      'agents-tools',
+    );
+    const without = await render('--set', 'workerLong.enabled=false');
+    expect(without.filter((m) => component(m) === 'worker-long')).toEqual([]);
+    for (const m of without.filter((d) => d.kind === 'Deployment'))
+      expect(loadConfig(environmentOf(container(m))).temporal.longActivityTaskQueue).toBeUndefined();
   });
 
   it('gives every app and the migrations every variable the apps require, each secret by reference to the Secret', () => {

@@ -15,13 +15,21 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 
-{{/* The apps the chart deploys: the console only when enabled. */}}
+{{/* The apps the chart deploys: worker-long (the bulkhead) and the console only when enabled. */}}
 {{- define "mas.apps" -}}
 {{- $apps := list "api" "worker" "relay" "projector" -}}
+{{- if .Values.workerLong.enabled -}}
+{{- $apps = append $apps "worker-long" -}}
+{{- end -}}
 {{- if .Values.console.enabled -}}
 {{- $apps = append $apps "console" -}}
 {{- end -}}
 {{- join " " $apps -}}
+{{- end -}}
+
+{{/* An app's key in values.yaml (a Kubernetes name has no capitals, a values key no hyphen). */}}
+{{- define "mas.valuesKey" -}}
+{{- ternary "workerLong" . (eq . "worker-long") -}}
 {{- end -}}
 
 {{/* selector labels of one app: (dict "root" $ "app" "api") */}}
@@ -115,7 +123,16 @@ The environment of every app and of the migrations Job: settings as values, secr
 - name: API_RUN_WAIT_MS
   value: {{ $v.config.apiRunWaitMs | quote }}
 - name: WORKER_METRICS_PORT
-  value: {{ $v.worker.metricsPort | quote }}
+  value: {{ (ternary $v.workerLong $v.worker (eq .app "worker-long")).metricsPort | quote }}
+{{- if $v.workerLong.enabled }}
+{{- /* Every app names the bulkhead's queue: the api puts it in each run's input (docs/operations.md). */}}
+- name: TEMPORAL_LONG_ACTIVITY_TASK_QUEUE
+  value: {{ default (printf "%s-long" $v.config.taskQueue) $v.workerLong.taskQueue | quote }}
+{{- end }}
+{{- if eq .app "worker-long" }}
+- name: TEMPORAL_WORKER_ROLE
+  value: long-activities
+{{- end }}
 - name: TEMPORAL_SDK_METRICS_PORT
   value: {{ $v.worker.sdkMetricsPort | quote }}
 - name: RELAY_METRICS_PORT
@@ -200,7 +217,7 @@ The environment of every app and of the migrations Job: settings as values, secr
 {{- end }}
 - --import
 - ./dist/libs/observability/src/source-maps.js
-- dist/apps/{{ .app }}/src/main.js
+- dist/apps/{{ ternary "worker" .app (eq .app "worker-long") }}/src/main.js
 {{- end -}}
 
 {{/* Secrets mounted as files, by volume name: PostgreSQL's CA, and Temporal's and Kafka's when TLS is on. */}}
