@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Client, Connection } from '@temporalio/client';
 import { agentRequestWorkflowId } from '#libs/contracts';
+import { createKafka } from '#libs/kafka';
 import { startAppProcess, type AppProcess } from '../support/app-process.js';
 import { e2eStack } from '../support/e2e-stack.js';
 import { eventually } from '../support/eventually.js';
@@ -15,6 +16,8 @@ import { connectTemporal } from '../support/temporal.js';
 // workflows' worker of the file runs in the Jest process; the long-activity worker is the real
 // process, started the way the launchers start it.
 const longQueue = `e2e-long-activities-long-${randomUUID()}`;
+/** The long-activity worker's own consumer-group prefix: any group it joined would be under it. */
+const longGroupPrefix = `e2e-long-activities-${randomUUID()}`;
 
 describe('long activities on a worker of their own', () => {
   const stack = e2eStack({ name: 'long-activities', env: { TEMPORAL_LONG_ACTIVITY_TASK_QUEUE: longQueue } });
@@ -22,7 +25,11 @@ describe('long activities on a worker of their own', () => {
   let temporal: { client: Client; connection: Connection };
 
   beforeAll(async () => {
-    long = startAppProcess('worker-long', { ...stack.env, TEMPORAL_WORKER_VERSIONING: 'false' });
+    long = startAppProcess('worker-long', {
+      ...stack.env,
+      TEMPORAL_WORKER_VERSIONING: 'false',
+      KAFKA_GROUP_PREFIX: longGroupPrefix,
+    });
     await long.started(/polling task queue .*long activities only/);
     temporal = await connectTemporal(stack.config);
   }, 120_000);
@@ -75,5 +82,18 @@ describe('long activities on a worker of their own', () => {
       expect(got.body.status).toBe('completed');
     }, 60_000);
     expect(await scheduledOn(id)).toEqual({ callModel: [longQueue] });
+  });
+
+  // Last, so that the worker has been up for the whole file: a consumer joins its group within
+  // seconds of the start (a workflows' worker's webhook dispatcher does).
+  it('runs no background loop: it is in no consumer group, so its restarts rebalance none', async () => {
+    const admin = createKafka(stack.config, 'e2e-long-activities-admin').admin();
+    await admin.connect();
+    try {
+      const { groups } = await admin.describeGroups([`${longGroupPrefix}-webhooks`]);
+      expect(groups.map((g) => g.members.length)).toEqual([0]);
+    } finally {
+      await admin.disconnect();
+    }
   });
 });

@@ -58,7 +58,9 @@ export async function startWorker(
   const { app, worker, connection, build } = await withEnv(
     { RECONCILER_INTERVAL_SECONDS: '0', TEMPORAL_WORKER_VERSIONING: 'false', ...env },
     async () => {
-      const context = await NestFactory.createApplicationContext(WorkerModule, { logger: ['warn', 'error', 'fatal'] });
+      const context = await NestFactory.createApplicationContext(WorkerModule.forRole('workflows'), {
+        logger: ['warn', 'error', 'fatal'],
+      });
       phases.done('providers');
       return { app: context, ...(await createAgentWorker(context, options)) };
     },

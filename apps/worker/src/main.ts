@@ -37,7 +37,9 @@ Runtime.install({
       }
     : {}),
 });
-const app = await NestFactory.createApplicationContext(WorkerModule, { logger: new NestPinoLogger(logger) });
+const app = await NestFactory.createApplicationContext(WorkerModule.forRole(config.temporal.workerRole), {
+  logger: new NestPinoLogger(logger),
+});
 const metrics = config.metrics.workerPort
   ? await startMetricsServer(
       config.metrics.workerPort,
@@ -54,7 +56,7 @@ try {
   if (config.temporal.workerRole === 'long-activities')
     logger.info(
       { context: 'worker', metrics_port: metrics?.port },
-      `polling task queue ${worker.options.taskQueue} (long activities only: streamed model calls, built-in tools)`,
+      `polling task queue ${worker.options.taskQueue} (long activities only: streamed model calls, built-in tools; no background loops)`,
     );
   else if (build) {
     // The build registers with its first poll; "polling" is logged once it is known whether it

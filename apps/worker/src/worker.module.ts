@@ -1,4 +1,4 @@
-import { Module } from '@nestjs/common';
+import { Module, type DynamicModule } from '@nestjs/common';
 import { DataSource } from 'typeorm';
 import { AccountsModule, AccountsService, McpServersService } from '#libs/accounts';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
@@ -20,7 +20,8 @@ import { WebhookDeliveryActivities } from './activities/webhook-delivery.activit
 import { SessionEndService } from './session-end.service.js';
 import { WebhookDispatchService } from './webhook-dispatch.service.js';
 
-/** The worker's providers; createAgentWorker binds the activities from them. */
+/** The worker's providers; createAgentWorker (and createLongActivityWorker) binds the activities
+ * from them. Its background loops come with `forRole`. */
 @Module({
   imports: [
     ConfigModule,
@@ -90,8 +91,13 @@ import { WebhookDispatchService } from './webhook-dispatch.service.js';
       inject: [WebhookStore, APP_CONFIG],
       useFactory: (store: WebhookStore, config: AppConfig) => new WebhookDeliveryActivities(store, config),
     },
-    WebhookDispatchService,
-    SessionEndService,
   ],
 })
-export class WorkerModule {}
+export class WorkerModule {
+  /** The worker of `role`: the workflows' worker also runs the background loops (the webhook
+   * dispatcher's consumer group, the session-end loop); a long-activity worker, the bulkhead, runs
+   * its activities and nothing else (its restarts rebalance no consumer group). */
+  static forRole(role: AppConfig['temporal']['workerRole']): DynamicModule {
+    return { module: WorkerModule, providers: role === 'workflows' ? [WebhookDispatchService, SessionEndService] : [] };
+  }
+}
