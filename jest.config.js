@@ -16,7 +16,7 @@ const base = {
 export default {
   testTimeout: 30000,
   projects: [
-    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,workflows}/**/*.spec.ts'] },
+    { ...base, displayName: 'unit', testMatch: ['<rootDir>/{apps,libs,workflows,scripts}/**/*.spec.ts'] },
     { ...base, displayName: 'workflow', testMatch: ['<rootDir>/workflows/test/**/*.workflow-spec.ts'] },
     { ...base, displayName: 'integration', testMatch: ['<rootDir>/{apps,libs,test}/**/*.int-spec.ts'] },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },

@@ -37,7 +37,7 @@ import { freePorts, startProcess, stopAll, tail } from '../bench/lib/procs.mjs';
 import { appProcess } from '../app-process.mjs';
 import { deployScenario } from './deploy-phase.mjs';
 import { moneyProblems } from './mixed-load.mjs';
-import { noisyNeighbour } from './noisy-neighbour-phase.mjs';
+import { noisyNeighbour, ratioText } from './noisy-neighbour-phase.mjs';
 import { printSoak, soak } from './soak.mjs';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
@@ -47,6 +47,8 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     soak: { type: 'string' },
     projects: { type: 'string' },
+    // The noisy-neighbour phase's two windows, in seconds each (default 20 with --quick, else 180).
+    'noisy-seconds': { type: 'string' },
   },
 });
 const QUICK = args.quick;
@@ -719,6 +721,7 @@ async function main() {
   if (!CLUSTER && want('noisy neighbour')) {
     const { figures, problems: found } = await noisyNeighbour({
       quick: QUICK,
+      windowSeconds: args['noisy-seconds'] === undefined ? undefined : Number(args['noisy-seconds']),
       apis: apis(),
       db,
       usage,
@@ -730,7 +733,7 @@ async function main() {
     });
     record({
       row: {
-        phase: `noisy neighbour: p99 x${figures.p99Ratio.toFixed(2)} (target < 1.20)`,
+        phase: `noisy neighbour: p99 ${ratioText(figures)} (target < 1.20)`,
         sent: figures.alone.n + figures.beside.n,
         ok: figures.alone.n + figures.beside.n,
         verdict: found.length ? 'FAIL' : 'ok',

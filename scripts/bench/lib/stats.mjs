@@ -23,6 +23,39 @@ export function summary(values) {
   };
 }
 
+/**
+ * How far the ratio percentile(b, p) / percentile(a, p) can be trusted: its 95% bootstrap interval
+ * (each of `iterations` rounds draws a and b again, with replacement, at their own sizes; the
+ * interval holds the middle 95% of the rounds' ratios). A p99 over 100 samples rests on its one or
+ * two slowest: two windows of the very same load then differ by tens of per cent, and a ratio
+ * whose interval is that wide cannot tell a 20% move from none. Seeded, so a run's figure can be
+ * computed again. `[NaN, NaN]` when either list is empty.
+ * @returns {[number, number]}
+ */
+export function ratioInterval(a, b, p, { iterations = 2000, seed = 1 } = {}) {
+  if (a.length === 0 || b.length === 0) return [NaN, NaN];
+  const random = mulberry32(seed);
+  // The nearest-rank percentile of a redrawn sample (typed arrays sort numbers natively: fast).
+  const redrawn = (xs) => {
+    const sample = new Float64Array(xs.length);
+    for (let i = 0; i < xs.length; i++) sample[i] = xs[Math.floor(random() * xs.length)];
+    return sample.sort()[Math.min(xs.length, Math.max(1, Math.ceil((p / 100) * xs.length))) - 1];
+  };
+  const ratios = Array.from({ length: iterations }, () => redrawn(b) / redrawn(a));
+  return [percentile(ratios, 2.5), percentile(ratios, 97.5)];
+}
+
+/** A small seeded generator of numbers in [0, 1) (mulberry32). */
+function mulberry32(seed) {
+  let t = seed >>> 0;
+  return () => {
+    t = (t + 0x6d2b79f5) >>> 0;
+    let r = Math.imul(t ^ (t >>> 15), 1 | t);
+    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
+    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** a - b for each percentile (both summaries), for "overhead over the baseline". */
 export function difference(a, b) {
   if (!a?.n || !b?.n) return undefined;
