@@ -47,11 +47,16 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     soak: { type: 'string' },
     projects: { type: 'string' },
-    // The noisy-neighbour phase's two windows, in seconds each (default 20 with --quick, else 180).
+    // The noisy-neighbour phase's two windows, in seconds each (default 20 with --quick, else 300).
     'noisy-seconds': { type: 'string' },
   },
 });
 const QUICK = args.quick;
+const NOISY_SECONDS = args['noisy-seconds'] === undefined ? undefined : Number(args['noisy-seconds']);
+if (NOISY_SECONDS !== undefined && !(NOISY_SECONDS > 0)) {
+  console.error(`--noisy-seconds must be a number of seconds above 0, got "${args['noisy-seconds']}"`);
+  process.exit(2);
+}
 const env = process.env;
 const RUN_DIR = env.DRILL_RUN_DIR ?? '/tmp';
 const PID_FILE = join(RUN_DIR, 'pids');
@@ -721,7 +726,7 @@ async function main() {
   if (!CLUSTER && want('noisy neighbour')) {
     const { figures, problems: found } = await noisyNeighbour({
       quick: QUICK,
-      windowSeconds: args['noisy-seconds'] === undefined ? undefined : Number(args['noisy-seconds']),
+      windowSeconds: NOISY_SECONDS,
       apis: apis(),
       db,
       usage,

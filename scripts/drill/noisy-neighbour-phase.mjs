@@ -18,7 +18,7 @@
 // as a figure, not checked: timing is measured, never asserted (README, "The bar"). Beside it, its
 // 95% bootstrap interval: with --quick's 20 s windows (about 100 samples each) two windows of the
 // same load differ by up to x1.6 (docs/reliability.md, session 16), so only the long windows of
-// the full drill (180 s, --noisy-seconds) can tell whether the p99 moved by less than 20%.
+// the full drill (300 s, --noisy-seconds) can tell whether the p99 moved by less than 20%.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync } from 'node:fs';
@@ -295,7 +295,7 @@ function noisy(options, runDir) {
 if (process.argv[2] === '--noisy-project') await noisyProcess(JSON.parse(process.env.DRILL_NOISY_PROJECT));
 
 /**
- * @param {{ quick: boolean, apis: { url: string }[], db: object, usage: object, agent: object, log: (s: string) => void, newProject: (i: number, credits: number) => Promise<{ id: string, key: string }>, runDir: string, caughtUp: () => Promise<number> }} options
+ * @param {{ quick: boolean, windowSeconds?: number, apis: { url: string }[], db: object, usage: object, agent: object, log: (s: string) => void, newProject: (i: number, credits: number) => Promise<{ id: string, key: string }>, runDir: string, caughtUp: () => Promise<number> }} options
  */
 export async function noisyNeighbour({
   quick,
@@ -309,7 +309,7 @@ export async function noisyNeighbour({
   runDir,
   caughtUp,
 }) {
-  const windowMs = (windowSeconds ?? (quick ? 20 : 180)) * 1000;
+  const windowMs = (windowSeconds ?? (quick ? 20 : 300)) * 1000;
   const quiet = [];
   for (let i = 0; i < WELL_BEHAVED_PROJECTS; i++) {
     const p = await newProject(`quiet-${i}`, CREDITS);
