@@ -8,6 +8,8 @@
 #   scripts/helm.sh <helm args>   installs if missing, runs helm
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+# shellcheck source=go-path.sh
+. "$ROOT/scripts/go-path.sh"
 MAS_HOME="${MAS_HOME:-$HOME/.cache/managed-agent-service}"
 MAS_HELM_VERSION=3.22.0
 bin="$MAS_HOME/bin/helm"

@@ -34,6 +34,8 @@ METRICS_BASE="${MAS_CLUSTER_METRICS_BASE:-23100}"        # apps' /metrics: base 
 export PORT="$LB_PORT"
 # shellcheck source=env.sh
 . "$ROOT/scripts/stack/env.sh"
+# shellcheck source=../go-path.sh
+. "$ROOT/scripts/go-path.sh"
 
 TEMPORAL_SERVER_VERSION=1.29.1 # what `temporal --version` (CLI $MAS_TEMPORAL_CLI_VERSION) reports as its server
 TEMPORAL_UI_VERSION=2.42.1     # and as its UI
@@ -71,7 +73,7 @@ stop_pid() {
   kill -9 "$pid" 2>/dev/null || true
   rm -f "$RUN/$name.pid"
 }
-go_bin() { command -v go 2>/dev/null || { [ -x /usr/local/go/bin/go ] && echo /usr/local/go/bin/go; } || die "Go 1.25 or later is required to build the Temporal server (https://go.dev/doc/install)"; }
+go_bin() { command -v go 2>/dev/null || die "Go 1.25 or later is required to build the Temporal server (https://go.dev/doc/install)"; }
 
 # ---------------------------------------------------------------- the CA and certificates
 
@@ -666,7 +668,7 @@ case "${1:-}" in
   haproxy-config) haproxy_config "${@:2}" ;; # <lb port> <api port>...: the load balancer's configuration
   can-run) # whether this machine can run the profile; if not, what it lacks (and exit status 1)
     missing=()
-    { command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; } || missing+=("Go 1.25 or later")
+    command -v go >/dev/null || missing+=("Go 1.25 or later")
     command -v openssl >/dev/null || missing+=("openssl")
     command -v haproxy >/dev/null || { [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; } \
       || missing+=("HAProxy (apt-get install haproxy)")
