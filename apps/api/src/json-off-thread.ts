@@ -1,27 +1,67 @@
-import { Worker } from 'node:worker_threads';
+// Large request bodies, parsed and hashed off the api's event loop (issue 28). This file is also
+// the thread's own: self-contained (only Node's modules) and in TypeScript that Node can strip, so
+// the same file runs from dist/ (compiled) and from the sources (tests), as pdf-text.worker.ts does.
+import { createHash } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
-// The thread: decodes UTF-8 (a byte-order mark dropped, as body-parser's decoder does) and parses.
-const THREAD_SOURCE = `
-const { parentPort } = require('node:worker_threads');
-const decoder = new TextDecoder('utf-8');
-parentPort.on('message', ({ id, bytes }) => {
-  let reply;
-  try {
-    reply = { id, value: JSON.parse(decoder.decode(bytes)) };
-  } catch (e) {
-    reply = { id, error: e instanceof Error ? e.message : String(e) };
+/** A canonical JSON form (object keys sorted), so the same parsed body hashes the same. */
+export function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   }
-  parentPort.postMessage(reply);
-});
-`;
+  return JSON.stringify(value) ?? 'null';
+}
 
-type Reply = { id: number; value: unknown } | { id: number; error: string };
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/** The hashes of bodies the thread parsed, computed there with them. */
+const hashedOffThread = new WeakMap<object, string>();
+
+/** SHA-256 of the canonical JSON of a parsed body (no body at all counts as `{}`): what an
+ * Idempotency-Key is bound to. A body parsed by JsonThread brings its hash from the thread: for an
+ * 8 MB body the canonical form and its hash held the event loop 60-70 ms, and every other
+ * project's request waited behind it (issue 28, the noisy neighbour's uploads). */
+export function bodyHash(body: unknown): string {
+  const known = typeof body === 'object' && body !== null ? hashedOffThread.get(body) : undefined;
+  return known ?? sha256(canonicalJson(body ?? {}));
+}
+
+/** What the thread is told to be (workerData), so that importing this file elsewhere does nothing. */
+const THREAD = 'mas-json-thread';
+
+type Reply = { id: number; value: unknown; hash: string } | { id: number; error: string };
+
+// The thread: decodes UTF-8 (a byte-order mark dropped, as body-parser's decoder does), parses,
+// and hashes what it parsed as bodyHash does.
+if (!isMainThread && workerData === THREAD && parentPort) {
+  const port = parentPort;
+  const decoder = new TextDecoder('utf-8');
+  port.on('message', ({ id, bytes }: { id: number; bytes: Uint8Array }) => {
+    let reply: Reply;
+    try {
+      const value: unknown = JSON.parse(decoder.decode(bytes));
+      reply = { id, value, hash: sha256(canonicalJson(value ?? {})) };
+    } catch (e) {
+      reply = { id, error: e instanceof Error ? e.message : String(e) };
+    }
+    port.postMessage(reply);
+  });
+}
+
+/** This file, compiled (dist/) or its source (tests: Node strips its types). */
+const THREAD_FILE = fileURLToPath(import.meta.url);
 
 /**
- * JSON parsed on a thread of its own, one body after another (the api's large bodies: an 8 MB
- * request of files held the event loop 16 ms in `JSON.parse` alone, and every other project's
- * request waited behind it; issue 28). The thread starts on first use and does not keep the
- * process alive; a thread that dies fails the bodies it held, and the next body starts another.
+ * JSON parsed (and hashed, bodyHash) on a thread of its own, one body after another: the api's
+ * large bodies. An 8 MB request of files held the event loop 16 ms in `JSON.parse` alone, and
+ * every other project's request waited behind it (issue 28). The thread starts on first use and
+ * does not keep the process alive; a thread that dies fails the bodies it held, and the next body
+ * starts another.
  */
 export class JsonThread {
   private worker: Worker | undefined;
@@ -47,12 +87,13 @@ export class JsonThread {
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(THREAD_SOURCE, { eval: true });
+    const worker = new Worker(THREAD_FILE, { workerData: THREAD });
     worker.on('message', (reply: Reply) => {
       const waiting = this.pending.get(reply.id);
       this.pending.delete(reply.id);
-      if ('error' in reply) waiting?.reject(new SyntaxError(reply.error));
-      else waiting?.resolve(reply.value);
+      if ('error' in reply) return waiting?.reject(new SyntaxError(reply.error));
+      if (reply.value && typeof reply.value === 'object') hashedOffThread.set(reply.value, reply.hash);
+      waiting?.resolve(reply.value);
     });
     const fail = (e: Error) => {
       if (this.worker === worker) this.worker = undefined;

@@ -1,30 +1,12 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { ServiceError } from '#libs/contracts';
+import { bodyHash } from '../json-off-thread.js';
 
 /** How long an Idempotency-Key is remembered. */
 export const IDEMPOTENCY_WINDOW_HOURS = 24;
 /** The longest Idempotency-Key taken. */
 export const IDEMPOTENCY_KEY_MAX_LENGTH = 255;
-
-/** A canonical JSON form (object keys sorted), so the same parsed body hashes the same. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    return `{${Object.keys(value)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
-}
-
-/** SHA-256 of the canonical JSON of a parsed body (no body at all counts as `{}`). */
-export function bodyHash(body: unknown): string {
-  return createHash('sha256')
-    .update(canonicalJson(body ?? {}))
-    .digest('hex');
-}
 
 /** Whether the text has a C0 or C1 control character, or DEL. */
 const hasControl = (text: string): boolean =>
