@@ -1,7 +1,7 @@
 import type { ProducerRecord } from 'kafkajs';
 import { TOPICS, type StreamEvent } from '#libs/contracts';
 import { requestAttributes, SpanKind, traceHeaders, withSpan } from '#libs/observability';
-import type { StreamStore } from './stream-store.js';
+import type { RequestEvents, StreamStore } from './stream-store.js';
 
 /** A Kafka message on mas.stream.v1: a small batch of one request's events. */
 export interface StreamBatch {
@@ -20,10 +20,15 @@ export interface LiveChannel {
  * served from PostgreSQL).
  */
 export class StreamPublisher {
+  private readonly tokens: TokenFlusher;
+
   constructor(
     private readonly store: StreamStore,
     private readonly live: LiveChannel,
-  ) {}
+    tokenIntervalMs = TOKEN_BATCH_MS,
+  ) {
+    this.tokens = new TokenFlusher(this, tokenIntervalMs);
+  }
 
   /** Numbers `events` after the last stored one and publishes them; returns the next free seq.
    * With `fromSeq` (the workflow's next seq), a re-run of the step that wrote these events there
@@ -59,62 +64,131 @@ export class StreamPublisher {
   }
 
   async publish(requestId: string, projectId: string, events: readonly StreamEvent[]): Promise<void> {
-    if (events.length === 0) return;
-    await this.store.save(requestId, projectId, events);
-    const batch: StreamBatch = { requestId, events };
-    // A PRODUCER span when tracing is on, its context in the message's headers for consumers.
+    await this.publishAll([{ requestId, projectId, events }]);
+  }
+
+  /** Stores the events of one request or several in one statement, then sends them live in one
+   * Kafka request (a message per request, as the fan-out reads them). */
+  async publishAll(batches: readonly RequestEvents[]): Promise<void> {
+    const sent = batches.filter((b) => b.events.length > 0);
+    if (sent.length === 0) return;
+    await this.store.save(sent);
+    // A PRODUCER span when tracing is on, its context in the messages' headers for consumers.
     await withSpan(
       `${TOPICS.stream} publish`,
       SpanKind.PRODUCER,
       {
-        ...requestAttributes({ requestId, projectId }),
+        ...(sent.length === 1 ? requestAttributes(sent[0]!) : {}),
         'messaging.system': 'kafka',
         'messaging.destination.name': TOPICS.stream,
+        'messaging.batch.message_count': sent.length,
       },
       () =>
         this.live.send({
           topic: TOPICS.stream,
           acks: 1,
-          messages: [{ key: requestId, value: JSON.stringify(batch), headers: traceHeaders() }],
+          messages: sent.map(({ requestId, events }) => ({
+            key: requestId,
+            value: JSON.stringify({ requestId, events } satisfies StreamBatch),
+            headers: traceHeaders(),
+          })),
         }),
     );
   }
 
-  /** A writer that batches token events: the first goes out at once (time to first token), the
-   * rest in batches at least `intervalMs` apart, one at a time (TokenWriter). */
-  tokenWriter(requestId: string, projectId: string, firstSeq: number, intervalMs = TOKEN_BATCH_MS): TokenWriter {
-    return new TokenWriter(this, requestId, projectId, firstSeq, intervalMs);
+  /** A writer of one model call's token events: the first goes out at once (time to first token),
+   * the rest with every other stream's of this process, in batches at least `tokenIntervalMs`
+   * apart (TokenFlusher). */
+  tokenWriter(requestId: string, projectId: string, firstSeq: number): TokenWriter {
+    return new TokenWriter(this.tokens, requestId, projectId, firstSeq);
   }
 }
 
-/** The least time between two batches of one stream's tokens. 50 ms is 20 updates a second, under
- * what a reader can tell from a token at a time; each batch is a PostgreSQL insert (and its WAL
- * flush), a NOTIFY and a Kafka message, so with the provider's pace of a token every 10-30 ms
- * this is 2-3 times fewer of each than the 15 ms it was (docs/streaming.md). */
+/** The least time between two sends of token events. 50 ms is 20 updates a second, under what a
+ * reader can tell from a token at a time. Each send is one PostgreSQL insert (and its WAL flush)
+ * and one Kafka request for every stream of the process together, so the shared engines see 20 a
+ * second from a worker however many streams it writes (docs/streaming.md). */
 export const TOKEN_BATCH_MS = 50;
 
 /**
- * One model call's token events on their way out: the first at once, then a batch of what came
- * since, at least `intervalMs` after the batch before it began and never while that one is still
- * being sent. So a slow store (a loaded database) makes fewer, larger batches instead of a queue
- * of small ones behind it, and the events leave in order.
+ * The token events of every stream a process writes, on their way out together: a send takes what
+ * every writer has pending, at least `intervalMs` after the send before it began and never while
+ * that one is still out, so a slow store (a loaded database) makes fewer, larger sends instead of
+ * a queue behind it, and each request's events leave in order. A stream's first token, and a
+ * writer that closes, send at once. A send that fails is tried again request by request, so that
+ * one request's events that cannot be stored fail only that request's stream.
  */
-export class TokenWriter {
-  private pending: StreamEvent[] = [];
-  private nextSeq: number;
+class TokenFlusher {
+  private pending = new Map<TokenWriter, StreamEvent[]>();
+  /** The send that is out, when one is, and the writers whose events it carries. */
+  private sending: { done: Promise<void>; writers: ReadonlySet<TokenWriter> } | undefined;
   private timer: NodeJS.Timeout | undefined;
-  /** The batch being sent, when one is. */
-  private sending: Promise<void> | undefined;
   private lastSentAt = Number.NEGATIVE_INFINITY;
-  private failure: unknown;
-  private closing = false;
+  private urgent = false;
 
   constructor(
     private readonly publisher: StreamPublisher,
-    private readonly requestId: string,
-    private readonly projectId: string,
-    firstSeq: number,
     private readonly intervalMs: number,
+  ) {}
+
+  add(writer: TokenWriter, event: StreamEvent, urgent: boolean): void {
+    const events = this.pending.get(writer);
+    if (events) events.push(event);
+    else this.pending.set(writer, [event]);
+    if (urgent) this.urgent = true;
+    this.schedule();
+  }
+
+  /** Sends the writer's pending events at once and waits until nothing of it is out. */
+  async flush(writer: TokenWriter): Promise<void> {
+    while (this.pending.has(writer) || this.sending?.writers.has(writer)) {
+      if (this.pending.has(writer)) this.urgent = true;
+      this.schedule();
+      await this.sending?.done;
+    }
+  }
+
+  private schedule(): void {
+    if (this.sending || this.pending.size === 0) return;
+    const wait = this.urgent ? 0 : this.lastSentAt + this.intervalMs - performance.now();
+    if (wait <= 0) return this.send();
+    this.timer ??= setTimeout(() => this.send(), wait);
+  }
+
+  private send(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.urgent = false;
+    const taken = this.pending;
+    this.pending = new Map();
+    this.lastSentAt = performance.now();
+    const batch = (writers: Iterable<[TokenWriter, StreamEvent[]]>) =>
+      [...writers].map(([w, events]) => ({ requestId: w.requestId, projectId: w.projectId, events }));
+    const done = this.publisher
+      .publishAll(batch(taken))
+      .catch(async (e: unknown) => {
+        if (taken.size === 1) return [...taken.keys()][0]!.failed(e);
+        for (const entry of taken)
+          await this.publisher.publishAll(batch([entry])).catch((one: unknown) => entry[0].failed(one));
+      })
+      .then(() => {
+        this.sending = undefined;
+        this.schedule();
+      });
+    this.sending = { done, writers: new Set(taken.keys()) };
+  }
+}
+
+/** One model call's token events on their way out (TokenFlusher): numbered from `firstSeq`. */
+export class TokenWriter {
+  private nextSeq: number;
+  private failure: unknown;
+
+  constructor(
+    private readonly flusher: TokenFlusher,
+    readonly requestId: string,
+    readonly projectId: string,
+    private readonly firstSeq: number,
   ) {
     this.nextSeq = firstSeq;
   }
@@ -126,44 +200,18 @@ export class TokenWriter {
 
   push(content: string): void {
     if (!content) return;
-    this.pending.push({ seq: this.nextSeq++, type: 'token', data: { content } });
-    this.schedule();
+    const first = this.nextSeq === this.firstSeq;
+    this.flusher.add(this, { seq: this.nextSeq++, type: 'token', data: { content } }, first);
   }
 
   /** Sends what is pending and waits for everything sent so far; rethrows a send failure. */
   async close(): Promise<void> {
-    this.closing = true;
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    while (this.sending || this.pending.length) {
-      if (!this.sending) this.send();
-      await this.sending;
-    }
+    await this.flusher.flush(this);
     if (this.failure) throw this.failure;
   }
 
-  /** The next batch's send, once the one out has returned and the interval since it began passed. */
-  private schedule(): void {
-    if (this.closing || this.sending || this.timer || this.pending.length === 0) return;
-    const wait = this.lastSentAt + this.intervalMs - performance.now();
-    if (wait <= 0) this.send();
-    else this.timer = setTimeout(() => this.send(), wait);
-  }
-
-  private send(): void {
-    clearTimeout(this.timer);
-    this.timer = undefined;
-    const batch = this.pending;
-    this.pending = [];
-    this.lastSentAt = performance.now();
-    this.sending = this.publisher
-      .publish(this.requestId, this.projectId, batch)
-      .catch((e: unknown) => {
-        this.failure ??= e;
-      })
-      .then(() => {
-        this.sending = undefined;
-        this.schedule();
-      });
+  /** A send of this writer's events failed (the first failure is the one close reports). */
+  failed(e: unknown): void {
+    this.failure ??= e;
   }
 }

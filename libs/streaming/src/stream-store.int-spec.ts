@@ -23,11 +23,17 @@ describe('StreamStore retention', () => {
   /** A request's stream whose events were written `ages` seconds ago (in seq order). */
   async function stream(projectId: string, events: readonly [StreamEvent['type'], number][]): Promise<string> {
     const id = randomUUID();
-    await store.save(
-      id,
-      projectId,
-      events.map(([type], i) => ({ seq: i + 1, type, data: type === 'token' ? { content: `t${i + 1} ` } : {} })),
-    );
+    await store.save([
+      {
+        requestId: id,
+        projectId,
+        events: events.map(([type], i) => ({
+          seq: i + 1,
+          type,
+          data: type === 'token' ? { content: `t${i + 1} ` } : {},
+        })),
+      },
+    ]);
     for (const [i, [, age]] of events.entries()) {
       await fixtures.db.query(
         `update stream_events set created_at = now() - make_interval(secs => $3) where request_id = $1 and seq = $2`,

@@ -1,6 +1,13 @@
 import type { DataSource } from 'typeorm';
 import type { StreamEvent } from '#libs/contracts';
 
+/** Events of one request, as they are stored and sent live together. */
+export interface RequestEvents {
+  readonly requestId: string;
+  readonly projectId: string;
+  readonly events: readonly StreamEvent[];
+}
+
 /** How long a finished run's stream events stay replayable by default (STREAM_RETENTION_SECONDS). */
 export const STREAM_RETENTION_SECONDS = 24 * 60 * 60;
 
@@ -36,15 +43,17 @@ export class StreamStore {
     private readonly deletePage: number = DELETE_PAGE,
   ) {}
 
-  /** Stores a batch; a retried step that re-sends a seq keeps the first copy. */
-  async save(requestId: string, projectId: string, events: readonly StreamEvent[]): Promise<void> {
-    if (events.length === 0) return;
+  /** Stores batches of events, of one request or several, in one statement; a retried step that
+   * re-sends a seq keeps the first copy. */
+  async save(batches: readonly RequestEvents[]): Promise<void> {
     const values: unknown[] = [];
-    const rows = events.map((e, i) => {
-      values.push(requestId, e.seq, projectId, e.type, JSON.stringify(e.data));
-      const b = i * 5;
-      return `($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5})`;
-    });
+    const rows: string[] = [];
+    for (const { requestId, projectId, events } of batches)
+      for (const e of events) {
+        const b = values.push(requestId, e.seq, projectId, e.type, JSON.stringify(e.data)) - 5;
+        rows.push(`($${b + 1}, $${b + 2}, $${b + 3}, $${b + 4}, $${b + 5})`);
+      }
+    if (rows.length === 0) return;
     await this.db.query(
       `insert into stream_events (request_id, seq, project_id, type, data) values ${rows.join(', ')} on conflict do nothing`,
       values,

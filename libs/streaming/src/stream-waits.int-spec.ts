@@ -143,20 +143,28 @@ describe('streams waiting', () => {
   it('gets events stored while it waits, without Kafka, and ends with the stored end', async () => {
     const { project } = await fixtures.project();
     const requestId = randomUUID();
-    await store.save(requestId, project.id, [{ seq: 1, type: 'token', data: { content: 'a' } }]);
+    await store.save([
+      { requestId, projectId: project.id, events: [{ seq: 1, type: 'token', data: { content: 'a' } }] },
+    ]);
     const stream = await follow(requestId, project.id);
     await stream.opened;
     await sleep(300);
-    await store.save(requestId, project.id, [{ seq: 2, type: 'token', data: { content: 'b' } }]);
+    await store.save([
+      { requestId, projectId: project.id, events: [{ seq: 2, type: 'token', data: { content: 'b' } }] },
+    ]);
     await sleep(300);
-    await store.save(requestId, project.id, [{ seq: 3, type: 'done', data: { status: 'completed' } }]);
+    await store.save([
+      { requestId, projectId: project.id, events: [{ seq: 3, type: 'done', data: { status: 'completed' } }] },
+    ]);
     expect(ids(await stream.text)).toEqual(['1 token', '2 token', '3 done']);
   });
 
   it('ends from the recorded stop when the end was not stored (told by the request stream moving)', async () => {
     const { project } = await fixtures.project();
     const requestId = randomUUID();
-    await store.save(requestId, project.id, [{ seq: 1, type: 'token', data: { content: 'a' } }]);
+    await store.save([
+      { requestId, projectId: project.id, events: [{ seq: 1, type: 'token', data: { content: 'a' } }] },
+    ]);
     const stream = await follow(requestId, project.id);
     await stream.opened;
     await sleep(300);
@@ -172,18 +180,24 @@ describe('streams waiting', () => {
   it('resumes after Last-Event-ID, and loses nothing stored while its listener was down', async () => {
     const { project } = await fixtures.project();
     const requestId = randomUUID();
-    await store.save(
-      requestId,
-      project.id,
-      [1, 2, 3].map((seq) => ({ seq, type: 'token' as const, data: { content: String(seq) } })),
-    );
+    await store.save([
+      {
+        requestId,
+        projectId: project.id,
+        events: [1, 2, 3].map((seq) => ({ seq, type: 'token' as const, data: { content: String(seq) } })),
+      },
+    ]);
     const stream = await follow(requestId, project.id, 2);
     await stream.opened;
     await sleep(300);
     const pid = signals.backendPid;
     await fixtures.db.query('select pg_terminate_backend($1)', [pid]);
-    await store.save(requestId, project.id, [{ seq: 4, type: 'token', data: { content: '4' } }]);
-    await store.save(requestId, project.id, [{ seq: 5, type: 'done', data: { status: 'completed' } }]);
+    await store.save([
+      { requestId, projectId: project.id, events: [{ seq: 4, type: 'token', data: { content: '4' } }] },
+    ]);
+    await store.save([
+      { requestId, projectId: project.id, events: [{ seq: 5, type: 'done', data: { status: 'completed' } }] },
+    ]);
     expect(ids(await stream.text)).toEqual(['3 token', '4 token', '5 done']);
     // The listener came back on a connection of its own.
     while (!signals.listening) await sleep(50);

@@ -1,21 +1,33 @@
+import type { ProducerRecord } from 'kafkajs';
 import type { StreamEvent } from '#libs/contracts';
 import { StreamPublisher } from './stream-publisher.js';
-import type { StreamStore } from './stream-store.js';
+import type { RequestEvents, StreamStore } from './stream-store.js';
 
-/** A publisher whose store and producer record in memory: the batching logic alone. */
-function recordingPublisher(): { publisher: StreamPublisher; batches: StreamEvent[][] } {
+/** A publisher whose store and producer record in memory: the batching logic alone. `batches`
+ * has one request's events a send; `sends` the requests of each send. */
+function recordingPublisher(intervalMs: number): {
+  publisher: StreamPublisher;
+  batches: StreamEvent[][];
+  sends: string[][];
+  kafka: ProducerRecord[];
+} {
   const batches: StreamEvent[][] = [];
+  const sends: string[][] = [];
+  const kafka: ProducerRecord[] = [];
   const store = {
-    save: async (_r: string, _p: string, events: readonly StreamEvent[]) => void batches.push([...events]),
+    save: async (rows: readonly RequestEvents[]) => {
+      sends.push(rows.map((r) => r.requestId));
+      for (const r of rows) batches.push([...r.events]);
+    },
   } as unknown as StreamStore;
-  const publisher = new StreamPublisher(store, { send: async () => [] });
-  return { publisher, batches };
+  const publisher = new StreamPublisher(store, { send: async (record) => kafka.push(record) }, intervalMs);
+  return { publisher, batches, sends, kafka };
 }
 
 describe('TokenWriter', () => {
   it('sends the first token at once and batches the rest, numbering from the given seq', async () => {
-    const { publisher, batches } = recordingPublisher();
-    const writer = publisher.tokenWriter('r', 'p', 5, 10);
+    const { publisher, batches } = recordingPublisher(10);
+    const writer = publisher.tokenWriter('r', 'p', 5);
     writer.push('Hello');
     writer.push(' wide');
     writer.push(' world');
@@ -34,12 +46,12 @@ describe('TokenWriter', () => {
     const batches: StreamEvent[][] = [];
     let release!: () => void;
     const store = {
-      save: async (_r: string, _p: string, events: readonly StreamEvent[]) => {
-        batches.push([...events]);
+      save: async ([{ events }]: readonly RequestEvents[]) => {
+        batches.push([...events!]);
         if (batches.length === 1) await new Promise<void>((resolve) => (release = resolve));
       },
     } as unknown as StreamStore;
-    const writer = new StreamPublisher(store, { send: async () => [] }).tokenWriter('r', 'p', 1, 1);
+    const writer = new StreamPublisher(store, { send: async () => [] }, 1).tokenWriter('r', 'p', 1);
     writer.push('a');
     for (const piece of ['b', 'c', 'd']) {
       await new Promise((resolve) => setTimeout(resolve, 5)); // past the interval, the first still out
@@ -53,8 +65,8 @@ describe('TokenWriter', () => {
   });
 
   it('sends the next batch no sooner than the interval after the one before began', async () => {
-    const { publisher, batches } = recordingPublisher();
-    const writer = publisher.tokenWriter('r', 'p', 1, 60_000);
+    const { publisher, batches } = recordingPublisher(60_000);
+    const writer = publisher.tokenWriter('r', 'p', 1);
     writer.push('a');
     for (const piece of ['b', 'c']) {
       await new Promise((resolve) => setTimeout(resolve, 5)); // the first batch is back; the minute is not over
@@ -72,5 +84,72 @@ describe('TokenWriter', () => {
     expect(writer.seq).toBe(1);
     writer.push('x');
     await expect(writer.close()).rejects.toThrow('db down');
+  });
+
+  // Issue 28: each stream's batches were an insert, a NOTIFY and a Kafka request of their own, so
+  // ten streams held open cost the shared engines ten times one.
+  it("sends every stream's pending tokens together: one insert and one Kafka request, a message per request", async () => {
+    const { publisher, batches, sends, kafka } = recordingPublisher(60_000);
+    const writers = ['r1', 'r2', 'r3'].map((r) => publisher.tokenWriter(r, 'p', 1));
+    for (const w of writers) w.push(`${w.requestId} first`); // each stream's first token: at once
+    for (const w of writers) w.push(`${w.requestId} second`);
+    await writers[0]!.close();
+    await Promise.all(writers.map((w) => w.close()));
+    expect(sends.length).toBeLessThan(writers.length * 2);
+    expect(sends.at(-1)?.sort()).toEqual(['r1', 'r2', 'r3']);
+    expect(
+      kafka
+        .at(-1)
+        ?.messages.map((m) => m.key)
+        .sort(),
+    ).toEqual(['r1', 'r2', 'r3']);
+    for (const w of writers)
+      expect(
+        batches
+          .flat()
+          .filter((e) => String(e.data.content).startsWith(w.requestId))
+          .map((e) => [e.seq, e.data.content]),
+      ).toEqual([
+        [1, `${w.requestId} first`],
+        [2, `${w.requestId} second`],
+      ]);
+  });
+
+  it('fails only the stream whose events cannot be stored, not the others sent with it', async () => {
+    const stored: string[] = [];
+    const store = {
+      save: async (rows: readonly RequestEvents[]) => {
+        if (rows.some((r) => r.requestId === 'bad')) throw new Error('unsupported Unicode escape sequence');
+        stored.push(...rows.map((r) => r.requestId));
+      },
+    } as unknown as StreamStore;
+    const publisher = new StreamPublisher(store, { send: async () => [] }, 60_000);
+    const good = publisher.tokenWriter('good', 'p', 1);
+    const bad = publisher.tokenWriter('bad', 'p', 1);
+    good.push('a');
+    bad.push('b');
+    good.push('c');
+    bad.push('d');
+    await expect(bad.close()).rejects.toThrow('unsupported Unicode');
+    await expect(good.close()).resolves.toBeUndefined();
+    expect(stored.filter((r) => r === 'good').length).toBeGreaterThan(0);
+  });
+
+  it('closes a writer without waiting for the other streams that go on', async () => {
+    const { publisher } = recordingPublisher(5);
+    const going = publisher.tokenWriter('going', 'p', 1);
+    const ending = publisher.tokenWriter('ending', 'p', 1);
+    let stop = false;
+    const feeding = (async () => {
+      while (!stop) {
+        going.push('x');
+        await new Promise((resolve) => setTimeout(resolve, 1));
+      }
+    })();
+    ending.push('last words');
+    await ending.close();
+    stop = true;
+    await feeding;
+    await going.close();
   });
 });
