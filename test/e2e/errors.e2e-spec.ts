@@ -80,8 +80,8 @@ describe('contract errors over HTTP', () => {
       expectError(await post(`/v1/agent/${randomUUID()}/tool-outputs`, 'not json'), 400, 'invalid_body');
     });
 
-    // Bodies over 1 MB are parsed on a thread of their own (apps/api/src/json-off-thread.ts).
-    it('the same answers for a body over 1 MB', async () => {
+    // Bodies over 256 KB are parsed on a thread of their own (apps/api/src/json-off-thread.ts).
+    it('the same answers for a body parsed off the event loop', async () => {
       const big = 'x'.repeat(1_100_000);
       expectError(await post('/v1/agent', `{"message": "${big}"`), 400, 'invalid_body', /not valid JSON/);
       expectError(await post('/v1/agent', `["${big}"]`), 400, 'invalid_body', /JSON object/);
