@@ -5,7 +5,9 @@
 // up to 5 minutes for its tool outputs: its streams have nothing to say), opens 1, 100 and 500
 // `GET /v1/agent/{id}/events` streams on those runs, and measures, over a window at each level,
 // the transactions committed in the database per second (pg_stat_database.xact_commit) and the
-// connections open to it (numbackends). Writes bench/results/streams-<timestamp>.json.
+// connections open to it (numbackends); then 1, 10 and 40 streams that write (streamed answers of
+// the scripted model), and the transactions per second while they write. Writes
+// bench/results/streams-<timestamp>.json.
 //
 // Streams are spread over projects: the api allows 60 requests a minute per project.
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -32,6 +34,11 @@ const PROJECTS = 20;
  * the streams is left to be reported before the window starts. */
 const SETTLE_MS = 12_000;
 const WINDOW_MS = args.quick ? 5_000 : 15_000;
+/** Streams writing tokens at once, each a 30 s answer; measured from 3 s after they were sent,
+ * while every one of them writes (a busy backend reports its counts within a second). */
+const WRITING_LEVELS = [1, 10, 40];
+const WRITING_SETTLE_MS = 3_000;
+const WRITING_WINDOW_MS = args.quick ? 5_000 : 15_000;
 
 const env = process.env;
 const need = (name) => {
@@ -179,6 +186,49 @@ try {
     await measure(level);
     for (const stream of streams) stream.destroy();
   }
+  // Streams that write: the scripted model streams a word every 10 ms (about 30 s for this message),
+  // and every stream's tokens leave the worker together (TokenFlusher): the database's commits
+  // should stay near 20 a second whatever the number of streams, where one insert a stream each
+  // 50 ms grew by 20 a second a stream.
+  const writing = [];
+  const words = Array.from({ length: 3000 }, (_, i) => `w${i}`).join(' ');
+  const scripted = [];
+  for (let i = 0; i < PROJECTS; i++) {
+    const project = await accounts.createProject({
+      name: `bench-streams-${TS}-writing-${i}`,
+      plan: 'pro',
+      capabilities: ['chat'],
+    });
+    await accounts.addCredits(project.id, 1000);
+    await accounts.setModel(project.id, { provider: 'scripted', model: 'scripted-bench' });
+    scripted.push((await accounts.createApiKey(project.id, 'npm run bench -- --only streams')).key);
+  }
+  for (const level of WRITING_LEVELS) {
+    const requests = Array.from({ length: level }, (_, i) =>
+      send({
+        url: `${API}/v1/agent`,
+        headers: { authorization: `Bearer ${scripted[i % scripted.length]}` },
+        body: { message: words, stream: true },
+        timeoutMs: 120_000,
+      }),
+    );
+    await sleep(WRITING_SETTLE_MS);
+    const a = await dbCounts(pgClient);
+    const t0 = Date.now();
+    await sleep(WRITING_WINDOW_MS);
+    const b = await dbCounts(pgClient);
+    const row = {
+      writing: level,
+      transactionsPerSecond: Number(((b.commits - a.commits) / ((Date.now() - t0) / 1000)).toFixed(2)),
+    };
+    const answers = await Promise.all(requests);
+    row.completed = answers.filter((r) => r.status === 200 && r.body.includes('event: done')).length;
+    writing.push(row);
+    log(
+      `${level} streams writing: ${row.transactionsPerSecond} transactions/s (${row.completed} of ${level} ended with done)`,
+    );
+  }
+
   const base = rows[0];
   console.log('| open streams | transactions/s in the database | connections to it |');
   console.log('|---:|---:|---:|');
@@ -186,11 +236,18 @@ try {
     console.log(
       `| ${row.open} | ${row.transactionsPerSecond}${row.open ? ` (${row.transactionsPerSecond - base.transactionsPerSecond >= 0 ? '+' : ''}${(row.transactionsPerSecond - base.transactionsPerSecond).toFixed(2)})` : ''} | ${row.connections} |`,
     );
+  const one = writing[0];
+  console.log('\n| streams writing tokens | transactions/s in the database | against one stream |');
+  console.log('|---:|---:|---:|');
+  for (const row of writing)
+    console.log(
+      `| ${row.writing} | ${row.transactionsPerSecond} | x${(row.transactionsPerSecond / one.transactionsPerSecond).toFixed(2)} |`,
+    );
   mkdirSync(join(ROOT, 'bench/results'), { recursive: true });
   const file = join(ROOT, 'bench/results', `streams-${TS}.json`);
   writeFileSync(
     file,
-    JSON.stringify({ scenario: 'streams', ts: TS, windowMs: WINDOW_MS, projects: PROJECTS, rows }, null, 2),
+    JSON.stringify({ scenario: 'streams', ts: TS, windowMs: WINDOW_MS, projects: PROJECTS, rows, writing }, null, 2),
   );
   log(`written ${file}`);
 } finally {
