@@ -81,6 +81,13 @@ try {
       `polling task queue ${worker.options.taskQueue} (unversioned)`,
     );
   await running;
+} catch (e) {
+  // Said before anything else: the connection cannot close while the worker still holds it, and
+  // that error would otherwise be the only one in the log (the drill's deploy phase, session 17).
+  logger.error({ context: 'worker', err: e }, `the worker stops: ${e instanceof Error ? e.message : String(e)}`);
+  if (worker.getState() === 'RUNNING') worker.shutdown();
+  await running.catch(() => undefined);
+  throw e;
 } finally {
   await connection.close();
   await metrics?.close();
