@@ -79,7 +79,8 @@ export function bodyParser(thread: JsonThread): RequestHandler {
     readers[kind](req, res, (error?: unknown) => {
       if (error) return next(error);
       if (!Buffer.isBuffer(req.body)) return next();
-      thread.parse(req.body).then(
+      // The Idempotency-Key's hash with the parse, when the request has one (bodyHash).
+      thread.parse(req.body, { hash: req.headers['idempotency-key'] !== undefined }).then(
         (value) => {
           req.body = value;
           next();

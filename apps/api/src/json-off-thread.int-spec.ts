@@ -55,7 +55,11 @@ describe('bodyParser', () => {
     const req = Object.assign(
       Readable.from([bytes.subarray(0, bytes.length >> 1), bytes.subarray(bytes.length >> 1)]),
       {
-        headers: { 'content-type': 'application/json', 'content-length': String(bytes.length) },
+        headers: {
+          'content-type': 'application/json',
+          'content-length': String(bytes.length),
+          'idempotency-key': 'k',
+        },
         principal: { projectId: 'p' },
       },
     ) as unknown as Request;

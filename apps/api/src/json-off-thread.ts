@@ -17,7 +17,11 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(value) ?? 'null';
 }
 
-const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+/** SHA-256 of the canonical JSON of a parsed body (no body at all counts as `{}`). */
+const hashOf = (body: unknown): string =>
+  createHash('sha256')
+    .update(canonicalJson(body ?? {}))
+    .digest('hex');
 
 /** The hashes of bodies the thread parsed, computed there with them. */
 const hashedOffThread = new WeakMap<object, string>();
@@ -28,24 +32,24 @@ const hashedOffThread = new WeakMap<object, string>();
  * project's request waited behind it (issue 28, the noisy neighbour's uploads). */
 export function bodyHash(body: unknown): string {
   const known = typeof body === 'object' && body !== null ? hashedOffThread.get(body) : undefined;
-  return known ?? sha256(canonicalJson(body ?? {}));
+  return known ?? hashOf(body);
 }
 
 /** What the thread is told to be (workerData), so that importing this file elsewhere does nothing. */
 const THREAD = 'mas-json-thread';
 
-type Reply = { id: number; value: unknown; hash: string } | { id: number; error: string };
+type Reply = { id: number; value: unknown; hash?: string } | { id: number; error: string };
 
 // The thread: decodes UTF-8 (a byte-order mark dropped, as body-parser's decoder does), parses,
-// and hashes what it parsed as bodyHash does.
+// and, when asked, hashes what it parsed as bodyHash does.
 if (!isMainThread && workerData === THREAD && parentPort) {
   const port = parentPort;
   const decoder = new TextDecoder('utf-8');
-  port.on('message', ({ id, bytes }: { id: number; bytes: Uint8Array }) => {
+  port.on('message', ({ id, bytes, hash }: { id: number; bytes: Uint8Array; hash: boolean }) => {
     let reply: Reply;
     try {
       const value: unknown = JSON.parse(decoder.decode(bytes));
-      reply = { id, value, hash: sha256(canonicalJson(value ?? {})) };
+      reply = hash ? { id, value, hash: hashOf(value) } : { id, value };
     } catch (e) {
       reply = { id, error: e instanceof Error ? e.message : String(e) };
     }
@@ -68,15 +72,16 @@ export class JsonThread {
   private nextId = 0;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
 
-  /** The parsed value of `bytes` (UTF-8 JSON); rejects with the parser's SyntaxError message. */
-  parse(bytes: Uint8Array): Promise<unknown> {
+  /** The parsed value of `bytes` (UTF-8 JSON); rejects with the parser's SyntaxError message.
+   * With `hash` (the request has an Idempotency-Key), bodyHash of the value is made here too. */
+  parse(bytes: Uint8Array, { hash = false }: { hash?: boolean } = {}): Promise<unknown> {
     const worker = this.thread();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       // Handed over, not copied, when the bytes are the whole of their buffer (a large body's are).
       const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-      worker.postMessage({ id, bytes }, whole && bytes.buffer instanceof ArrayBuffer ? [bytes.buffer] : []);
+      worker.postMessage({ id, bytes, hash }, whole && bytes.buffer instanceof ArrayBuffer ? [bytes.buffer] : []);
     });
   }
 
@@ -92,7 +97,7 @@ export class JsonThread {
       const waiting = this.pending.get(reply.id);
       this.pending.delete(reply.id);
       if ('error' in reply) return waiting?.reject(new SyntaxError(reply.error));
-      if (reply.value && typeof reply.value === 'object') hashedOffThread.set(reply.value, reply.hash);
+      if (reply.hash && reply.value && typeof reply.value === 'object') hashedOffThread.set(reply.value, reply.hash);
       waiting?.resolve(reply.value);
     });
     const fail = (e: Error) => {
