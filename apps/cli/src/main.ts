@@ -16,13 +16,13 @@ async function readStdin(): Promise<string> {
 
 const loadConfig = async () => (await import('#libs/config')).configFromEnvironment();
 try {
-  // The raw environment, for the one thing that is not configuration: a secret read from a
-  // variable the operator names (`--key-from-env VAR`).
+  // The raw environment (libs/config, the one place that reads it), for the one thing that is not
+  // configuration: a secret read from a variable the operator names (`--key-from-env VAR`).
   const io = {
     out: (s: string) => process.stdout.write(s),
     err: (s: string) => process.stderr.write(s),
     readStdin,
-    env: process.env,
+    env: (await import('#libs/config')).rawEnvironment(),
   };
   process.exitCode = await runCli(process.argv.slice(2), loadConfig, io);
 } catch (e) {
