@@ -76,20 +76,31 @@ export function bodyParser(thread: JsonThread): RequestHandler {
     if (length > BODY_LIMITS[kind]) return next(payloadTooLarge(BODY_LIMITS[kind]));
     if (kind === 'anonymous' || !(length > PARSE_OFF_THREAD_BYTES) || !isUtf8(req))
       return parsers[kind](req, res, next);
-    readers[kind](req, res, (error?: unknown) => {
-      if (error) return next(error);
-      if (!Buffer.isBuffer(req.body)) return next();
-      // The Idempotency-Key's hash with the parse, when the request has one (bodyHash).
-      thread.parse(req.body, { hash: req.headers['idempotency-key'] !== undefined }).then(
-        (value) => {
-          req.body = value;
-          next();
-        },
-        (e: Error) =>
-          next(e instanceof SyntaxError ? Object.assign(e, { status: 400, type: 'entity.parse.failed' }) : e),
-      );
-    });
+    // The Idempotency-Key's hash with the parse, when the request has one (bodyHash).
+    const hash = req.headers['idempotency-key'] !== undefined;
+    const parsed = (value: unknown) => {
+      req.body = value;
+      next();
+    };
+    const failed = (e: Error) =>
+      next(e instanceof SyntaxError ? Object.assign(e, { status: 400, type: 'entity.parse.failed' }) : e);
+    // A compressed body is inflated by body-parser's reader first; any other goes to the thread
+    // chunk by chunk as it arrives.
+    if (!isIdentity(req)) {
+      return readers[kind](req, res, (error?: unknown) => {
+        if (error) return next(error);
+        if (!Buffer.isBuffer(req.body)) return next();
+        thread.parse(req.body, { hash }).then(parsed, failed);
+      });
+    }
+    thread.read(req, { hash }).then(parsed, failed);
   };
+}
+
+/** Whether the body comes as it is (no Content-Encoding, or identity). */
+function isIdentity(req: Request): boolean {
+  const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
+  return encoding === 'identity';
 }
 
 /** Whether the body is UTF-8 (no charset given, or utf-8): what JsonThread decodes. */

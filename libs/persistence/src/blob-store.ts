@@ -9,9 +9,14 @@ export const BLOB_RETENTION_HOURS = 24;
 export class BlobStore {
   constructor(private readonly db: DataSource) {}
 
-  async put(projectId: string, name: string, content: string): Promise<{ id: string; bytes: number }> {
+  /** Stores `content`; `bytes`, its UTF-8 length, when the caller already counted it. */
+  async put(
+    projectId: string,
+    name: string,
+    content: string,
+    bytes = Buffer.byteLength(content, 'utf8'),
+  ): Promise<{ id: string; bytes: number }> {
     const id = randomUUID();
-    const bytes = Buffer.byteLength(content, 'utf8');
     await this.db.query(
       `insert into blobs (id, project_id, name, content, bytes, expires_at) values ($1, $2, $3, $4, $5, now() + make_interval(hours => $6))`,
       [id, projectId, name, content, bytes, BLOB_RETENTION_HOURS],

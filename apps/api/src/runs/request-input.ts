@@ -13,10 +13,7 @@ export const INLINE_MESSAGE_BYTES = 4 * 1024;
  * project's cap on input bytes a day counts. */
 export function inputBytes(body: Pick<AgentRequestBody, 'files' | 'message'>): number {
   const message = Buffer.byteLength(body.message, 'utf8');
-  return (
-    body.files.reduce((sum, f) => sum + Buffer.byteLength(f.content, 'utf8'), 0) +
-    (message > INLINE_MESSAGE_BYTES ? message : 0)
-  );
+  return body.files.reduce((sum, f) => sum + f.bytes, 0) + (message > INLINE_MESSAGE_BYTES ? message : 0);
 }
 
 /** The most a request can cost (what admission reserves): 1 + the surcharges of the capabilities
@@ -52,8 +49,8 @@ export async function requestInput(
   const { capabilities, maxCredits } = requestCapabilities(config, principal, body);
   const files: InputFileRef[] = [];
   for (const file of body.files) {
-    const { id, bytes } = await blobs.put(project.id, file.name, file.content);
-    files.push({ name: file.name, blobId: id, bytes });
+    const { id } = await blobs.put(project.id, file.name, file.content, file.bytes);
+    files.push({ name: file.name, blobId: id, bytes: file.bytes });
   }
   let message: TextRef = { text: body.message };
   if (Buffer.byteLength(body.message, 'utf8') > INLINE_MESSAGE_BYTES)
