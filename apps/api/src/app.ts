@@ -8,11 +8,30 @@ import { ServiceError } from '#libs/contracts';
 import { createLogger, httpLogging, httpMetrics, httpTracing, NestPinoLogger, serveMetrics } from '#libs/observability';
 import { ApiModule } from './app.module.js';
 import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
-import { bodyParser, jsonDepth, MAX_BODY_DEPTH } from './body-limits.js';
+import { bodyParser } from './body-limits.js';
 import { JsonThread } from './json-off-thread.js';
 import { CodecAccess } from './codec/codec-access.js';
 import { methodNotAllowed } from './openapi/method-not-allowed.js';
 import { serveOpenApi } from './openapi/openapi.js';
+
+/** Deepest nesting of arrays and objects a body may have: far beyond any real request (a tool's
+ * JSON Schema included), and well below what recursive code (hashing, serialising) survives. */
+export const MAX_BODY_DEPTH = 128;
+
+/** How deeply `value` nests, counted without recursion (a hostile body must not overflow the stack). */
+export function jsonDepth(value: unknown): number {
+  let deepest = 0;
+  const stack: [unknown, number][] = [[value, 0]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (typeof v !== 'object' || v === null) continue;
+    deepest = Math.max(deepest, depth + 1);
+    if (deepest > MAX_BODY_DEPTH) return deepest;
+    for (const child of Object.values(v))
+      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+  }
+  return deepest;
+}
 
 function refuseDeepBodies(req: Request, _res: Response, next: NextFunction): void {
   if (jsonDepth(req.body) > MAX_BODY_DEPTH) {

@@ -43,26 +43,6 @@ export function payloadTooLarge(limit: number): ServiceError {
   );
 }
 
-/** Deepest nesting of arrays and objects a body may have: far beyond any real request (a tool's
- * JSON Schema included), and well below what recursive code (hashing, serialising) survives. */
-export const MAX_BODY_DEPTH = 128;
-
-/** How deeply `value` nests, counted without recursion (a hostile body must not overflow the stack). */
-export function jsonDepth(value: unknown): number {
-  let deepest = 0;
-  const stack: [unknown, number][] = [[value, 0]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    // A file's content handed back as bytes (json-off-thread.ts) was a string: a leaf.
-    if (typeof v !== 'object' || v === null || ArrayBuffer.isView(v)) continue;
-    deepest = Math.max(deepest, depth + 1);
-    if (deepest > MAX_BODY_DEPTH) return deepest;
-    for (const child of Object.values(v))
-      if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-  }
-  return deepest;
-}
-
 /** A body longer than this (by its Content-Length) is parsed and hashed off the event loop
  * (JsonThread): the noisy-neighbour phase's PDFs (800 KB of base64) were parsed and hashed on it
  * under the 1 MB this was first; a thread's hop costs the request under a millisecond. */
