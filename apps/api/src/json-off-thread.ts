@@ -46,32 +46,9 @@ type Reply = { id: number; value: unknown; hash?: string } | { id: number; error
 type Message =
   { id: number; chunk: Uint8Array } | { id: number; end: true; hash: boolean } | { id: number; drop: true };
 
-/** An input file's content at least this long (`files[].content`, the contract's one large field:
- * up to 1 MB a file) comes back from the thread as its UTF-8 bytes, handed over. */
-export const FILE_BYTES_FROM = 64 * 1024;
-
-/** Replaces each long `files[].content` of `value` with its UTF-8 bytes, whose buffers it adds to
- * `transfer`; a content the validation would refuse (a NUL, an unpaired surrogate) stays a string,
- * so that it is refused as before. As strings, an 8 MB request's files were cloned onto the api's
- * heap, and each such request set off a full collection of it: 60-130 ms of its event loop
- * (issue 28, the noisy neighbour's uploads). As bytes they stay off that heap until stored. */
-function filesAsBytes(value: unknown, transfer: ArrayBuffer[]): void {
-  const files = (value as { files?: unknown } | null)?.files;
-  if (!Array.isArray(files)) return;
-  for (const file of files as unknown[]) {
-    const content = (file as { content?: unknown } | null)?.content;
-    if (typeof content !== 'string' || content.length < FILE_BYTES_FROM) continue;
-    // String.prototype.isWellFormed (ES2024, Node 20): no unpaired surrogate.
-    if (content.includes('\u0000') || !(content as string & { isWellFormed(): boolean }).isWellFormed()) continue;
-    const bytes = Buffer.from(content, 'utf8');
-    (file as { content: unknown }).content = bytes;
-    transfer.push(bytes.buffer as ArrayBuffer);
-  }
-}
-
 // The thread: gathers each body's chunks as they arrive, then decodes UTF-8 (a byte-order mark
-// dropped, as body-parser's decoder does), parses, when asked hashes what it parsed as bodyHash
-// does, and hands long file contents back as bytes (filesAsBytes).
+// dropped, as body-parser's decoder does), parses, and, when asked, hashes what it parsed as
+// bodyHash does.
 if (!isMainThread && workerData === THREAD && parentPort) {
   const port = parentPort;
   const decoder = new TextDecoder('utf-8');
@@ -88,16 +65,14 @@ if (!isMainThread && workerData === THREAD && parentPort) {
     bodies.delete(id);
     if ('drop' in message) return;
     let reply: Reply;
-    const transfer: ArrayBuffer[] = [];
     try {
       const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
       const value: unknown = JSON.parse(decoder.decode(bytes));
       reply = message.hash ? { id, value, hash: hashOf(value) } : { id, value };
-      filesAsBytes(value, transfer);
     } catch (e) {
       reply = { id, error: e instanceof Error ? e.message : String(e) };
     }
-    port.postMessage(reply, transfer);
+    port.postMessage(reply);
   });
 }
 

@@ -9,12 +9,11 @@ export const BLOB_RETENTION_HOURS = 24;
 export class BlobStore {
   constructor(private readonly db: DataSource) {}
 
-  /** Stores `content` (text, or its UTF-8 bytes: sent as they are, PostgreSQL checks them as
-   * text); `bytes`, its UTF-8 length, when the caller already counted it. */
+  /** Stores `content`; `bytes`, its UTF-8 length, when the caller already counted it. */
   async put(
     projectId: string,
     name: string,
-    content: string | Buffer,
+    content: string,
     bytes = Buffer.byteLength(content, 'utf8'),
   ): Promise<{ id: string; bytes: number }> {
     const id = randomUUID();

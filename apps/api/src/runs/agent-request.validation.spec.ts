@@ -64,19 +64,6 @@ describe('parseAgentRequest', () => {
     ).toBe('invalid_tools');
   });
 
-  it('takes a file content as its UTF-8 bytes (how the JSON thread hands long ones back), counted by the same limit', () => {
-    const bytes = (text: string) => new Uint8Array(Buffer.from(text, 'utf8'));
-    const request = parseAgentRequest({ message: 'hi', files: [{ name: 'a', content: bytes('é'.repeat(524_288)) }] });
-    expect(request.files[0]).toMatchObject({ name: 'a', bytes: 1_048_576 });
-    expect(Buffer.isBuffer(request.files[0].content)).toBe(true);
-    expect(request.files[0].content.toString()).toBe('é'.repeat(524_288));
-    expect(
-      codeOf(() =>
-        parseAgentRequest({ message: 'hi', files: [{ name: 'a', content: bytes(`${'é'.repeat(524_288)}x`) }] }),
-      ),
-    ).toBe('invalid_files');
-  });
-
   it('takes `background` as a boolean, with tools too, but never with `stream`', () => {
     expect(parseAgentRequest({ message: 'hi', background: true }).background).toBe(true);
     const tool = { name: 't', description: 'd', parameters: { type: 'object' } };

@@ -32,8 +32,7 @@ const TOOL_NAME = /^[a-zA-Z0-9_]+$/;
 
 export interface InputFile {
   readonly name: string;
-  /** Text, or its UTF-8 bytes when it was parsed off the event loop (json-off-thread.ts). */
-  readonly content: string | Buffer;
+  readonly content: string;
   /** Its content's UTF-8 bytes, counted once here (8 MB of files took 3-5 ms a count). */
   readonly bytes: number;
 }
@@ -144,7 +143,7 @@ function parseFiles(value: unknown): InputFile[] {
     if (
       !isObject(file) ||
       typeof file.name !== 'string' ||
-      !(typeof file.content === 'string' || file.content instanceof Uint8Array) ||
+      typeof file.content !== 'string' ||
       file.name.trim() === ''
     ) {
       throw new ServiceError(
@@ -153,20 +152,15 @@ function parseFiles(value: unknown): InputFile[] {
       );
     }
     requireText(file.name, 'invalid_files', `files[${i}].name`);
-    // A long content parsed on the JSON thread comes as its UTF-8 bytes, checked there as text.
-    const content =
-      typeof file.content === 'string'
-        ? file.content
-        : Buffer.from(file.content.buffer, file.content.byteOffset, file.content.byteLength);
-    if (typeof content === 'string') requireText(content, 'invalid_files', `files[${i}].content`);
-    const bytes = Buffer.byteLength(content, 'utf8');
+    requireText(file.content, 'invalid_files', `files[${i}].content`);
+    const bytes = Buffer.byteLength(file.content, 'utf8');
     if (bytes > LIMITS.fileBytes) {
       throw new ServiceError(
         'invalid_files',
         `files[${i}] ("${file.name}") is ${bytes} bytes; the limit is 1 MB (${LIMITS.fileBytes} bytes).`,
       );
     }
-    return { name: file.name, content, bytes };
+    return { name: file.name, content: file.content, bytes };
   });
 }
 
