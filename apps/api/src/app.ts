@@ -135,7 +135,7 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   app.use(app.get(ApiKeyMiddleware).use);
   app.use(app.get(CodecAccess).use);
   app.use(methodNotAllowed(app));
-  app.use(bodyParser(new JsonThread()));
+  app.use(bodyParser(new JsonThread({ databaseUrl: config.databaseUrl })));
   app.use(refuseDeepBodies);
   // No Nest shutdown hooks: they would close the pool and the Temporal connection under requests
   // still in flight. main.ts drains first (drainAndClose).

@@ -55,8 +55,9 @@ export const PARSE_OFF_THREAD_BYTES = 256 * 1024;
  * unread (body-parser would wait for all of it to arrive before answering; Node discards the rest
  * as it does after a 401); a chunked one is refused once it passes the limit, nothing more of it
  * kept. An authenticated body over PARSE_OFF_THREAD_BYTES in UTF-8 is read as bytes and parsed on
- * `thread`: a tenant's 8 MB upload then costs its own request the parse, not every other
- * request on this api the wait (issue 28). Errors are body-parser's either way (same `type`).
+ * `thread`, where its files' long contents stay until stored (HeldText): a tenant's 8 MB upload
+ * then costs its own request the parse, not every other request on this api the wait (issue 28).
+ * Errors are body-parser's either way (same `type`).
  */
 export function bodyParser(thread: JsonThread): RequestHandler {
   const parser = (kind: BodyLimitKind) => json({ limit: BODY_LIMITS[kind], type: () => true, strict: false });
@@ -80,6 +81,12 @@ export function bodyParser(thread: JsonThread): RequestHandler {
     const hash = req.headers['idempotency-key'] !== undefined;
     const parsed = (value: unknown) => {
       req.body = value;
+      // What the thread holds of the body (its files' long contents) is let go of once the
+      // request is answered, or its client has gone: stored by then, or never to be.
+      if (thread.held(value).length > 0) {
+        if (res.closed) thread.release(value);
+        else res.once('close', () => thread.release(value));
+      }
       next();
     };
     const failed = (e: Error) =>

@@ -1,10 +1,13 @@
-// Large request bodies, parsed and hashed off the api's event loop (issue 28). This file is also
-// the thread's own: self-contained (only Node's modules) and in TypeScript that Node can strip, so
-// the same file runs from dist/ (compiled) and from the sources (tests), as pdf-text.worker.ts does.
+// Large request bodies, parsed and hashed off the api's event loop, and the contents of their
+// files kept off it until stored (issue 28). This file is also the thread's own: self-contained
+// (Node's modules, and pg on the thread) and in TypeScript that Node can strip, so the same file
+// runs from dist/ (compiled) and from the sources (tests), as pdf-text.worker.ts does.
 import { createHash } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import type { HeldContent } from '#libs/persistence';
+import type { Pool } from 'pg';
 
 /** A canonical JSON form (object keys sorted), so the same parsed body hashes the same. */
 export function canonicalJson(value: unknown): string {
@@ -36,25 +39,100 @@ export function bodyHash(body: unknown): string {
   return known ?? hashOf(body);
 }
 
-/** What the thread is told to be (workerData), so that importing this file elsewhere does nothing. */
+// A surrogate half without its partner: no UTF-8 encoding exists for it.
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** Why `text` cannot be stored or sent on as text, or undefined: PostgreSQL's `text` and `jsonb`
+ * refuse NUL, and an unpaired UTF-16 surrogate has no UTF-8 form. */
+export function textProblem(text: string): string | undefined {
+  if (text.includes('\u0000')) return 'a NUL character (\\u0000)';
+  if (LONE_SURROGATE.test(text)) return 'an unpaired UTF-16 surrogate';
+  return undefined;
+}
+
+/** A `files[].content` of this many UTF-16 units or more stays on the thread that parsed it. */
+export const HOLD_CHARS = 64 * 1024;
+
+/** What the thread is told to be (workerData), so that importing this file elsewhere does nothing;
+ * and the database it stores the contents it holds in. */
 const THREAD = 'mas-json-thread';
+type ThreadData = { thread: typeof THREAD; databaseUrl?: string };
 
-type Reply = { id: number; value: unknown; hash?: string } | { id: number; error: string };
+/** A file's content held on the thread: where it was in the body, and what validation needs of it. */
+type Held = { file: number; held: number; bytes: number; problem?: string };
 
-/** To the thread: a chunk of body `id`; its end (parse it, and hash it when asked); or its drop
- * (the request was aborted). */
+type Reply =
+  { id: number; value: unknown; hash?: string; held?: Held[] } | { id: number; error: string; syntax?: true };
+
+/** To the thread: a chunk of body `id`; its end (parse it, and hash it when asked); its drop (the
+ * request was aborted); the insert that stores a content it holds (as parameter `at`); or the
+ * contents it may let go of (their request was answered). */
 type Message =
-  { id: number; chunk: Uint8Array } | { id: number; end: true; hash: boolean } | { id: number; drop: true };
+  | { id: number; chunk: Uint8Array }
+  | { id: number; end: true; hash: boolean }
+  | { id: number; drop: true }
+  | { id: number; insert: number; sql: string; params: unknown[]; at: number }
+  | { release: number[] };
 
 // The thread: gathers each body's chunks as they arrive, then decodes UTF-8 (a byte-order mark
 // dropped, as body-parser's decoder does), parses, and, when asked, hashes what it parsed as
-// bodyHash does.
-if (!isMainThread && workerData === THREAD && parentPort) {
+// bodyHash does. Given a database, it keeps each long `files[].content` of what it parsed and
+// sends the rest: the content's UTF-8 bytes and its textProblem go in its place, and the insert
+// that stores it runs here, over a connection of the thread's own.
+if (!isMainThread && (workerData as ThreadData | undefined)?.thread === THREAD && parentPort) {
   const port = parentPort;
+  const { databaseUrl } = workerData as ThreadData;
   const decoder = new TextDecoder('utf-8');
   const bodies = new Map<number, Uint8Array[]>();
+  const contents = new Map<number, string>();
+  let nextHeld = 0;
+  let pool: Promise<Pool> | undefined;
+  const database = () =>
+    (pool ??= import('pg').then(({ default: pg }) => {
+      const created = new pg.Pool({ connectionString: databaseUrl, max: 2 });
+      // An idle connection's error (the server restarted) drops it; the next insert opens another.
+      created.on('error', () => undefined);
+      return created;
+    }));
+  const hold = (value: unknown): Held[] => {
+    const files = typeof value === 'object' && value !== null ? (value as { files?: unknown }).files : undefined;
+    if (!databaseUrl || !Array.isArray(files)) return [];
+    const held: Held[] = [];
+    files.forEach((file: { content?: unknown } | null, i) => {
+      const content = typeof file === 'object' && file !== null ? file.content : undefined;
+      if (typeof content !== 'string' || content.length < HOLD_CHARS) return;
+      const id = nextHeld++;
+      contents.set(id, content);
+      const problem = textProblem(content);
+      held.push({ file: i, held: id, bytes: Buffer.byteLength(content, 'utf8'), ...(problem ? { problem } : {}) });
+      file!.content = null;
+    });
+    return held;
+  };
+  const insert = async (id: number, content: string, sql: string, params: unknown[], at: number) => {
+    let reply: Reply;
+    try {
+      await (await database()).query(sql, params.with(at, content));
+      reply = { id, value: null };
+    } catch (e) {
+      reply = { id, error: e instanceof Error ? e.message : String(e) };
+    }
+    port.postMessage(reply);
+  };
   port.on('message', (message: Message) => {
+    if ('release' in message) {
+      for (const held of message.release) contents.delete(held);
+      return;
+    }
     const { id } = message;
+    if ('insert' in message) {
+      const content = contents.get(message.insert);
+      contents.delete(message.insert);
+      if (content === undefined)
+        port.postMessage({ id, error: "the file's content is no longer held: its request was answered" });
+      else void insert(id, content, message.sql, message.params, message.at);
+      return;
+    }
     if ('chunk' in message) {
       const chunks = bodies.get(id);
       if (chunks) chunks.push(message.chunk);
@@ -68,12 +146,47 @@ if (!isMainThread && workerData === THREAD && parentPort) {
     try {
       const bytes = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
       const value: unknown = JSON.parse(decoder.decode(bytes));
-      reply = message.hash ? { id, value, hash: hashOf(value) } : { id, value };
+      // The hash covers the body as sent, before its contents are taken out.
+      const hash = message.hash ? hashOf(value) : undefined;
+      const held = hold(value);
+      reply = { id, value, ...(hash ? { hash } : {}), ...(held.length ? { held } : {}) };
     } catch (e) {
-      reply = { id, error: e instanceof Error ? e.message : String(e) };
+      reply = { id, error: e instanceof Error ? e.message : String(e), syntax: true };
     }
     port.postMessage(reply);
   });
+}
+
+/**
+ * A file's content that stayed on the JSON thread: the api's event loop gets its UTF-8 bytes and
+ * its textProblem, and the thread runs the insert that stores it (BlobStore.put). As strings on
+ * the api's heap, an upload of 8 MB set off a full collection of that heap (55-130 ms of the event
+ * loop) each time, and every other project's request waited behind it (issue 28, session 18).
+ */
+export class HeldText implements HeldContent {
+  readonly #thread: JsonThread;
+  readonly #held: number;
+  /** The content's UTF-8 bytes. */
+  readonly bytes: number;
+  /** Its textProblem, if any. */
+  readonly problem: string | undefined;
+
+  // No parameter properties here or below: Node strips this file's types and has none.
+  constructor(thread: JsonThread, held: number, bytes: number, problem: string | undefined) {
+    this.#thread = thread;
+    this.#held = held;
+    this.bytes = bytes;
+    this.problem = problem;
+  }
+
+  /** The id the thread knows the content by (JsonThread.release). */
+  get held(): number {
+    return this.#held;
+  }
+
+  insert(sql: string, params: readonly unknown[], at: number): Promise<void> {
+    return this.#thread.insert(this.#held, sql, params, at);
+  }
 }
 
 /** This file, compiled (dist/) or its source (tests: Node strips its types). */
@@ -82,14 +195,23 @@ const THREAD_FILE = fileURLToPath(import.meta.url);
 /**
  * JSON parsed (and hashed, bodyHash) on a thread of its own, one body after another: the api's
  * large bodies. An 8 MB request of files held the event loop 16 ms in `JSON.parse` alone, and
- * every other project's request waited behind it (issue 28). The thread starts on first use and
- * does not keep the process alive; a thread that dies fails the bodies it held, and the next body
- * starts another.
+ * every other project's request waited behind it (issue 28). Given the database, the thread also
+ * keeps the long contents of the body's `files` (HeldText) until they are stored or their request
+ * is answered (release). The thread starts on first use and does not keep the process alive; a
+ * thread that dies fails the bodies and inserts it had, and the next body starts another.
  */
 export class JsonThread {
   private worker: Worker | undefined;
   private nextId = 0;
   private readonly pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  /** The contents each parsed body left on the thread. */
+  private readonly heldIn = new WeakMap<object, HeldText[]>();
+  private readonly databaseUrl: string | undefined;
+
+  /** `databaseUrl`: where the thread stores the contents it holds; without it, it holds none. */
+  constructor({ databaseUrl }: { databaseUrl?: string } = {}) {
+    this.databaseUrl = databaseUrl;
+  }
 
   /** The parsed value of `bytes` (UTF-8 JSON); rejects with the parser's SyntaxError message.
    * With `hash` (the request has an Idempotency-Key), bodyHash of the value is made here too. */
@@ -157,6 +279,28 @@ export class JsonThread {
     });
   }
 
+  /** Runs `sql` on the thread with the content it holds as `held` as parameter `at` (HeldText). A
+   * content is stored once: it is let go of as the insert starts. */
+  insert(held: number, sql: string, params: readonly unknown[], at: number): Promise<void> {
+    const worker = this.thread();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve: () => resolve(), reject });
+      worker.postMessage({ id, insert: held, sql, params: [...params], at } satisfies Message);
+    });
+  }
+
+  /** The contents of `body` (a value this thread parsed) held on the thread, if any. */
+  held(body: unknown): readonly HeldText[] {
+    return (typeof body === 'object' && body !== null && this.heldIn.get(body)) || [];
+  }
+
+  /** Lets the thread drop what it still holds of `body`: call it once its request was answered. */
+  release(body: unknown): void {
+    const held = this.held(body);
+    if (held.length > 0) this.worker?.postMessage({ release: held.map((h) => h.held) } satisfies Message);
+  }
+
   /** Stops the thread (tests; the api's thread is unref'd and ends with the process). */
   async close(): Promise<void> {
     await this.worker?.terminate();
@@ -164,13 +308,21 @@ export class JsonThread {
 
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const worker = new Worker(THREAD_FILE, { workerData: THREAD });
+    const workerData: ThreadData = { thread: THREAD, databaseUrl: this.databaseUrl };
+    const worker = new Worker(THREAD_FILE, { workerData });
     worker.on('message', (reply: Reply) => {
       const waiting = this.pending.get(reply.id);
       this.pending.delete(reply.id);
-      if ('error' in reply) return waiting?.reject(new SyntaxError(reply.error));
-      if (reply.hash && reply.value && typeof reply.value === 'object') hashedOffThread.set(reply.value, reply.hash);
-      waiting?.resolve(reply.value);
+      if ('error' in reply)
+        return waiting?.reject(reply.syntax ? new SyntaxError(reply.error) : new Error(reply.error));
+      const { value } = reply;
+      if (reply.hash && value && typeof value === 'object') hashedOffThread.set(value, reply.hash);
+      if (reply.held) {
+        const files = (value as { files: { content: unknown }[] }).files;
+        const held = reply.held.map((h) => (files[h.file].content = new HeldText(this, h.held, h.bytes, h.problem)));
+        this.heldIn.set(value as object, held);
+      }
+      waiting?.resolve(value);
     });
     const fail = (e: Error) => {
       if (this.worker === worker) this.worker = undefined;

@@ -5,6 +5,14 @@ import { deleteInBatches } from './batched-delete.js';
 /** How long input files and large tool outputs are kept (they only serve an agent run). */
 export const BLOB_RETENTION_HOURS = 24;
 
+/** A text another thread holds and stores itself: it runs the insert it is given, with itself as
+ * the parameter at `at` (apps/api's JsonThread keeps an upload's contents off the api's heap). */
+export interface HeldContent {
+  /** Its UTF-8 bytes. */
+  readonly bytes: number;
+  insert(sql: string, params: readonly unknown[], at: number): Promise<void>;
+}
+
 /** Claim-check storage: large payloads live here and travel through Temporal as ids. */
 export class BlobStore {
   constructor(private readonly db: DataSource) {}
@@ -13,14 +21,14 @@ export class BlobStore {
   async put(
     projectId: string,
     name: string,
-    content: string,
-    bytes = Buffer.byteLength(content, 'utf8'),
+    content: string | HeldContent,
+    bytes = typeof content === 'string' ? Buffer.byteLength(content, 'utf8') : content.bytes,
   ): Promise<{ id: string; bytes: number }> {
     const id = randomUUID();
-    await this.db.query(
-      `insert into blobs (id, project_id, name, content, bytes, expires_at) values ($1, $2, $3, $4, $5, now() + make_interval(hours => $6))`,
-      [id, projectId, name, content, bytes, BLOB_RETENTION_HOURS],
-    );
+    const sql = `insert into blobs (id, project_id, name, content, bytes, expires_at) values ($1, $2, $3, $4, $5, now() + make_interval(hours => $6))`;
+    const params: unknown[] = [id, projectId, name, content, bytes, BLOB_RETENTION_HOURS];
+    if (typeof content === 'string') await this.db.query(sql, params);
+    else await content.insert(sql, params.with(3, null), 3);
     return { id, bytes };
   }
 
@@ -33,7 +41,6 @@ export class BlobStore {
     return rows[0];
   }
 
-  /** Deletes expired blobs; returns how many. */
   /** Deletes blobs stored for something that was then refused (a tool-outputs submission the
    * request did not accept): nothing of a refused request is kept. */
   async delete(ids: readonly string[], projectId: string): Promise<void> {
@@ -41,6 +48,7 @@ export class BlobStore {
       await this.db.query(`delete from blobs where id = any($1::uuid[]) and project_id = $2`, [ids, projectId]);
   }
 
+  /** Deletes expired blobs; returns how many. */
   async deleteExpired(): Promise<number> {
     return deleteInBatches(this.db, 'blobs', `expires_at < now()`);
   }

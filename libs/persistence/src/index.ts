@@ -5,7 +5,7 @@ export { ModelConfigEntity, type ModelProvider } from './entities/model-config.e
 export { ProjectEntity } from './entities/project.entity.js';
 export { PersistenceModule } from './persistence.module.js';
 export { PostgresProbe } from './postgres.probe.js';
-export { BlobStore, BLOB_RETENTION_HOURS } from './blob-store.js';
+export { BlobStore, BLOB_RETENTION_HOURS, type HeldContent } from './blob-store.js';
 export { ConversationStore, ConversationNotFoundError, CONVERSATION_RETENTION_HOURS } from './conversation-store.js';
 export { FileStore, FILE_RETENTION_DAYS, type StoredFile } from './file-store.js';
 export { deleteInBatches, DELETE_BATCH_ROWS } from './batched-delete.js';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { textProblem } from '../runs/agent-request.validation.js';
+import { textProblem } from '../json-off-thread.js';
 import { NOT_BLANK_TEXT, WELL_FORMED_TEXT } from './schemas.js';
 
 // The document's text patterns say exactly what the validation takes (issue 29): a string matches

@@ -1,11 +1,6 @@
 import { ServiceError } from '#libs/contracts';
-import {
-  LIMITS,
-  parseAgentRequest,
-  parseToolOutputs,
-  resolveCapabilities,
-  textProblem,
-} from './agent-request.validation.js';
+import { textProblem } from '../json-off-thread.js';
+import { LIMITS, parseAgentRequest, parseToolOutputs, resolveCapabilities } from './agent-request.validation.js';
 
 function codeOf(fn: () => unknown): string {
   try {

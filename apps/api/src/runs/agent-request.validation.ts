@@ -7,6 +7,7 @@ import {
   type ErrorCode,
   type ToolDefinition,
 } from '#libs/contracts';
+import { HeldText, textProblem } from '../json-off-thread.js';
 
 /** Limits of DESIGN.md section 7 (sizes in bytes of UTF-8). */
 export const LIMITS = {
@@ -32,7 +33,8 @@ const TOOL_NAME = /^[a-zA-Z0-9_]+$/;
 
 export interface InputFile {
   readonly name: string;
-  readonly content: string;
+  /** Its content; a long one parsed off the event loop stays on that thread (HeldText). */
+  readonly content: string | HeldText;
   /** Its content's UTF-8 bytes, counted once here (8 MB of files took 3-5 ms a count). */
   readonly bytes: number;
 }
@@ -50,20 +52,10 @@ export interface AgentRequestBody {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-// A surrogate half without its partner: no UTF-8 encoding exists for it.
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
-/** Why `text` cannot be stored or sent on as text, or undefined: PostgreSQL's `text` and `jsonb`
- * refuse NUL, and an unpaired UTF-16 surrogate has no UTF-8 form. */
-export function textProblem(text: string): string | undefined {
-  if (text.includes('\u0000')) return 'a NUL character (\\u0000)';
-  if (LONE_SURROGATE.test(text)) return 'an unpaired UTF-16 surrogate';
-  return undefined;
-}
-
-/** Refuses `text` (`what` names the field) with `code` when it holds what textProblem finds. */
-function requireText(text: string, code: ErrorCode, what: string): void {
-  const problem = textProblem(text);
+/** Refuses `text` (`what` names the field) with `code` when it holds what textProblem finds (a
+ * HeldText's was found on its thread). */
+function requireText(text: string | HeldText, code: ErrorCode, what: string): void {
+  const problem = typeof text === 'string' ? textProblem(text) : text.problem;
   if (problem)
     throw new ServiceError(
       code,
@@ -143,7 +135,7 @@ function parseFiles(value: unknown): InputFile[] {
     if (
       !isObject(file) ||
       typeof file.name !== 'string' ||
-      typeof file.content !== 'string' ||
+      !(typeof file.content === 'string' || file.content instanceof HeldText) ||
       file.name.trim() === ''
     ) {
       throw new ServiceError(
@@ -153,7 +145,7 @@ function parseFiles(value: unknown): InputFile[] {
     }
     requireText(file.name, 'invalid_files', `files[${i}].name`);
     requireText(file.content, 'invalid_files', `files[${i}].content`);
-    const bytes = Buffer.byteLength(file.content, 'utf8');
+    const bytes = typeof file.content === 'string' ? Buffer.byteLength(file.content, 'utf8') : file.content.bytes;
     if (bytes > LIMITS.fileBytes) {
       throw new ServiceError(
         'invalid_files',
