@@ -1,3 +1,7 @@
+import { once } from 'node:events';
+import { createServer, type RequestListener } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
 /** A JSON response as a test reads it. */
 export interface JsonResponse {
   readonly status: number;
@@ -30,4 +34,19 @@ export async function request(
   let parsed: unknown = text;
   if ((res.headers.get('content-type') ?? '').includes('json') && text) parsed = JSON.parse(text);
   return { status: res.status, headers: res.headers, body: parsed };
+}
+
+/** `handler` (an express app) served on a free loopback port: its base URL, and how to stop it
+ * (open connections cut). */
+export async function serve(handler: RequestListener): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer(handler);
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
 }

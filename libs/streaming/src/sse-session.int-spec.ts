@@ -1,13 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { request as httpRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
 import { Kafka } from 'kafkajs';
 import type { StreamEvent } from '#libs/contracts';
 import { testConfig } from '../../../test/support/config.js';
 import { Fixtures } from '../../../test/support/fixtures.js';
+import { serve } from '../../../test/support/http.js';
 import { SseSession } from './sse-session.js';
 import { StreamHub } from './stream-hub.js';
 import { StreamStore } from './stream-store.js';
@@ -20,7 +20,7 @@ describe('SseSession', () => {
   let fixtures: Fixtures;
   let store: StreamStore;
   let hub: StreamHub;
-  let server: Server;
+  let close: (() => Promise<void>) | undefined;
   let url: string;
   /** What each GET /events did: its session's run, once started. */
   let handlers: { entered: () => void; run?: Promise<void> }[] = [];
@@ -44,13 +44,10 @@ describe('SseSession', () => {
         handler.run = session.run();
       });
     });
-    server = app.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ url, close } = await serve(app));
   });
   afterAll(async () => {
-    server?.closeAllConnections();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    await close?.();
     await fixtures?.close();
   });
 
@@ -80,7 +77,7 @@ describe('SseSession', () => {
  * test hands it a batch as the Kafka fan-out would. */
 describe('SseSession, live batches', () => {
   let fixtures: Fixtures;
-  let server: Server;
+  let close: (() => Promise<void>) | undefined;
   let url: string;
   /** The session's live listener, and every chunk it wrote to the response. */
   let live: ((events: readonly StreamEvent[]) => void) | undefined;
@@ -108,13 +105,10 @@ describe('SseSession, live batches', () => {
         afterSeq: 0,
       }).run();
     });
-    server = app.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ url, close } = await serve(app));
   });
   afterAll(async () => {
-    server?.closeAllConnections();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    await close?.();
     await fixtures?.close();
   });
 

@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { request as httpRequest, type ClientRequest, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request as httpRequest, type ClientRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import express from 'express';
 import { Kafka } from 'kafkajs';
 import { testConfig } from '../../../test/support/config.js';
 import { Fixtures } from '../../../test/support/fixtures.js';
+import { serve } from '../../../test/support/http.js';
 import type { StreamEvent } from '#libs/contracts';
 import { PgListener } from '#libs/persistence';
 import { SseSession } from './sse-session.js';
@@ -36,7 +36,7 @@ describe('streams waiting', () => {
   let signals: StreamSignals;
   /** The end each request's read model shows (GET /v1/agent/{id}/events' `endOf`). */
   const ends = new Map<string, Omit<StreamEvent, 'seq'>>();
-  let server: Server;
+  let close: (() => Promise<void>) | undefined;
   let url: string;
   const runs: Promise<void>[] = [];
 
@@ -60,13 +60,10 @@ describe('streams waiting', () => {
       );
       runs.push(session.run());
     });
-    server = app.listen(0, '127.0.0.1');
-    await once(server, 'listening');
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ url, close } = await serve(app));
   });
   afterAll(async () => {
-    server?.closeAllConnections();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
+    await close?.();
     await Promise.all(runs);
     signals?.stop();
     await listener?.stop();
