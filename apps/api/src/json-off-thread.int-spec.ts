@@ -220,6 +220,24 @@ describe("the files' long contents, held on the thread until stored", () => {
     await expect(blobs.put(projectId, 'b.txt', released)).rejects.toThrow('no longer held');
   });
 
+  it('finds nothing held by a thread that stopped in the one after it, another request least of all', async () => {
+    const restarted = new JsonThread({ databaseUrl: config.databaseUrl });
+    const first = await parseWith(restarted, request([{ name: 'a.txt', content: long }]), { res: answered() });
+    const [lost] = restarted.held(first.body);
+    await restarted.close();
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = await parseWith(restarted, request([{ name: 'b.txt', content: `${long}b` }]), {
+      res: answered(),
+    });
+    try {
+      await expect(blobs.put(projectId, 'a.txt', lost)).rejects.toThrow('no longer held');
+      const stored = await blobs.put(projectId, 'b.txt', restarted.held(second.body)[0]);
+      expect((await blobs.get(stored.id, projectId))?.content === `${long}b`).toBe(true);
+    } finally {
+      await restarted.close();
+    }
+  });
+
   it("finds a held content's text problems on the thread, and validation refuses it", async () => {
     const { body } = await parseWith(thread, request([{ name: 'nul.txt', content: `${long}\u0000` }]), {
       res: answered(),

@@ -2,7 +2,7 @@
 // files kept off it until stored (issue 28). This file is also the thread's own: self-contained
 // (Node's modules, and pg on the thread) and in TypeScript that Node can strip, so the same file
 // runs from dist/ (compiled) and from the sources (tests), as pdf-text.worker.ts does.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
@@ -59,7 +59,7 @@ const THREAD = 'mas-json-thread';
 type ThreadData = { thread: typeof THREAD; databaseUrl?: string };
 
 /** A file's content held on the thread: where it was in the body, and what validation needs of it. */
-type Held = { file: number; held: number; bytes: number; problem?: string };
+type Held = { file: number; held: string; bytes: number; problem?: string };
 
 type Reply =
   { id: number; value: unknown; hash?: string; held?: Held[] } | { id: number; error: string; syntax?: true };
@@ -71,8 +71,8 @@ type Message =
   | { id: number; chunk: Uint8Array }
   | { id: number; end: true; hash: boolean }
   | { id: number; drop: true }
-  | { id: number; insert: number; sql: string; params: unknown[]; at: number }
-  | { release: number[] };
+  | { id: number; insert: string; sql: string; params: unknown[]; at: number }
+  | { release: string[] };
 
 // The thread: gathers each body's chunks as they arrive, then decodes UTF-8 (a byte-order mark
 // dropped, as body-parser's decoder does), parses, and, when asked, hashes what it parsed as
@@ -84,8 +84,8 @@ if (!isMainThread && (workerData as ThreadData | undefined)?.thread === THREAD &
   const { databaseUrl } = workerData as ThreadData;
   const decoder = new TextDecoder('utf-8');
   const bodies = new Map<number, Uint8Array[]>();
-  const contents = new Map<number, string>();
-  let nextHeld = 0;
+  // By an id unique across threads: a HeldText of a thread that died must find nothing in the next.
+  const contents = new Map<string, string>();
   let pool: Promise<Pool> | undefined;
   const database = () =>
     (pool ??= import('pg').then(({ default: pg }) => {
@@ -101,7 +101,7 @@ if (!isMainThread && (workerData as ThreadData | undefined)?.thread === THREAD &
     files.forEach((file: { content?: unknown } | null, i) => {
       const content = typeof file === 'object' && file !== null ? file.content : undefined;
       if (typeof content !== 'string' || content.length < HOLD_CHARS) return;
-      const id = nextHeld++;
+      const id = randomUUID();
       contents.set(id, content);
       const problem = textProblem(content);
       held.push({ file: i, held: id, bytes: Buffer.byteLength(content, 'utf8'), ...(problem ? { problem } : {}) });
@@ -129,7 +129,10 @@ if (!isMainThread && (workerData as ThreadData | undefined)?.thread === THREAD &
       const content = contents.get(message.insert);
       contents.delete(message.insert);
       if (content === undefined)
-        port.postMessage({ id, error: "the file's content is no longer held: its request was answered" });
+        port.postMessage({
+          id,
+          error: "the file's content is no longer held: its request was answered, or the thread that held it stopped",
+        });
       else void insert(id, content, message.sql, message.params, message.at);
       return;
     }
@@ -165,14 +168,14 @@ if (!isMainThread && (workerData as ThreadData | undefined)?.thread === THREAD &
  */
 export class HeldText implements HeldContent {
   readonly #thread: JsonThread;
-  readonly #held: number;
+  readonly #held: string;
   /** The content's UTF-8 bytes. */
   readonly bytes: number;
   /** Its textProblem, if any. */
   readonly problem: string | undefined;
 
   // No parameter properties here or below: Node strips this file's types and has none.
-  constructor(thread: JsonThread, held: number, bytes: number, problem: string | undefined) {
+  constructor(thread: JsonThread, held: string, bytes: number, problem: string | undefined) {
     this.#thread = thread;
     this.#held = held;
     this.bytes = bytes;
@@ -180,7 +183,7 @@ export class HeldText implements HeldContent {
   }
 
   /** The id the thread knows the content by (JsonThread.release). */
-  get held(): number {
+  get held(): string {
     return this.#held;
   }
 
@@ -281,7 +284,7 @@ export class JsonThread {
 
   /** Runs `sql` on the thread with the content it holds as `held` as parameter `at` (HeldText). A
    * content is stored once: it is let go of as the insert starts. */
-  insert(held: number, sql: string, params: readonly unknown[], at: number): Promise<void> {
+  insert(held: string, sql: string, params: readonly unknown[], at: number): Promise<void> {
     const worker = this.thread();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
