@@ -15,6 +15,8 @@ const JOIN_TIMEOUT_MS = 10_000;
  */
 export class StreamHub {
   private readonly logger = new Logger('stream-hub');
+  /** This replica's consumer group: its own, so that every replica gets every batch. */
+  readonly groupId = `mas-api-stream-${randomUUID()}`;
   private readonly listeners = new Map<string, Set<Listener>>();
   private consumer: Consumer | undefined;
   private ready: Promise<void> | undefined;
@@ -49,11 +51,21 @@ export class StreamHub {
     this.ready = undefined;
   }
 
+  private deliver(key: Buffer | null, value: Buffer | null): void {
+    if (!value || !key) return;
+    const set = this.listeners.get(key.toString());
+    if (!set) return;
+    const batch = JSON.parse(value.toString('utf8')) as StreamBatch;
+    for (const listener of set) listener(batch.events);
+  }
+
   private async join(): Promise<void> {
     const consumer = this.kafka.consumer({
-      groupId: `mas-api-stream-${randomUUID()}`,
+      groupId: this.groupId,
       allowAutoTopicCreation: false,
-      maxWaitTimeInMs: 50,
+      // The broker answers a fetch as soon as it has a byte (minBytes 1), so a longer wait delays
+      // no batch; it only spares an idle api 20 empty fetches a second.
+      maxWaitTimeInMs: 1_000,
     });
     await consumer.connect();
     await consumer.subscribe({ topic: TOPICS.stream, fromBeginning: false });
@@ -61,12 +73,12 @@ export class StreamHub {
     const whenJoined = new Promise<void>((resolve) => (joined = resolve));
     const off = consumer.on(consumer.events.GROUP_JOIN, () => joined());
     await consumer.run({
-      eachMessage: async ({ message }) => {
-        if (!message.value || !message.key) return;
-        const set = this.listeners.get(message.key.toString());
-        if (!set) return;
-        const batch = JSON.parse(message.value.toString('utf8')) as StreamBatch;
-        for (const listener of set) listener(batch.events);
+      // The group is this replica's alone and always starts from the latest offset: an offset it
+      // committed would never be read, so committing one after every fetch is a Kafka request
+      // for nothing.
+      autoCommit: false,
+      eachBatch: async ({ batch }) => {
+        for (const message of batch.messages) this.deliver(message.key, message.value);
       },
     });
     // A group join that never comes (a broker that went away mid-join) must not hold the stream:
