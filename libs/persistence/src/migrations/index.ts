@@ -26,6 +26,7 @@ import { WebhookResend1763700000050 } from './1763700000050-webhook-resend.js';
 import { SessionEndRequests1763700000051 } from './1763700000051-session-end-requests.js';
 import { AdmissionInApi1763700000052 } from './1763700000052-admission-in-api.js';
 import { SessionSlot1763700000053 } from './1763700000053-session-slot.js';
+import { BlobCompression1763700000054 } from './1763700000054-blob-compression.js';
 
 /** Every migration, in the order they apply. */
 export const MIGRATIONS: readonly Function[] = [
@@ -57,4 +58,5 @@ export const MIGRATIONS: readonly Function[] = [
   SessionEndRequests1763700000051,
   AdmissionInApi1763700000052,
   SessionSlot1763700000053,
+  BlobCompression1763700000054,
 ];
