@@ -114,6 +114,7 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   if (options.logLevels) logger.setLogLevels(options.logLevels);
   const app = await NestFactory.create<NestExpressApplication>(ApiModule, { logger, bodyParser: false });
   app.disable('x-powered-by');
+  (app.getHttpServer() as Server).keepAliveTimeout = config.keepAliveTimeoutMs;
   // First, so the request's span covers authentication and continues a client's traceparent.
   const tracing = httpTracing();
   if (tracing) app.use(tracing);

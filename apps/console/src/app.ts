@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { type INestApplication, type LogLevel } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
@@ -26,6 +27,7 @@ export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {})
   if (options.logLevels) logger.setLogLevels(options.logLevels);
   const app = await NestFactory.create<NestExpressApplication>(ConsoleModule, { logger, bodyParser: false });
   app.disable('x-powered-by');
+  (app.getHttpServer() as Server).keepAliveTimeout = config.keepAliveTimeoutMs;
   // Prometheus's scrape, as the api serves it (no session: keep it off the public ingress, docs/operations.md).
   app.use((req: Request, res: Response, next: NextFunction) =>
     req.path === '/metrics' ? void serveMetrics(req, res) : next(),

@@ -24,6 +24,7 @@ describe('loadConfig', () => {
   it('parses a complete environment and applies defaults', () => {
     const config = loadConfig(valid);
     expect(config.port).toBe(3000);
+    expect(config.keepAliveTimeoutMs).toBe(65_000);
     expect(config.publicBaseUrl).toBe('http://localhost:3000');
     expect(config.kafkaBrokers).toEqual(['127.0.0.1:19092', '127.0.0.2:19092']);
     expect(config.temporal).toEqual({

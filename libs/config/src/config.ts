@@ -43,6 +43,11 @@ export class ConfigError extends Error {
 /** Everything the apps read from the environment, parsed and validated once. */
 export interface AppConfig {
   readonly port: number;
+  /** How long the api and the console keep an idle client connection open
+   * (HTTP_KEEP_ALIVE_TIMEOUT_MS, 65000; Node's own is 5 s): longer than the idle timeout of the
+   * load balancer in front (AWS's ALB: 60 s), so that the balancer closes idle connections, never
+   * the app under a request the balancer is sending on it (a 502, or a client's "socket hang up"). */
+  readonly keepAliveTimeoutMs: number;
   /** The externally visible base URL of the api, used in `error.docs` links and file URLs. */
   readonly publicBaseUrl: string;
   /** The customer console (apps/console, docs/console.md): its port (CONSOLE_PORT, 3001) and the
@@ -452,6 +457,7 @@ export function loadConfig(env: Env): AppConfig {
   const problemsBefore = r.problems.length;
   const config: AppConfig = {
     port,
+    keepAliveTimeoutMs: r.positiveInt('HTTP_KEEP_ALIVE_TIMEOUT_MS', 65_000),
     publicBaseUrl: r
       .url('PUBLIC_BASE_URL', ['http:', 'https:'], `http://localhost:${problemsBefore === 0 ? port : 3000}`)
       .replace(/\/+$/, ''),
