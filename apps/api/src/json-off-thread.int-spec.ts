@@ -5,7 +5,8 @@ import { BlobStore } from '#libs/persistence';
 import { Fixtures } from '../../../test/support/fixtures.js';
 import { testConfig } from '../../../test/support/config.js';
 import { bodyParser } from './body-limits.js';
-import { bodyHash, HeldText, HOLD_CHARS, JsonThread } from './json-off-thread.js';
+import { isDatabaseUnavailable } from './errors/dependency-unavailable.js';
+import { bodyHash, HeldText, HOLD_CHARS, JsonThread, JsonThreadLost } from './json-off-thread.js';
 import { parseAgentRequest } from './runs/agent-request.validation.js';
 
 // A real worker thread, no I/O.
@@ -231,10 +232,32 @@ describe("the files' long contents, held on the thread until stored", () => {
     });
     try {
       await expect(blobs.put(projectId, 'a.txt', lost)).rejects.toThrow('no longer held');
+      await expect(blobs.put(projectId, 'a.txt', lost)).rejects.toBeInstanceOf(JsonThreadLost);
       const stored = await blobs.put(projectId, 'b.txt', restarted.held(second.body)[0]);
       expect((await blobs.get(stored.id, projectId))?.content === `${long}b`).toBe(true);
     } finally {
       await restarted.close();
+    }
+  });
+
+  // Session 20: these were plain errors, answered as 500 internal_error.
+  it('fails a body it was parsing, when it stops, as lost (a 503 the client retries)', async () => {
+    const stopping = new JsonThread({ databaseUrl: config.databaseUrl });
+    const parsing = parseWith(stopping, request([{ name: 'a.txt', content: long }]), { res: answered() });
+    await new Promise((resolve) => setImmediate(resolve));
+    await stopping.close();
+    expect((await parsing).error).toBeInstanceOf(JsonThreadLost);
+  });
+
+  it('fails a store while PostgreSQL cannot be reached as an outage (a 503 the client retries)', async () => {
+    const unreachable = new JsonThread({ databaseUrl: 'postgres://mas@127.0.0.1:1/mas' });
+    try {
+      const { body } = await parseWith(unreachable, request([{ name: 'a.txt', content: long }]), { res: answered() });
+      const failed = await blobs.put(projectId, 'a.txt', unreachable.held(body)[0]).catch((e: unknown) => e);
+      expect(failed).toBeInstanceOf(Error);
+      expect(isDatabaseUnavailable(failed)).toBe(true);
+    } finally {
+      await unreachable.close();
     }
   });
 

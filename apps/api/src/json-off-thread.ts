@@ -61,8 +61,11 @@ type ThreadData = { thread: typeof THREAD; databaseUrl?: string };
 /** A file's content held on the thread: where it was in the body, and what validation needs of it. */
 type Held = { file: number; held: string; bytes: number; problem?: string };
 
+/** A failed body, insert or store: `code` is the driver error's (a socket error or a SQLSTATE), so
+ * that a database outage reads as one; `lost` says the content was no longer held. */
 type Reply =
-  { id: number; value: unknown; hash?: string; held?: Held[] } | { id: number; error: string; syntax?: true };
+  | { id: number; value: unknown; hash?: string; held?: Held[] }
+  | { id: number; error: string; syntax?: true; code?: string; lost?: true };
 
 /** To the thread: a chunk of body `id`; its end (parse it, and hash it when asked); its drop (the
  * request was aborted); the insert that stores a content it holds (as parameter `at`); or the
@@ -115,7 +118,8 @@ if (!isMainThread && (workerData as ThreadData | undefined)?.thread === THREAD &
       await (await database()).query(sql, params.with(at, content));
       reply = { id, value: null };
     } catch (e) {
-      reply = { id, error: e instanceof Error ? e.message : String(e) };
+      const code = (e as { code?: unknown } | null)?.code;
+      reply = { id, error: e instanceof Error ? e.message : String(e), ...(typeof code === 'string' ? { code } : {}) };
     }
     port.postMessage(reply);
   };
@@ -132,7 +136,8 @@ if (!isMainThread && (workerData as ThreadData | undefined)?.thread === THREAD &
         port.postMessage({
           id,
           error: "the file's content is no longer held: its request was answered, or the thread that held it stopped",
-        });
+          lost: true,
+        } satisfies Reply);
       else void insert(id, content, message.sql, message.params, message.at);
       return;
     }
@@ -191,6 +196,11 @@ export class HeldText implements HeldContent {
     return this.#thread.insert(this.#held, sql, params, at);
   }
 }
+
+/** A body the JSON thread was parsing, or a content it held, lost with the thread (it stopped), or
+ * a content asked for after its request was answered. Nothing of the request was run; its client
+ * may send it again (the api answers 503, contract-exception.filter.ts). */
+export class JsonThreadLost extends Error {}
 
 /** This file, compiled (dist/) or its source (tests: Node strips its types). */
 const THREAD_FILE = fileURLToPath(import.meta.url);
@@ -316,8 +326,11 @@ export class JsonThread {
     worker.on('message', (reply: Reply) => {
       const waiting = this.pending.get(reply.id);
       this.pending.delete(reply.id);
-      if ('error' in reply)
-        return waiting?.reject(reply.syntax ? new SyntaxError(reply.error) : new Error(reply.error));
+      if ('error' in reply) {
+        if (reply.syntax) return waiting?.reject(new SyntaxError(reply.error));
+        if (reply.lost) return waiting?.reject(new JsonThreadLost(reply.error));
+        return waiting?.reject(Object.assign(new Error(reply.error), reply.code ? { code: reply.code } : {}));
+      }
       const { value } = reply;
       if (reply.hash && value && typeof value === 'object') hashedOffThread.set(value, reply.hash);
       if (reply.held) {
@@ -332,8 +345,8 @@ export class JsonThread {
       for (const waiting of this.pending.values()) waiting.reject(e);
       this.pending.clear();
     };
-    worker.on('error', fail);
-    worker.on('exit', (code) => fail(new Error(`the JSON thread stopped (exit code ${code})`)));
+    worker.on('error', (e) => fail(new JsonThreadLost(`the JSON thread failed: ${e.message}`)));
+    worker.on('exit', (code) => fail(new JsonThreadLost(`the JSON thread stopped (exit code ${code})`)));
     // After the listeners: adding a 'message' listener refs the thread's port again.
     worker.unref();
     this.worker = worker;

@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { errorDocsUrl, ERROR_STATUS, ServiceError, type ErrorBody, type ErrorCode } from '#libs/contracts';
 import { closeIfBodyUnread, payloadTooLarge } from '../body-limits.js';
+import { JsonThreadLost } from '../json-off-thread.js';
 import { databaseUnavailable, isDatabaseUnavailable } from './dependency-unavailable.js';
 
 /** Body-parser failures carry a `type`; map the ones a client causes to contract codes. */
@@ -67,6 +68,15 @@ export class ContractExceptionFilter implements ExceptionFilter {
       // Any other client error Express or Nest raises while reading the request (415, 411, ...).
       if (status >= 400 && status < 500)
         return new ServiceError('invalid_body', `The request could not be read (HTTP ${status}). Send UTF-8 JSON.`);
+    }
+    // The JSON thread stopped under this request's body or its files: nothing of it was run.
+    if (e instanceof JsonThreadLost) {
+      this.logger.warn(e.message);
+      return new ServiceError(
+        'service_unavailable',
+        'The service lost this request while reading it. Nothing was run. Send it again after the number of seconds in Retry-After; a POST retried with the same Idempotency-Key runs at most once.',
+        { 'Retry-After': '1' },
+      );
     }
     // PostgreSQL down or restarting (the very first query of a request, the key lookup, included):
     // 503 with Retry-After, a retry the client can make, never a 500.
