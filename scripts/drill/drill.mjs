@@ -47,14 +47,21 @@ const { values: args } = parseArgs({
     only: { type: 'string' },
     soak: { type: 'string' },
     projects: { type: 'string' },
-    // The noisy-neighbour phase's two windows, in seconds each (default 20 with --quick, else 300).
+    // The noisy-neighbour phase's two windows, in seconds each (default 20 with --quick, else 300),
+    // and how many times it alternates them (default 1; the figure is then the rounds' mean).
     'noisy-seconds': { type: 'string' },
+    'noisy-rounds': { type: 'string' },
   },
 });
 const QUICK = args.quick;
 const NOISY_SECONDS = args['noisy-seconds'] === undefined ? undefined : Number(args['noisy-seconds']);
 if (NOISY_SECONDS !== undefined && !(NOISY_SECONDS > 0)) {
   console.error(`--noisy-seconds must be a number of seconds above 0, got "${args['noisy-seconds']}"`);
+  process.exit(2);
+}
+const NOISY_ROUNDS = args['noisy-rounds'] === undefined ? 1 : Number(args['noisy-rounds']);
+if (!Number.isInteger(NOISY_ROUNDS) || NOISY_ROUNDS < 1) {
+  console.error(`--noisy-rounds must be a whole number of rounds from 1, got "${args['noisy-rounds']}"`);
   process.exit(2);
 }
 const env = process.env;
@@ -727,6 +734,7 @@ async function main() {
     const { figures, problems: found } = await noisyNeighbour({
       quick: QUICK,
       windowSeconds: NOISY_SECONDS,
+      rounds: NOISY_ROUNDS,
       apis: apis(),
       db,
       usage,

@@ -25,7 +25,7 @@ import { existsSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { jsonOf, keepAliveAgent, parseSseBlock, send } from '../bench/lib/http.mjs';
-import { percentile, ratioInterval, summary } from '../bench/lib/stats.mjs';
+import { pairedRatio, percentile, summary } from '../bench/lib/stats.mjs';
 import { findMetricsUrl, scrape, temporalPid } from '../bench/lib/temporal-metrics.mjs';
 import { openTemporal, phaseTable } from '../bench/lib/temporal-phases.mjs';
 import { cpuSnapshot, cpuUse } from './cpu-use.mjs';
@@ -247,6 +247,9 @@ async function noisyProcess({ apiUrl, key, projectId }) {
   );
 }
 
+/** `48/97`: p50/p99 of latencies, in whole ms. */
+const summaryText = (xs) => `${(percentile(xs, 50) ?? NaN).toFixed(0)}/${(percentile(xs, 99) ?? NaN).toFixed(0)}`;
+
 /** `x1.46 (95% interval x1.02-x2.31)`: the p99 ratio and how far its samples let it be trusted. */
 export function ratioText({ p99Ratio, p99Interval: [lo, hi] }) {
   return `x${p99Ratio.toFixed(2)} (95% interval x${lo.toFixed(2)}-x${hi.toFixed(2)})`;
@@ -295,11 +298,16 @@ function noisy(options, runDir) {
 if (process.argv[2] === '--noisy-project') await noisyProcess(JSON.parse(process.env.DRILL_NOISY_PROJECT));
 
 /**
- * @param {{ quick: boolean, windowSeconds?: number, apis: { url: string }[], db: object, usage: object, agent: object, log: (s: string) => void, newProject: (i: number, credits: number) => Promise<{ id: string, key: string }>, runDir: string, caughtUp: () => Promise<number> }} options
+ * `rounds` (1 unless --noisy-rounds) alternates the two windows that many times, each round against
+ * its own "alone" window, and the figure is the rounds' geometric mean with its interval
+ * (pairedRatio): more samples than one pair of windows, and a drift of the baseline over the run
+ * (a database that grows) kept out of the ratio.
+ * @param {{ quick: boolean, windowSeconds?: number, rounds?: number, apis: { url: string }[], db: object, usage: object, agent: object, log: (s: string) => void, newProject: (i: number, credits: number) => Promise<{ id: string, key: string }>, runDir: string, caughtUp: () => Promise<number> }} options
  */
 export async function noisyNeighbour({
   quick,
   windowSeconds,
+  rounds = 1,
   apis,
   db,
   usage,
@@ -327,28 +335,42 @@ export async function noisyNeighbour({
       ? `noisy neighbour: the consumers caught up in ${((Date.now() - began) / 1000).toFixed(1)} s`
       : `noisy neighbour: the consumers still had ${unread} messages to read after ${((Date.now() - began) / 1000).toFixed(0)} s; measuring anyway`,
   );
-  log('noisy neighbour: the well-behaved projects alone');
   await wellBehaved(quiet, 5_000); // warm-up
-  let cpu = cpuSnapshot();
-  let persistence = await temporalPersistence();
-  const aloneSamples = [];
-  const alone = await wellBehaved(quiet, windowMs, aloneSamples);
-  const cpuAlone = cpuUse(cpu, cpuSnapshot());
-  const persistenceAlone = await persistence?.();
-  log('noisy neighbour: the same with the noisy project at every limit');
-  const pressure = noisy({ apiUrl: apis[0].url, key: n.key, projectId: n.id }, runDir);
-  await sleep(10_000);
-  cpu = cpuSnapshot();
-  persistence = await temporalPersistence();
-  const besideSamples = [];
-  const beside = await wellBehaved(quiet, windowMs, besideSamples);
-  const cpuBeside = cpuUse(cpu, cpuSnapshot());
-  const persistenceBeside = await persistence?.();
-  const seen = (await pressure.stop()) ?? {
-    answers: {},
-    told: [],
-    problems: [`its client did not stop within ${STOP_MS / 1000} s (a diagnostic report is in ${runDir})`],
-  };
+  const windows = [];
+  const seen = { answers: {}, told: [], problems: [] };
+  for (let round = 1; round <= rounds; round++) {
+    const of = rounds > 1 ? ` (round ${round} of ${rounds})` : '';
+    log(`noisy neighbour: the well-behaved projects alone${of}`);
+    let cpu = cpuSnapshot();
+    let persistence = await temporalPersistence();
+    const w = { aloneSamples: [], besideSamples: [] };
+    w.alone = await wellBehaved(quiet, windowMs, w.aloneSamples);
+    w.cpuAlone = cpuUse(cpu, cpuSnapshot());
+    w.persistenceAlone = await persistence?.();
+    log(`noisy neighbour: the same with the noisy project at every limit${of}`);
+    const pressure = noisy({ apiUrl: apis[0].url, key: n.key, projectId: n.id }, runDir);
+    await sleep(10_000);
+    cpu = cpuSnapshot();
+    persistence = await temporalPersistence();
+    w.beside = await wellBehaved(quiet, windowMs, w.besideSamples);
+    w.cpuBeside = cpuUse(cpu, cpuSnapshot());
+    w.persistenceBeside = await persistence?.();
+    const stopped = (await pressure.stop()) ?? {
+      answers: {},
+      told: [],
+      problems: [`its client did not stop within ${STOP_MS / 1000} s (a diagnostic report is in ${runDir})`],
+    };
+    for (const [status, k] of Object.entries(stopped.answers)) seen.answers[status] = (seen.answers[status] ?? 0) + k;
+    seen.told.push(...stopped.told);
+    seen.problems.push(...stopped.problems);
+    if (rounds > 1) {
+      const { ratio, interval } = pairedRatio([[w.alone, w.beside]], 99);
+      log(
+        `noisy neighbour: round ${round}: p50/p99 alone ${summaryText(w.alone)} ms, beside ${summaryText(w.beside)} ms: p99 ${ratioText({ p99Ratio: ratio, p99Interval: interval })}`,
+      );
+    }
+    windows.push(w);
+  }
   for (const [id, credits] of seen.told) loud.tell(id, credits);
 
   const problems = quiet.flatMap((c) => c.problems.map((p) => `well-behaved project: ${p}`));
@@ -366,22 +388,34 @@ export async function noisyNeighbour({
   });
   problems.push(...money.problems);
   const p = (xs, q) => percentile(xs, q) ?? NaN;
+  const alone = windows.flatMap((w) => w.alone);
+  const beside = windows.flatMap((w) => w.beside);
+  const pairs = windows.map((w) => [w.alone, w.beside]);
+  const p99 = pairedRatio(pairs, 99);
   const figures = {
     alone: { n: alone.length, p50: p(alone, 50), p99: p(alone, 99) },
     beside: { n: beside.length, p50: p(beside, 50), p99: p(beside, 99) },
     noisyAnswers: seen.answers,
-    cpu: { alone: cpuAlone, beside: cpuBeside },
+    cpu: windows.map((w) => ({ alone: w.cpuAlone, beside: w.cpuBeside })),
+    rounds,
+    p99Ratio: p99.ratio,
+    p99Interval: p99.interval,
+    p50Ratio: pairedRatio(pairs, 50).ratio,
   };
-  figures.p99Ratio = figures.beside.p99 / figures.alone.p99;
-  figures.p99Interval = ratioInterval(alone, beside, 99);
-  figures.p50Ratio = figures.beside.p50 / figures.alone.p50;
   log(
-    `noisy neighbour: well-behaved one-shot p50/p99 alone ${figures.alone.p50.toFixed(0)}/${figures.alone.p99.toFixed(0)} ms (n ${figures.alone.n}), beside the noisy project ${figures.beside.p50.toFixed(0)}/${figures.beside.p99.toFixed(0)} ms (n ${figures.beside.n}): p99 ${ratioText(figures)} (target < 1.20); the noisy project's answers ${JSON.stringify(figures.noisyAnswers)}`,
+    `noisy neighbour: well-behaved one-shot p50/p99 alone ${figures.alone.p50.toFixed(0)}/${figures.alone.p99.toFixed(0)} ms (n ${figures.alone.n}), beside the noisy project ${figures.beside.p50.toFixed(0)}/${figures.beside.p99.toFixed(0)} ms (n ${figures.beside.n}): p99 ${ratioText(figures)}${rounds > 1 ? ` over ${rounds} rounds` : ''} (target < 1.20); the noisy project's answers ${JSON.stringify(figures.noisyAnswers)}`,
   );
-  if (cpuAlone) log(`noisy neighbour: alone, ${cpuAlone}`);
-  if (cpuBeside) log(`noisy neighbour: beside the noisy project, ${cpuBeside}`);
-  await logParts(aloneSamples, besideSamples, log);
-  if (persistenceAlone && persistenceBeside)
-    log(`noisy neighbour: ${persistenceAlone} alone; ${persistenceBeside} beside the noisy project`);
+  for (const [i, w] of windows.entries()) {
+    const of = rounds > 1 ? ` (round ${i + 1})` : '';
+    if (w.cpuAlone) log(`noisy neighbour: alone${of}, ${w.cpuAlone}`);
+    if (w.cpuBeside) log(`noisy neighbour: beside the noisy project${of}, ${w.cpuBeside}`);
+    if (w.persistenceAlone && w.persistenceBeside)
+      log(`noisy neighbour: ${w.persistenceAlone} alone; ${w.persistenceBeside} beside the noisy project${of}`);
+  }
+  await logParts(
+    windows.flatMap((w) => w.aloneSamples),
+    windows.flatMap((w) => w.besideSamples),
+    log,
+  );
   return { figures, problems };
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# npm run drill [-- --quick] [-- --only <regexp of phase names>] [-- --noisy-seconds <s>]
+# npm run drill [-- --quick] [-- --only <regexp of phase names>] [-- --noisy-seconds <s>] [-- --noisy-rounds <n>]
 # npm run drill -- --soak <minutes> [--projects <n>]
 #
 # The fault drills (scripts/drill/drill.mjs): builds, brings the local stack up (idempotent), uses a

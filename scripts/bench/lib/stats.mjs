@@ -24,25 +24,34 @@ export function summary(values) {
 }
 
 /**
- * How far the ratio percentile(b, p) / percentile(a, p) can be trusted: its 95% bootstrap interval
- * (each of `iterations` rounds draws a and b again, with replacement, at their own sizes; the
- * interval holds the middle 95% of the rounds' ratios). A p99 over 100 samples rests on its one or
- * two slowest: two windows of the very same load then differ by tens of per cent, and a ratio
- * whose interval is that wide cannot tell a 20% move from none. Seeded, so a run's figure can be
- * computed again. `[NaN, NaN]` when either list is empty.
- * @returns {[number, number]}
+ * The ratio percentile(b, p) / percentile(a, p) of one pair of windows [a, b], or of several (the
+ * rounds of one run, each a window without and one with a load), as the geometric mean of their
+ * ratios; and how far it can be trusted: its 95% bootstrap interval (each of `iterations` rounds
+ * draws every window again, with replacement, at its own size; the interval holds the middle 95%
+ * of the rounds' ratios). A p99 over 100 samples rests on its one or two slowest: two windows of
+ * the very same load then differ by tens of per cent, and a ratio whose interval is that wide
+ * cannot tell a 20% move from none; more samples, or more pairs, narrow it. Each pair keeps its own
+ * baseline, so a drift between pairs (a database that grows) does not count as an effect. Seeded,
+ * so a run's figure can be computed again. NaNs when a window is empty.
+ * @param {[number[], number[]][]} pairs
+ * @returns {{ ratio: number, interval: [number, number] }}
  */
-export function ratioInterval(a, b, p, { iterations = 2000, seed = 1 } = {}) {
-  if (a.length === 0 || b.length === 0) return [NaN, NaN];
+export function pairedRatio(pairs, p, { iterations = 2000, seed = 1 } = {}) {
+  if (pairs.length === 0 || pairs.some(([a, b]) => a.length === 0 || b.length === 0))
+    return { ratio: NaN, interval: [NaN, NaN] };
   const random = mulberry32(seed);
-  // The nearest-rank percentile of a redrawn sample (typed arrays sort numbers natively: fast).
-  const redrawn = (xs) => {
+  const rank = (n) => Math.min(n, Math.max(1, Math.ceil((p / 100) * n))) - 1;
+  // The nearest-rank percentile of a window, or of a redrawn one (typed arrays sort numbers
+  // natively: fast).
+  const at = (xs, redraw) => {
     const sample = new Float64Array(xs.length);
-    for (let i = 0; i < xs.length; i++) sample[i] = xs[Math.floor(random() * xs.length)];
-    return sample.sort()[Math.min(xs.length, Math.max(1, Math.ceil((p / 100) * xs.length))) - 1];
+    for (let i = 0; i < xs.length; i++) sample[i] = redraw ? xs[Math.floor(random() * xs.length)] : xs[i];
+    return sample.sort()[rank(xs.length)];
   };
-  const ratios = Array.from({ length: iterations }, () => redrawn(b) / redrawn(a));
-  return [percentile(ratios, 2.5), percentile(ratios, 97.5)];
+  const mean = (redraw) =>
+    Math.exp(pairs.reduce((sum, [a, b]) => sum + Math.log(at(b, redraw) / at(a, redraw)), 0) / pairs.length);
+  const ratios = Array.from({ length: iterations }, () => mean(true));
+  return { ratio: mean(false), interval: [percentile(ratios, 2.5), percentile(ratios, 97.5)] };
 }
 
 /** A small seeded generator of numbers in [0, 1) (mulberry32). */
