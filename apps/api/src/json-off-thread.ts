@@ -3,6 +3,7 @@
 // (Node's modules, and pg on the thread) and in TypeScript that Node can strip, so the same file
 // runs from dist/ (compiled) and from the sources (tests), as pdf-text.worker.ts does.
 import { createHash, randomUUID } from 'node:crypto';
+import { getPriority, setPriority } from 'node:os';
 import type { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
@@ -56,6 +57,8 @@ export const HOLD_CHARS = 64 * 1024;
 /** What the thread is told to be (workerData), so that importing this file elsewhere does nothing;
  * and the database it stores the contents it holds in. */
 const THREAD = 'mas-json-thread';
+/** The thread's CPU priority (nice), as the bulkhead's worker's (scripts/app-process.mjs). */
+export const BULK_THREAD_NICE = 10;
 type ThreadData = { thread: typeof THREAD; databaseUrl?: string };
 
 /** A file's content held on the thread: where it was in the body, and what validation needs of it. */
@@ -83,6 +86,10 @@ type Message =
 // sends the rest: the content's UTF-8 bytes and its textProblem go in its place, and the insert
 // that stores it runs here, over a connection of the thread's own.
 if (!isMainThread && (workerData as ThreadData | undefined)?.thread === THREAD && parentPort) {
+  // A large body's parse, hash and store are one tenant's bulk work: on a core they share, the
+  // threads of every project's requests come first (Linux: a thread's own nice value; elsewhere
+  // setpriority would lower the whole process, so it is left as it is).
+  if (process.platform === 'linux') setPriority(0, Math.max(getPriority(0), BULK_THREAD_NICE));
   const port = parentPort;
   const { databaseUrl } = workerData as ThreadData;
   const decoder = new TextDecoder('utf-8');
