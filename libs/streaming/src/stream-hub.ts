@@ -51,6 +51,8 @@ export class StreamHub {
     this.ready = undefined;
   }
 
+  /** Hands one fan-out message (key: its request id) to that request's listeners; a message of a
+   * request no stream here waits for is dropped unparsed. */
   private deliver(key: Buffer | null, value: Buffer | null): void {
     if (!value || !key) return;
     const set = this.listeners.get(key.toString());
