@@ -12,11 +12,13 @@ import { testConfig } from '../support/config.js';
 const root = resolve(import.meta.dirname, '../..');
 const config = testConfig();
 
-describe('the tests consumer groups, before a run', () => {
+describe("the tests' consumer groups, before a run", () => {
   const kafka = createKafka(config, 'test-groups-check');
   const admin = kafka.admin();
   const topic = `test-groups-check-${randomUUID()}`;
   const prefix = `test-groups-${randomUUID()}`;
+  const ours = `${prefix}-projector-check`;
+  const other = `other-${randomUUID()}`;
 
   beforeAll(async () => {
     await admin.connect();
@@ -28,6 +30,7 @@ describe('the tests consumer groups, before a run', () => {
   });
 
   afterAll(async () => {
+    await admin.deleteGroups([ours, other]).catch(() => undefined);
     await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
     await admin.disconnect();
   });
@@ -38,8 +41,6 @@ describe('the tests consumer groups, before a run', () => {
   };
 
   it("moves the prefix's groups to the topics' ends, as offsets a consumer starts from, and no other group", async () => {
-    const ours = `${prefix}-projector-check`;
-    const other = `other-${randomUUID()}`;
     for (const groupId of [ours, other])
       await admin.setOffsets({ groupId, topic, partitions: [0, 1].map((partition) => ({ partition, offset: '0' })) });
 
