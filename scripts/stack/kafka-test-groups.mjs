@@ -2,8 +2,9 @@
 // topic they read, before a run: the shared topics keep every event forever (retention -1), and a
 // group of the tests that resumed from where the last run left it would first read what the
 // drills, the benchmark and `npm start` wrote since, none of it the tests' (350,000 events on a
-// machine with a few weeks of drills: the console e2e's request list then waited minutes for its
-// projector). Run by scripts/test.sh, with the apps' own Kafka client (createKafka, from dist/).
+// machine with a few weeks of drills: the console e2e's cases timed out waiting for its projector
+// to show their requests). Run by scripts/test.sh, with the apps' own Kafka client (createKafka,
+// from dist/).
 import { loadConfig } from '#libs/config';
 import { createKafka } from '#libs/kafka';
 
