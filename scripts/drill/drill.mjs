@@ -27,11 +27,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
-import { AssignerProtocol, Kafka, logLevel } from 'kafkajs';
+import { Kafka, logLevel } from 'kafkajs';
 import { kafkaConnectionOptions, loadConfig, temporalConnectionOptions } from '#libs/config';
 import { TOPICS } from '#libs/contracts';
 import { clearTaskQueue } from '#libs/temporal';
 import { send } from '../bench/lib/http.mjs';
+import { consumersCaughtUp } from '../bench/lib/kafka-lag.mjs';
 import { openAccounts } from '../bench/lib/key-pool.mjs';
 import { freePorts, startProcess, stopAll, tail } from '../bench/lib/procs.mjs';
 import { appProcess } from '../app-process.mjs';
@@ -277,40 +278,12 @@ function drillKafka(clientId) {
  * returns the messages still unread then (0: caught up). Each group is new in each run and starts
  * at the beginning of its topics, which on a machine that ran the tests hold their events too: a
  * phase that measures latency must not measure it while the projector replays them. */
-async function consumersCaughtUp(timeoutMs = 180_000) {
-  const admin = drillKafka('mas-drill-lag').admin();
-  await admin.connect();
-  const unread = async () => {
-    const ours = (await admin.listGroups()).groups
-      .map((g) => g.groupId)
-      .filter((id) => id.startsWith(`mas-drill-${TS}-`) || id === `mas-drill-watch-${TS}`);
-    let lag = 0;
-    for (const group of (await admin.describeGroups(ours)).groups) {
-      const topics = new Set(
-        group.members.flatMap((m) =>
-          Object.keys(AssignerProtocol.MemberAssignment.decode(m.memberAssignment)?.assignment ?? {}),
-        ),
-      );
-      for (const topic of topics) {
-        const [committed] = await admin.fetchOffsets({ groupId: group.groupId, topics: [topic] });
-        for (const end of await admin.fetchTopicOffsets(topic)) {
-          const at = Number(committed?.partitions.find((p) => p.partition === end.partition)?.offset ?? -1);
-          lag += Number(end.high) - (at < 0 ? Number(end.low) : at);
-        }
-      }
-    }
-    return lag;
-  };
-  try {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const lag = await unread();
-      if (lag === 0 || Date.now() > deadline) return lag;
-      await sleep(1000);
-    }
-  } finally {
-    await admin.disconnect();
-  }
+function drillConsumersCaughtUp(timeoutMs = 180_000) {
+  return consumersCaughtUp(
+    drillKafka('mas-drill-lag'),
+    (id) => id.startsWith(`mas-drill-${TS}-`) || id === `mas-drill-watch-${TS}`,
+    { timeoutMs },
+  );
 }
 
 async function usageWatcher() {
@@ -742,7 +715,7 @@ async function main() {
       log,
       newProject: projectMaker(accounts, 'noisy'),
       runDir: RUN_DIR,
-      caughtUp: consumersCaughtUp,
+      caughtUp: drillConsumersCaughtUp,
     });
     record({
       row: {
