@@ -27,6 +27,9 @@ export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {})
   if (options.logLevels) logger.setLogLevels(options.logLevels);
   const app = await NestFactory.create<NestExpressApplication>(ConsoleModule, { logger, bodyParser: false });
   app.disable('x-powered-by');
+  // req.ip: the client's address as the configured proxies in front of the console saw it (the
+  // sign-in throttle and the audit log use it); without proxies, the socket's peer.
+  app.set('trust proxy', config.console.trustedProxyHops);
   (app.getHttpServer() as Server).keepAliveTimeout = config.keepAliveTimeoutMs;
   // Prometheus's scrape, as the api serves it (no session: keep it off the public ingress, docs/operations.md).
   app.use((req: Request, res: Response, next: NextFunction) =>

@@ -53,7 +53,13 @@ export interface AppConfig {
   /** The customer console (apps/console, docs/console.md): its port (CONSOLE_PORT, 3001) and the
    * base URL its users reach it at (CONSOLE_PUBLIC_URL), in the one-time links the operator CLI
    * prints; an https URL makes its cookies Secure. */
-  readonly console: { readonly port: number; readonly publicUrl: string };
+  readonly console: {
+    readonly port: number;
+    readonly publicUrl: string;
+    /** How many reverse proxies in front of the console append to X-Forwarded-For
+     * (CONSOLE_TRUSTED_PROXY_HOPS, 0): the sign-in throttle's client address is the one they saw. */
+    readonly trustedProxyHops: number;
+  };
   readonly databaseUrl: string;
   /** Test-only hooks, off unless set: `exitAfterRecordStop` (MAS_TEST_EXIT_AFTER_RECORD_STOP=true)
    * makes the worker kill itself right after a stop is recorded (test/e2e/retried-task.e2e-spec.ts). */
@@ -444,6 +450,7 @@ function consoleConfig(r: Reader): AppConfig['console'] {
   const port = r.port('CONSOLE_PORT', 3001);
   return {
     port,
+    trustedProxyHops: r.nonNegativeInt('CONSOLE_TRUSTED_PROXY_HOPS', 0),
     publicUrl: r
       .url('CONSOLE_PUBLIC_URL', ['http:', 'https:'], `http://localhost:${r.problems.length === before ? port : 3001}`)
       .replace(/\/+$/, ''),
