@@ -25,7 +25,8 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   };
   // Unpiping pauses the source: what it receives stays in its buffers and the kernel's, unread and
   // unacknowledged past the window, and goes on at the next pipe.
-  const forward = (pair: { client: Socket; upstream: Socket }): void => void pair.client.pipe(pair.upstream).pipe(pair.client);
+  const forward = (pair: { client: Socket; upstream: Socket }): void =>
+    void pair.client.pipe(pair.upstream).pipe(pair.client);
   const hold = ({ client, upstream }: { client: Socket; upstream: Socket }): void => {
     client.unpipe(upstream);
     upstream.unpipe(client);
