@@ -23,7 +23,7 @@ export interface SmtpSettings {
 }
 
 const ADDRESS = /^[^\s@<>,;:"()[\]\\]+@[^\s@<>,;:"()[\]\\]+$/;
-const CONTROL = /[\x00-\x1f\x7f]/;
+const CONTROL = /\p{Cc}/u;
 
 function value(env: Env, name: string): string | undefined {
   return env[name]?.trim() || undefined;
@@ -35,7 +35,7 @@ function parseFrom(raw: string, problems: string[]): SmtpSettings['from'] | unde
   const name = named ? named[1]!.replace(/^"(.*)"$/, '$1').trim() || undefined : undefined;
   const address = named ? named[2]!.trim() : raw;
   if (CONTROL.test(raw) || !ADDRESS.test(address) || (name !== undefined && /[<>]/.test(name))) {
-    problems.push(`MAIL_FROM must be an address or "Name <address>", got "${raw.replace(/[\x00-\x1f\x7f]/g, '?')}"`);
+    problems.push(`MAIL_FROM must be an address or "Name <address>", got "${raw.replace(/\p{Cc}/gu, '?')}"`);
     return undefined;
   }
   return { name, address };
