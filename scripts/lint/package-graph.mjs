@@ -11,6 +11,7 @@ export const LIB_DEPENDENCIES = {
   health: [],
   egress: [],
   config: ['contracts'],
+  mail: ['config'],
   observability: ['config'],
   llm: ['contracts', 'observability'],
   kafka: ['config', 'health'],

@@ -10,6 +10,7 @@ import {
   type PlanName,
 } from '#libs/contracts';
 import { readKafkaSecurity, readTemporalSecurity, type KafkaSecurity, type TemporalSecurity } from './engines.js';
+import { readSmtpSettings, type SmtpSettings } from './smtp.js';
 
 /** Per-project caps (DESIGN.md section 10, "one tenant cannot hurt another"), per plan. */
 export interface ProjectCaps {
@@ -60,6 +61,10 @@ export interface AppConfig {
      * (CONSOLE_TRUSTED_PROXY_HOPS, 0): the sign-in throttle's client address is the one they saw. */
     readonly trustedProxyHops: number;
   };
+  /** Where the console's one-time links are mailed (SMTP_URL, MAIL_FROM, SMTP_INSECURE; smtp.ts,
+   * docs/console.md "Mail"); undefined without SMTP_URL: a new account's link is shown to the
+   * inviting owner instead. */
+  readonly smtp: SmtpSettings | undefined;
   readonly databaseUrl: string;
   /** Test-only hooks, off unless set: `exitAfterRecordStop` (MAS_TEST_EXIT_AFTER_RECORD_STOP=true)
    * makes the worker kill itself right after a stop is recorded (test/e2e/retried-task.e2e-spec.ts). */
@@ -469,6 +474,7 @@ export function loadConfig(env: Env): AppConfig {
       .url('PUBLIC_BASE_URL', ['http:', 'https:'], `http://localhost:${problemsBefore === 0 ? port : 3000}`)
       .replace(/\/+$/, ''),
     console: consoleConfig(r),
+    smtp: readSmtpSettings(env, r.problems),
     databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     kafkaBrokers: r.hostPorts('KAFKA_BROKERS'),
     kafkaGroupPrefix: r.string('KAFKA_GROUP_PREFIX', 'mas'),
