@@ -20,7 +20,7 @@ export const LIB_DEPENDENCIES = {
   events: ['contracts', 'health', 'kafka', 'observability', 'persistence'],
   metering: ['contracts', 'events', 'observability', 'persistence'],
   streaming: ['config', 'contracts', 'kafka', 'observability', 'persistence'],
-  accounts: ['config', 'contracts', 'events', 'llm', 'metering', 'persistence'],
+  accounts: ['config', 'contracts', 'events', 'llm', 'mail', 'metering', 'persistence'],
   resources: ['config', 'contracts', 'persistence'],
   'read-models': ['contracts', 'events', 'kafka', 'observability', 'persistence'],
   tools: ['contracts', 'egress'],

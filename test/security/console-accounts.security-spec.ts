@@ -5,6 +5,7 @@ import { ConsoleClient, linkIn } from '../support/console-client.js';
 import { startConsole, type RunningConsole } from '../support/console.js';
 import { testConfig } from '../support/config.js';
 import { Fixtures } from '../support/fixtures.js';
+import { startSmtpServer } from '../support/smtp-server.js';
 
 // The console's accounts as a hostile customer uses them (issue 44, docs/security.md): two
 // projects with an owner each, over the real console and PostgreSQL. Each case names the
@@ -205,6 +206,31 @@ describe('console accounts against a hostile tenant', () => {
     // The attacker's failures are theirs; the owner's success leaves their address uncounted.
     expect(counts.get(`address:${attacker}`)).toBe(21);
     expect(counts.get(`address:${owner}`) ?? 0).toBe(0);
+  });
+
+  it('with SMTP, links go by mail to the address only: the inviter sees none, the invitee gets theirs', async () => {
+    const smtp = await startSmtpServer();
+    const mailing = await startConsole({ ...smtp.env, CONSOLE_TRUSTED_PROXY_HOPS: '1' });
+    try {
+      const asOwner = new ConsoleClient(mailing.url, { 'x-forwarded-for': someAddress() });
+      expect((await asOwner.signIn(ownerA.email, ownerA.password)).status).toBe(303);
+      const invitee = email('mailed');
+      const answer = await asOwner.post(`/projects/${projectA}/members`, { email: invitee, role: 'viewer' });
+      expect(answer.status).toBe(200);
+      expect(linkIn(answer.text)).toBeNull();
+      expect(answer.text).toContain('The link went to them by mail.');
+      const mail = await smtp.mailTo(invitee);
+      const link = linkIn(mail.text)!;
+      expect(link).toBeTruthy();
+      const asInvitee = new ConsoleClient(mailing.url, { 'x-forwarded-for': someAddress() });
+      const theirs = password();
+      expect((await asInvitee.setPassword(link, theirs)).status).toBe(303);
+      expect((await asInvitee.signIn(invitee, theirs)).status).toBe(303);
+      expect((await asInvitee.get(`/projects/${projectA}/overview`)).status).toBe(200);
+    } finally {
+      await mailing.close();
+      await smtp.close();
+    }
   });
 
   it('defect 7: a malformed cookie is no 500 on any page', async () => {

@@ -78,12 +78,15 @@ export async function runCli(
   addConsoleCommands(program, {
     print,
     consoleAccounts: async () => {
-      const { ConsoleAccountsService, Argon2idHasher } = await import('#libs/accounts');
+      const { ConsoleAccountsService, Argon2idHasher, linkMailer } = await import('#libs/accounts');
+      const config = await context.appConfig();
+      const { mailerFromConfig } = await import('#libs/mail');
       return new ConsoleAccountsService(
         await context.database(),
-        await context.appConfig(),
+        config,
         await context.accounts(),
         new Argon2idHasher(),
+        linkMailer(mailerFromConfig(config)),
       );
     },
   });

@@ -1,7 +1,15 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { DataSource } from 'typeorm';
-import { AccountsModule, AccountsService, Argon2idHasher, AuditLog, ConsoleAccountsService } from '#libs/accounts';
+import {
+  AccountsModule,
+  AccountsService,
+  Argon2idHasher,
+  AuditLog,
+  ConsoleAccountsService,
+  linkMailer,
+} from '#libs/accounts';
+import { MAILER, MailModule, type Mailer } from '#libs/mail';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { ConversationStore, PersistenceModule } from '#libs/persistence';
 import { WebhooksModule } from '#libs/webhooks';
@@ -16,7 +24,7 @@ import { cookieNames } from './web/console-request.js';
 import { ConsoleErrorFilter } from './web/error.filter.js';
 
 @Module({
-  imports: [ConfigModule, PersistenceModule, AccountsModule, WebhooksModule],
+  imports: [ConfigModule, PersistenceModule, AccountsModule, WebhooksModule, MailModule],
   controllers: [HealthController, StaticController, AuthController, ProjectController, IntegrationsController],
   providers: [
     { provide: APP_FILTER, useClass: ConsoleErrorFilter },
@@ -27,9 +35,9 @@ import { ConsoleErrorFilter } from './web/error.filter.js';
     },
     {
       provide: ConsoleAccountsService,
-      inject: [DataSource, APP_CONFIG, AccountsService],
-      useFactory: (db: DataSource, config: AppConfig, accounts: AccountsService) =>
-        new ConsoleAccountsService(db, config, accounts, new Argon2idHasher()),
+      inject: [DataSource, APP_CONFIG, AccountsService, MAILER],
+      useFactory: (db: DataSource, config: AppConfig, accounts: AccountsService, mailer: Mailer | null) =>
+        new ConsoleAccountsService(db, config, accounts, new Argon2idHasher(), linkMailer(mailer)),
     },
     { provide: AuditLog, inject: [DataSource], useFactory: (db: DataSource) => new AuditLog(db) },
     ProjectAccess,

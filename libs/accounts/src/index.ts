@@ -39,3 +39,4 @@ export {
 } from './console-accounts.service.js';
 export { ARGON2ID_PARAMETERS, Argon2idHasher, type PasswordHasher } from './password-hasher.js';
 export { AUDIT_PAGE_SIZE, AuditLog, type AuditActor, type AuditEntry } from './audit-log.js';
+export { linkMailer } from './link-mailer.js';
