@@ -5,7 +5,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { ConsoleAccountsService } from '#libs/accounts';
 import { configFromEnvironment } from '#libs/config';
-import { createLogger, httpLogging, httpMetrics, NestPinoLogger, serveMetrics } from '#libs/observability';
+import { useTransportSecurity } from '#libs/http-edge';
+import { createLogger, httpLogging, httpMetrics, NestPinoLogger, serveMetricsBeside } from '#libs/observability';
 import { COOKIE_NAMES } from './auth.controller.js';
 import { ConsoleModule } from './console.module.js';
 import { consoleRequests, type CookieNames } from './web/console-request.js';
@@ -28,10 +29,7 @@ export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {})
   const app = await NestFactory.create<NestExpressApplication>(ConsoleModule, { logger, bodyParser: false });
   app.disable('x-powered-by');
   (app.getHttpServer() as Server).keepAliveTimeout = config.keepAliveTimeoutMs;
-  // Prometheus's scrape, as the api serves it (no session: keep it off the public ingress, docs/operations.md).
-  app.use((req: Request, res: Response, next: NextFunction) =>
-    req.path === '/metrics' ? void serveMetrics(req, res) : next(),
-  );
+  useTransportSecurity(app, { publicUrl: config.console.publicUrl, trustProxyHops: config.trustProxyHops });
   app.use(httpMetrics);
   app.use(httpLogging(logger.pino));
   app.use((_req: Request, res: Response, next: NextFunction) => {
@@ -40,5 +38,7 @@ export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {})
   });
   app.useBodyParser('urlencoded', { extended: false, limit: '32kb', parameterLimit: 50 });
   app.use(consoleRequests(app.get(ConsoleAccountsService), app.get<CookieNames>(COOKIE_NAMES)));
+  // Prometheus's scrape on a port of its own (CONSOLE_METRICS_PORT), never on the public one.
+  await serveMetricsBeside(app.getHttpServer() as Server, config.metrics.consolePort, config.metrics.host);
   return app;
 }
