@@ -1,5 +1,6 @@
-// Four tiers (STYLE.md): unit tests beside the code with no I/O; integration tests against the real
-// stack; workflow tests under Temporal's time-skipping server; end-to-end tests over HTTP.
+// Five tiers (STYLE.md, docs/security.md): unit tests beside the code with no I/O; integration tests against the real
+// stack; workflow tests under Temporal's time-skipping server; end-to-end tests over HTTP; and the
+// security tier, end-to-end tests that play an attacker.
 const base = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: {
@@ -20,5 +21,7 @@ export default {
     { ...base, displayName: 'workflow', testMatch: ['<rootDir>/workflows/test/**/*.workflow-spec.ts'] },
     { ...base, displayName: 'integration', testMatch: ['<rootDir>/{apps,libs,test}/**/*.int-spec.ts'] },
     { ...base, displayName: 'e2e', testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'] },
+    // The security tier (docs/security.md): the service as an attacker uses it, over the real apps.
+    { ...base, displayName: 'security', testMatch: ['<rootDir>/test/security/**/*.security-spec.ts'] },
   ],
 };

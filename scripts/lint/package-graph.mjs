@@ -12,6 +12,7 @@ export const LIB_DEPENDENCIES = {
   egress: [],
   'http-edge': [],
   config: ['contracts'],
+  mail: ['config'],
   observability: ['config'],
   llm: ['contracts', 'observability'],
   kafka: ['config', 'health'],

@@ -97,6 +97,8 @@ export async function runCli(
   addDeployCommands(program, { appConfig: context.appConfig, print, jsonOption });
   addSecretsCommands(program, context);
   addDemoCommand(program, context);
+  addAuditCommand(program, context);
+  program.hook('postAction', (_program, action) => auditCommand(action, context));
 
   try {
     await program.parseAsync(argv, { from: 'user' });
@@ -111,6 +113,56 @@ export async function runCli(
   } finally {
     await db?.destroy();
   }
+}
+
+/** The commands that change a project: each is written to the project's audit log when it succeeds. */
+const AUDITED_COMMANDS = new Set([
+  'project create',
+  'project set-plan',
+  'project capabilities enable',
+  'project capabilities disable',
+  'project set-model',
+  'project credits add',
+  'key create',
+  'key revoke',
+  'mcp add',
+  'mcp remove',
+  'webhook add',
+  'webhook remove',
+  'console invite',
+]);
+
+/**
+ * Writes a successful change to its project's audit log, as the operator (the OS user and host).
+ * Arguments and options go in as they were given: the CLI takes no secret on its command line
+ * (keys come from the environment or standard input, by name).
+ */
+async function auditCommand(action: Command, context: CliContext): Promise<void> {
+  const path: string[] = [];
+  for (let c: Command | null = action; c?.parent; c = c.parent) path.unshift(c.name());
+  const name = path.join(' ');
+  if (!AUDITED_COMMANDS.has(name)) return;
+  const db = await context.database();
+  const options = action.opts<Record<string, unknown>>();
+  const [first, ...rest] = action.args;
+  let projectId: string | undefined;
+  if (name === 'project create') projectId = (await (await context.accounts()).findProject(String(options['name']))).id;
+  else if (name === 'key revoke')
+    projectId = (
+      (await db.query(`select project_id from api_keys where id = $1`, [first])) as { project_id: string }[]
+    )[0]?.project_id;
+  else if (first) projectId = (await (await context.accounts()).findProject(first)).id;
+  if (!projectId) return;
+  const { AuditLog } = await import('#libs/accounts');
+  const { hostname, userInfo } = await import('node:os');
+  delete options['json'];
+  await new AuditLog(db).record(
+    projectId,
+    { actor: `operator:${userInfo().username}`, address: hostname() },
+    `cli:${name}`,
+    name === 'project create' || name === 'key revoke' ? (first ?? null) : (rest[0] ?? null),
+    { args: rest.slice(1), options },
+  );
 }
 
 /** The commands' shared context; `opened` hears of the database once it is opened (to close it). */
@@ -153,6 +205,34 @@ function addMigrateCommand(program: Command, { io, appConfig }: CliContext): voi
       const { runMigrations } = await import('#libs/persistence');
       const ran = await runMigrations(await appConfig());
       io.out(ran.length ? `applied ${ran.length} migration(s): ${ran.join(', ')}\n` : 'database is up to date\n');
+    });
+}
+
+/** `audit list`: a project's audit log, newest first (the console shows it to owners). */
+function addAuditCommand(program: Command, { database, accounts, print, jsonOption }: CliContext): void {
+  program
+    .command('audit')
+    .description("a project's audit log: every change made in the console or with this CLI")
+    .command('list')
+    .description('the newest entries first')
+    .argument('<project>', 'project id or name')
+    .option('--before <id>', 'entries older than this entry id (paging)')
+    .option('--limit <n>', 'entries to show (default 50, at most 500)', (v: string) => Number.parseInt(v, 10))
+    .addOption(jsonOption)
+    .action(async (ref: string, o: { before?: string; limit?: number; json?: boolean }) => {
+      const project = await (await accounts()).findProject(ref);
+      const { AuditLog } = await import('#libs/accounts');
+      const entries = await new AuditLog(await database()).list(project.id, { before: o.before, limit: o.limit });
+      print(
+        !!o.json,
+        entries,
+        entries
+          .map(
+            (e) =>
+              `${e.id}\t${e.at.toISOString()}\t${e.actor}\t${e.address ?? '-'}\t${e.action}\t${e.target ?? '-'}\t${JSON.stringify(e.detail)}`,
+          )
+          .join('\n') || 'no entries',
+      );
     });
 }
 
@@ -276,9 +356,19 @@ function addDemoCommand(program: Command, { io, accounts, database, appConfig }:
         let password = (await readFile(o.consolePasswordFile, 'utf8').catch(() => '')).trim();
         const fresh = !password;
         if (fresh) password = (await import('node:crypto')).randomBytes(18).toString('base64url');
+        // The demo owner's account: its invitation's link sets the first password (or, for an
+        // account that has one, accepts); a reset sets a new one when the password file is gone.
+        const tokenOf = (link: string): string => link.split('/').pop()!;
         const { link } = await consoleAccounts.invite(demo.id, DEMO_OWNER, 'owner');
-        const token = (link ?? (fresh ? await consoleAccounts.passwordResetLink(DEMO_OWNER) : '')).split('/').pop()!;
-        if (token && !(await consoleAccounts.redeemLink(link ? 'invite' : 'reset', token, password)))
+        const view = link ? await consoleAccounts.link(tokenOf(link)) : null;
+        if (view?.purpose === 'accept') await consoleAccounts.acceptInvitation(tokenOf(link!), view.userId);
+        const setter =
+          view?.purpose === 'set-password'
+            ? link
+            : fresh
+              ? (await consoleAccounts.passwordResetLink(DEMO_OWNER)).link
+              : null;
+        if (setter && !(await consoleAccounts.setPassword(tokenOf(setter), password)))
           throw new CliRefusal("could not set the demo owner's password");
         if (fresh) await writeFile(o.consolePasswordFile, `${password}\n`, { mode: 0o600 });
         signIn = `    Console      sign in as ${DEMO_OWNER} with password ${password}\n`;

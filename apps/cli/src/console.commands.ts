@@ -1,5 +1,5 @@
 import { Option, type Command } from 'commander';
-import type { ConsoleAccountsService } from '#libs/accounts';
+import type { ConsoleAccountsService, ConsoleRole } from '#libs/accounts';
 
 /** What the console commands need from the CLI around them. */
 export interface ConsoleCommandsContext {
@@ -17,24 +17,30 @@ export function addConsoleCommands(program: Command, context: ConsoleCommandsCon
   consoleCommand
     .command('invite')
     .description(
-      'make an email address a member (or owner) of a project; prints a one-time link to set a password when the address has none yet',
+      "invite an email address to a project with a role: prints (or, with SMTP configured, mails) a one-time link that sets a new account's first password, or that an existing account accepts after signing in",
     )
     .argument('<project>', 'project id or name')
     .argument('<email>', 'the email address to invite')
     .addOption(
-      new Option('--role <role>', 'owner (may invite and remove members) or member')
-        .choices(['owner', 'member'])
-        .default('member'),
+      new Option(
+        '--role <role>',
+        'owner (everything), developer (keys, requests, sessions, webhooks, MCP servers), viewer (reads); member is developer',
+      )
+        .choices(['owner', 'developer', 'viewer', 'member'])
+        .default('developer'),
     )
     .addOption(json())
-    .action(async (ref: string, email: string, o: { role: 'owner' | 'member'; json?: boolean }) => {
-      const r = await (await context.consoleAccounts()).invite(ref, email, o.role);
+    .action(async (ref: string, email: string, o: { role: ConsoleRole | 'member'; json?: boolean }) => {
+      const role: ConsoleRole = o.role === 'member' ? 'developer' : o.role;
+      const r = await (await context.consoleAccounts()).invite(ref, email, role);
       print(
         !!o.json,
-        { email: r.email, project_id: r.projectId, role: o.role, link: r.link },
-        r.link
-          ? `${r.email} is now ${o.role} of ${r.projectName}; one-time link to set a password (valid 7 days):\n${r.link}`
-          : `${r.email} is now ${o.role} of ${r.projectName}; they sign in with their password`,
+        { email: r.email, project_id: r.projectId, role, link: r.link, mailed: r.mailed, role_changed: r.roleChanged },
+        r.roleChanged
+          ? `${r.email} was a member of ${r.projectName}; their role is now ${role}`
+          : r.mailed
+            ? `${r.email} is invited to ${r.projectName} as ${role}; the one-time link went by mail (valid 7 days)`
+            : `${r.email} is invited to ${r.projectName} as ${role}; one-time link (valid 7 days; it sets a new account's password, or an existing account accepts it after signing in):\n${r.link}`,
       );
     });
   consoleCommand
@@ -45,7 +51,13 @@ export function addConsoleCommands(program: Command, context: ConsoleCommandsCon
     .argument('<email>', "the user's email address")
     .addOption(json())
     .action(async (email: string, o: { json?: boolean }) => {
-      const link = await (await context.consoleAccounts()).passwordResetLink(email);
-      print(!!o.json, { email, link }, `one-time link to set a new password (valid 1 hour):\n${link}`);
+      const { link, mailed } = await (await context.consoleAccounts()).passwordResetLink(email);
+      print(
+        !!o.json,
+        { email, link, mailed },
+        mailed
+          ? 'the one-time link to set a new password went by mail (valid 1 hour)'
+          : `one-time link to set a new password (valid 1 hour):\n${link}`,
+      );
     });
 }

@@ -1,10 +1,10 @@
 import { Controller, Get, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { AccountsError, CONSOLE_LIMITS, ConsoleAccountsService } from '#libs/accounts';
+import { AccountsError, CONSOLE_LIMITS, ConsoleAccountsService, type LinkView } from '#libs/accounts';
 import { cookie, csrfTokenOf, sessionOf, type CookieNames } from './web/console-request.js';
 import { html, type Html } from './web/html.js';
 import { csrfField, page, projectPath, when } from './web/layout.js';
-import { field, requireSession, send } from './web/respond.js';
+import { field, localPath, requireSession, send } from './web/respond.js';
 
 export const COOKIE_NAMES = Symbol('COOKIE_NAMES');
 
@@ -41,10 +41,11 @@ export class AuthController {
   @Post('sign-in')
   async signIn(@Req() req: Request, @Res() res: Response): Promise<void> {
     const email = field(req, 'email');
+    // The client's address as the configured proxies in front of the console saw it (trust proxy).
     const result = await this.accounts.signIn(
       email,
       field(req, 'password'),
-      req.socket.remoteAddress ?? 'unknown',
+      req.ip ?? 'unknown',
       req.headers['user-agent'] ?? null,
     );
     if (result.ok) {
@@ -52,19 +53,7 @@ export class AuthController {
         'Set-Cookie',
         cookie(this.cookies, this.cookies.session, result.token, CONSOLE_LIMITS.sessionTtlMs / 1000),
       );
-      return res.redirect(303, '/');
-    }
-    if (result.reason === 'throttled') {
-      res.setHeader('Retry-After', String(result.retryAfterSeconds));
-      return send(
-        res,
-        this.signInForm(
-          req,
-          email,
-          `Too many failed sign-ins. Try again in ${Math.ceil(result.retryAfterSeconds / 60)} minute(s), or ask for a password reset.`,
-        ),
-        429,
-      );
+      return res.redirect(303, localPath(field(req, 'next')));
     }
     send(res, this.signInForm(req, email, 'Wrong email or password.'), 401);
   }
@@ -104,13 +93,18 @@ ${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id 
   }
 
   @Get('invite/:token')
-  invitePage(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    return this.linkPage('invite', token, req, res);
+  async invitePage(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const view = await this.accounts.link(token);
+    if (view?.purpose === 'accept') return send(res, this.acceptPage(req, token, view));
+    const ok = view?.purpose === 'set-password' && view.kind === 'invite';
+    send(res, this.passwordForm(req, 'invite', token, ok ? view.email : null), ok ? 200 : 404);
   }
 
   @Get('reset/:token')
-  resetPage(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    return this.linkPage('reset', token, req, res);
+  async resetPage(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const view = await this.accounts.link(token);
+    const ok = view?.purpose === 'set-password' && view.kind === 'reset';
+    send(res, this.passwordForm(req, 'reset', token, ok ? view.email : null), ok ? 200 : 404);
   }
 
   @Post('invite/:token')
@@ -118,23 +112,37 @@ ${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id 
     return this.redeem('invite', token, req, res);
   }
 
+  /** An existing account accepts an invitation, signed in as the account the invitation names. */
+  @Post('invite/:token/accept')
+  async acceptAsMember(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const session = requireSession(req);
+    const accepted = await this.accounts.acceptInvitation(token, session.userId);
+    if (!accepted) {
+      const view = await this.accounts.link(token);
+      return send(
+        res,
+        view?.purpose === 'accept' ? this.acceptPage(req, token, view) : this.passwordForm(req, 'invite', token, null),
+        404,
+      );
+    }
+    res.redirect(303, projectPath(accepted.projectId));
+  }
+
   @Post('reset/:token')
   resetPassword(@Param('token') token: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     return this.redeem('reset', token, req, res);
   }
 
-  private async linkPage(kind: 'invite' | 'reset', token: string, req: Request, res: Response): Promise<void> {
-    const email = await this.accounts.linkEmail(kind, token);
-    send(res, this.passwordForm(req, kind, token, email), email ? 200 : 404);
-  }
-
   private async redeem(kind: 'invite' | 'reset', token: string, req: Request, res: Response): Promise<void> {
+    const view = await this.accounts.link(token);
+    const email = view?.purpose === 'set-password' && view.kind === kind ? view.email : null;
+    // An unknown, used or other link costs no password hash.
+    if (!email) return send(res, this.passwordForm(req, kind, token, null), 404);
     const password = field(req, 'password');
-    const email = await this.accounts.linkEmail(kind, token);
     if (password !== field(req, 'confirm'))
       return send(res, this.passwordForm(req, kind, token, email, 'The two passwords differ.'), 400);
     try {
-      const redeemed = await this.accounts.redeemLink(kind, token, password);
+      const redeemed = await this.accounts.setPassword(token, password);
       if (!redeemed) return send(res, this.passwordForm(req, kind, token, null), 404);
     } catch (e) {
       if (e instanceof AccountsError) return send(res, this.passwordForm(req, kind, token, email, e.message), 400);
@@ -143,17 +151,38 @@ ${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id 
     res.redirect(303, '/sign-in?done=password');
   }
 
+  private acceptPage(req: Request, token: string, view: Extract<LinkView, { purpose: 'accept' }>): Html {
+    const session = sessionOf(req);
+    const title = 'Accept the invitation';
+    const what = html`<p>You are invited to <strong>${view.projectName}</strong> as <strong>${view.role}</strong>, as ${view.email}.</p>`;
+    if (!session)
+      return page(
+        { title, csrf: csrfTokenOf(req) },
+        html`${what}<p>This address has an account already: <a href="/sign-in?next=${encodeURIComponent(`/invite/${token}`)}">sign in as ${view.email}</a> with its own password to accept.</p>`,
+      );
+    if (session.userId !== view.userId)
+      return page(
+        { title, csrf: session.csrfToken, session },
+        html`<p class="notice error" role="alert">This invitation is for another account. Sign out, then sign in as the address it was sent to.</p>`,
+      );
+    return page(
+      { title, csrf: session.csrfToken, session },
+      html`${what}<form method="post" action="/invite/${token}/accept">${csrfField(session.csrfToken)}<button type="submit">Accept the invitation</button></form>`,
+    );
+  }
+
   private signInForm(req: Request, email = '', problem?: string): Html {
     const done = req.query['done'] === 'password';
     return page(
       { title: 'Sign in', csrf: csrfTokenOf(req) },
       html`${problem ? html`<p class="notice error" role="alert">${problem}</p>` : done ? html`<p class="notice" role="status">Password set. Sign in with it.</p>` : ''}
 <form class="stack" method="post" action="/sign-in">${csrfField(csrfTokenOf(req))}
+  <input type="hidden" name="next" value="${localPath(req.query['next'] ?? field(req, 'next'))}">
   <label>Email <input type="email" name="email" autocomplete="username" required value="${email}"></label>
   <label>Password <input type="password" name="password" autocomplete="current-password" required></label>
   <button type="submit">Sign in</button>
 </form>
-<p class="muted">Forgot your password? Your operator can give you a one-time reset link.</p>`,
+<p class="muted">Forgot your password? Your operator can send you a one-time reset link.</p>`,
     );
   }
 

@@ -1,7 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
 import { DataSource } from 'typeorm';
-import { AccountsModule, AccountsService, Argon2idHasher, ConsoleAccountsService } from '#libs/accounts';
+import { AccountsModule, AccountsService, Argon2idHasher, AuditLog, ConsoleAccountsService } from '#libs/accounts';
 import { APP_CONFIG, ConfigModule, type AppConfig } from '#libs/config';
 import { ConversationStore, PersistenceModule } from '#libs/persistence';
 import { WebhooksModule } from '#libs/webhooks';
@@ -31,6 +31,7 @@ import { ConsoleErrorFilter } from './web/error.filter.js';
       useFactory: (db: DataSource, config: AppConfig, accounts: AccountsService) =>
         new ConsoleAccountsService(db, config, accounts, new Argon2idHasher()),
     },
+    { provide: AuditLog, inject: [DataSource], useFactory: (db: DataSource) => new AuditLog(db) },
     ProjectAccess,
     { provide: ConversationStore, inject: [DataSource], useFactory: (db: DataSource) => new ConversationStore(db) },
     { provide: ConsoleReads, inject: [DataSource], useFactory: (db: DataSource) => new ConsoleReads(db) },

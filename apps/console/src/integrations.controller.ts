@@ -32,17 +32,18 @@ export class IntegrationsController {
 
   @Get('webhooks')
   async webhooksPage(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.renderWebhooks(await this.projectAccess.of(req, projectId), req, res);
+    await this.renderWebhooks(await this.projectAccess.of(req, projectId, 'viewer'), req, res);
   }
 
   @Post('webhooks')
   async addWebhook(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const a = await this.projectAccess.of(req, projectId);
+    const a = await this.projectAccess.of(req, projectId, 'developer');
     try {
       const { subscription, secret } = await this.webhooks.add(a.member.projectId, {
         url: field(req, 'url').trim(),
         events: fields(req, 'events'),
       });
+      await a.audit('webhook.add', subscription.id, { url: subscription.url, events: subscription.events });
       await this.renderWebhooks(a, req, res, { added: { url: subscription.url, secret } });
     } catch (e) {
       if (e instanceof AccountsError) return this.renderWebhooks(a, req, res, { problem: e.message }, 400);
@@ -57,9 +58,10 @@ export class IntegrationsController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const a = await this.projectAccess.of(req, projectId);
+    const a = await this.projectAccess.of(req, projectId, 'developer');
     try {
       await this.webhooks.remove(a.member.projectId, webhookId);
+      await a.audit('webhook.remove', webhookId);
     } catch (e) {
       if (e instanceof AccountsError) throw new NotFoundException();
       throw e;
@@ -75,10 +77,11 @@ export class IntegrationsController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const a = await this.projectAccess.of(req, projectId);
+    const a = await this.projectAccess.of(req, projectId, 'developer');
     if (!isUuid(deliveryId)) throw new NotFoundException();
     try {
       await this.webhooks.resend(a.member.projectId, deliveryId);
+      await a.audit('webhook.resend', deliveryId);
     } catch (e) {
       if (e instanceof AccountsError) {
         if (e.message.startsWith('no webhook delivery')) throw new NotFoundException();
@@ -91,12 +94,12 @@ export class IntegrationsController {
 
   @Get('mcp')
   async mcpPage(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.renderMcp(await this.projectAccess.of(req, projectId), req, res);
+    await this.renderMcp(await this.projectAccess.of(req, projectId, 'viewer'), req, res);
   }
 
   @Post('mcp')
   async addMcp(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const a = await this.projectAccess.of(req, projectId);
+    const a = await this.projectAccess.of(req, projectId, 'developer');
     const headerValue = field(req, 'header_value');
     const tools = field(req, 'tools')
       .split(',')
@@ -108,6 +111,12 @@ export class IntegrationsController {
         name: field(req, 'name').trim() || undefined,
         header: headerValue ? { name: field(req, 'header_name').trim() || 'Authorization', value: headerValue } : null,
         tools: tools.length ? tools : null,
+      });
+      await a.audit('mcp.add', added.id, {
+        name: added.name,
+        url: added.url,
+        tools: added.tools,
+        header: !!headerValue,
       });
       await this.renderMcp(a, req, res, { added: added.name });
     } catch (e) {
@@ -124,7 +133,7 @@ export class IntegrationsController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const a = await this.projectAccess.of(req, projectId);
+    const a = await this.projectAccess.of(req, projectId, 'developer');
     if (!isUuid(serverId)) throw new NotFoundException();
     const tools = field(req, 'tools')
       .split(',')
@@ -132,6 +141,7 @@ export class IntegrationsController {
       .filter(Boolean);
     try {
       await this.mcpServers.setTools(a.member.projectId, serverId, tools.length ? tools : null);
+      await a.audit('mcp.tools', serverId, { tools: tools.length ? tools : null });
     } catch (e) {
       if (e instanceof AccountsError) {
         if (e.message.includes('has no MCP server')) throw new NotFoundException();
@@ -149,10 +159,11 @@ export class IntegrationsController {
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const a = await this.projectAccess.of(req, projectId);
+    const a = await this.projectAccess.of(req, projectId, 'developer');
     if (!isUuid(serverId)) throw new NotFoundException();
     try {
       await this.mcpServers.remove(a.member.projectId, serverId);
+      await a.audit('mcp.remove', serverId);
     } catch (e) {
       if (e instanceof AccountsError) throw new NotFoundException();
       throw e;

@@ -1,14 +1,23 @@
 import { Injectable, NotFoundException } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { ConsoleAccountsService, type ConsoleMembership, type ConsoleSession } from '#libs/accounts';
+import {
+  AuditLog,
+  ConsoleAccountsService,
+  roleAllows,
+  type ConsoleMembership,
+  type ConsoleRole,
+  type ConsoleSession,
+} from '#libs/accounts';
 import { isUuid } from '#libs/contracts';
 import { html, type Html } from './web/html.js';
 import { page, type ProjectSection } from './web/layout.js';
-import { requireSession, send } from './web/respond.js';
+import { requireSession, RoleRequired, send } from './web/respond.js';
 
 export interface Access {
   readonly session: ConsoleSession;
   readonly member: ConsoleMembership;
+  /** Writes a change this member made to the project's audit log (never a secret in `detail`). */
+  audit(action: string, target?: string | null, detail?: Record<string, unknown>): Promise<void>;
 }
 
 /** The notices a redirect after a change names (`?notice=<name>`). */
@@ -25,20 +34,31 @@ const NOTICES: Record<string, string> = {
 };
 
 /**
- * Who may see a project's pages. Every route of a project first finds the signed-in user's
- * membership of the project in the path; without one it answers 404, the same as for a project
- * that does not exist, whether the request is a page or a form's POST.
+ * Who may see and change a project's pages. Every route of a project first finds the signed-in
+ * user's membership of the project in the path; without one it answers 404, the same as for a
+ * project that does not exist, whether the request is a page or a form's POST. Then the route's
+ * role: a member whose role does not allow it gets 403, saying which role would (DESIGN.md
+ * section 11, "console roles"; the table is in docs/security.md and console-roles.e2e-spec.ts).
  */
 @Injectable()
 export class ProjectAccess {
-  constructor(private readonly consoleAccounts: ConsoleAccountsService) {}
+  constructor(
+    private readonly consoleAccounts: ConsoleAccountsService,
+    private readonly auditLog: AuditLog,
+  ) {}
 
-  /** The signed-in user's membership of the project (and role, when one is needed); 404 otherwise. */
-  async of(req: Request, projectId: string, role?: 'owner'): Promise<Access> {
+  /** The signed-in user's membership of the project with at least `needed`; 404 or 403 otherwise. */
+  async of(req: Request, projectId: string, needed: ConsoleRole): Promise<Access> {
     const session = requireSession(req);
     const member = isUuid(projectId) ? await this.consoleAccounts.membership(session.userId, projectId) : null;
-    if (!member || (role && member.role !== role)) throw new NotFoundException();
-    return { session, member };
+    if (!member) throw new NotFoundException();
+    if (!roleAllows(member.role, needed)) throw new RoleRequired(member.role, needed);
+    const by = { actor: `user:${session.email}`, address: req.ip ?? null };
+    return {
+      session,
+      member,
+      audit: (action, target = null, detail = {}) => this.auditLog.record(member.projectId, by, action, target, detail),
+    };
   }
 }
 

@@ -1,6 +1,15 @@
 import { Controller, Get, Inject, NotFoundException, Param, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { AccountsError, AccountsService, ConsoleAccountsService } from '#libs/accounts';
+import {
+  AccountsError,
+  AccountsService,
+  AUDIT_PAGE_SIZE,
+  AuditLog,
+  CONSOLE_ROLES,
+  ConsoleAccountsService,
+  type ConsoleRole,
+  type InvitationResult,
+} from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
 import { CAPABILITIES, isUuid, MODEL_PROVIDERS, PROVIDER_GUIDE, type ChatMessage } from '#libs/contracts';
 import { callModel } from '#libs/llm';
@@ -18,7 +27,7 @@ import { ConsoleReads, PAGE_SIZE, type RequestSummary } from './console-reads.js
 import { projectPage, ProjectAccess, status, type Access } from './project-access.js';
 import { html, trusted, type Html } from './web/html.js';
 import { csrfField, projectPath, when, type ProjectSection } from './web/layout.js';
-import { field, queryParam } from './web/respond.js';
+import { field, queryParam, RoleRequired } from './web/respond.js';
 
 const STATUSES = ['in_progress', 'requires_tool_outputs', 'completed', 'failed', 'expired', 'cancelled'] as const;
 /** Messages of a session's conversation its page shows (the latest). */
@@ -41,6 +50,7 @@ export class ProjectController {
     private readonly files: FileStore,
     private readonly conversations: ConversationStore,
     private readonly sessionEnds: SessionEndRequests,
+    private readonly auditLog: AuditLog,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -51,7 +61,7 @@ export class ProjectController {
 
   @Get('overview')
   async overview(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'viewer');
     const project = await this.accounts.findProject(projectId);
     const plan = this.accounts.plan(project.plan);
     const [usage, days, failures] = await Promise.all([
@@ -84,14 +94,16 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
 
   @Get('keys')
   async keys(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.keysPage(await this.access(req, projectId), req, res);
+    await this.keysPage(await this.access(req, projectId, 'viewer'), req, res);
   }
 
   @Post('keys')
   async issueKey(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'developer');
     const label = field(req, 'label').trim().slice(0, 100);
-    const { key } = await this.accounts.createApiKey(projectId, label || `console (${a.session.email})`);
+    const { key, record } = await this.accounts.createApiKey(projectId, label || `console (${a.session.email})`);
+    await this.consoleAccounts.recordKeyIssuer(record.id, a.session.userId);
+    await a.audit('key.issue', record.id, { prefix: record.prefix, label: record.label });
     await this.keysPage(a, req, res, key);
   }
 
@@ -102,9 +114,10 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'developer');
     const key = (await this.accounts.listApiKeys(projectId)).find((k) => k.id === keyId && !k.revokedAt);
     if (!key) throw new NotFoundException();
+    await this.assertMayRevoke(a, key.id);
     this.page(
       res,
       a,
@@ -125,30 +138,32 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    await this.access(req, projectId);
-    try {
-      await this.accounts.revokeApiKey(keyId, projectId);
-    } catch (e) {
-      if (e instanceof AccountsError) throw new NotFoundException();
-      throw e;
-    }
+    const a = await this.access(req, projectId, 'developer');
+    const key = (await this.accounts.listApiKeys(projectId)).find((k) => k.id === keyId);
+    if (!key) throw new NotFoundException();
+    await this.assertMayRevoke(a, key.id);
+    await this.accounts.revokeApiKey(key.id, projectId);
+    await a.audit('key.revoke', key.id, { prefix: key.prefix });
     res.redirect(303, `${projectPath(projectId, 'keys')}?notice=revoked`);
   }
 
   @Get('model')
   async model(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.modelPage(await this.access(req, projectId), req, res);
+    await this.modelPage(await this.access(req, projectId, 'viewer'), req, res);
   }
 
   @Post('model')
   async setModel(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'owner');
     const apiKey = field(req, 'api_key').trim();
     try {
+      const provider = field(req, 'provider');
+      const model = field(req, 'model');
+      const baseUrl = field(req, 'base_url').trim() || null;
       await this.accounts.setModel(projectId, {
-        provider: field(req, 'provider'),
-        model: field(req, 'model'),
-        baseUrl: field(req, 'base_url').trim() || null,
+        provider,
+        model,
+        baseUrl,
         settings: {
           region: field(req, 'region').trim() || undefined,
           resourceName: field(req, 'resource').trim() || undefined,
@@ -156,6 +171,12 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
         },
         apiKey: apiKey || null,
         keepSecret: field(req, 'clear_key') !== 'on',
+      });
+      await a.audit('model.set', null, {
+        provider,
+        model,
+        base_url: baseUrl,
+        key: apiKey ? 'replaced' : field(req, 'clear_key') === 'on' ? 'cleared' : 'kept',
       });
     } catch (e) {
       if (e instanceof AccountsError) return this.modelPage(a, req, res, { problem: e.message }, 400);
@@ -167,7 +188,7 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
   /** One small call to the configured model, as the worker makes it: its answer or its error (with the key removed). */
   @Post('model/test')
   async testModel(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'owner');
     const credentials = await this.accounts.modelCredentials(projectId);
     if (!credentials) return this.modelPage(a, req, res, { problem: 'No model is configured yet.' }, 400);
     const messages: ChatMessage[] = [
@@ -193,7 +214,7 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
 
   @Get('plan')
   async plan(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'viewer');
     const project = await this.accounts.findProject(projectId);
     const plan = this.accounts.plan(project.plan);
     this.page(
@@ -213,7 +234,7 @@ ${CAPABILITIES.map((c) => html`<tr><td>${c}</td><td>${plan.capabilities.includes
 
   @Get('requests')
   async requests(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'viewer');
     const statusFilter = STATUSES.find((s) => s === queryParam(req, 'status'));
     const capability = CAPABILITIES.find((c) => c === queryParam(req, 'capability'));
     const beforeRaw = queryParam(req, 'before');
@@ -250,7 +271,7 @@ ${next ? html`<p><a href="${projectPath(projectId, 'requests')}?${next.toString(
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'viewer');
     const found = isUuid(requestId) ? await this.reads.request(projectId, requestId) : null;
     if (!found) throw new NotFoundException();
     const { request: r, events, stops, files } = found;
@@ -300,7 +321,7 @@ ${files.length ? html`<h2>Files</h2><ul>${files.map((f) => html`<li><a href="${p
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'viewer');
     const file = isUuid(fileId) ? await this.files.get(fileId, a.member.projectId) : undefined;
     if (!file) throw new NotFoundException();
     const { body, headers } = fileDownload(file);
@@ -311,7 +332,7 @@ ${files.length ? html`<h2>Files</h2><ul>${files.map((f) => html`<li><a href="${p
 
   @Get('sessions')
   async sessions(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'viewer');
     const rows = await this.reads.sessions(projectId);
     this.page(
       res,
@@ -333,7 +354,7 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    await this.sessionPage(await this.access(req, projectId), sessionId, res);
+    await this.sessionPage(await this.access(req, projectId, 'viewer'), sessionId, res);
   }
 
   /** Asks for the session's end: a worker sends its workflow the end Update (docs/console.md, "Ending a session"). */
@@ -344,30 +365,55 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
     @Req() req: Request,
     @Res() res: Response,
   ): Promise<void> {
-    const a = await this.access(req, projectId);
+    const a = await this.access(req, projectId, 'developer');
     const found = isUuid(sessionId) ? await this.reads.session(a.member.projectId, sessionId) : null;
     if (!found) throw new NotFoundException();
     if (found.status !== 'active')
       return this.sessionPage(a, sessionId, res, `The session is ${found.status} already.`, 400);
     await this.sessionEnds.request(a.member.projectId, sessionId);
+    await a.audit('session.end', sessionId);
     res.redirect(303, `${projectPath(projectId, `sessions/${sessionId}`)}?notice=ending`);
+  }
+
+  /** The project's audit log, newest first: owners only. */
+  @Get('audit')
+  async audit(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
+    const a = await this.access(req, projectId, 'owner');
+    const entries = await this.auditLog.list(projectId, { before: queryParam(req, 'before') });
+    const last = entries.at(-1);
+    this.page(
+      res,
+      a,
+      'audit',
+      'Audit log',
+      html`<p class="muted">Every change made in this console or by the service's operator, newest first.</p>
+${
+  entries.length
+    ? html`<div class="table-wrap"><table><thead><tr><th scope="col">When</th><th scope="col">Who</th><th scope="col">From</th><th scope="col">What</th><th scope="col">Of</th><th scope="col">Details</th></tr></thead><tbody>
+${entries.map((e) => html`<tr><td>${when(e.at)}</td><td>${e.actor.replace(/^user:/, '')}</td><td class="mono">${e.address ?? ''}</td><td>${e.action}</td><td class="mono">${e.target ?? ''}</td><td class="mono">${Object.keys(e.detail).length ? JSON.stringify(e.detail) : ''}</td></tr>`)}
+</tbody></table></div>
+${entries.length === AUDIT_PAGE_SIZE && last ? html`<p><a href="${`${projectPath(projectId, 'audit')}?before=${last.id}`}">Older entries</a></p>` : ''}`
+    : html`<p class="muted">Nothing has changed yet.</p>`
+}`,
+    );
   }
 
   @Get('members')
   async members(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.membersPage(await this.access(req, projectId), req, res);
+    await this.membersPage(await this.access(req, projectId, 'viewer'), req, res);
   }
 
   @Post('members')
   async invite(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
     const a = await this.access(req, projectId, 'owner');
+    const asked = field(req, 'role');
+    const role: ConsoleRole = (CONSOLE_ROLES as readonly string[]).includes(asked)
+      ? (asked as ConsoleRole)
+      : 'developer';
     try {
-      const r = await this.consoleAccounts.invite(
-        projectId,
-        field(req, 'email'),
-        field(req, 'role') === 'owner' ? 'owner' : 'member',
-      );
-      await this.membersPage(a, req, res, { invited: r.email, link: r.link });
+      const r = await this.consoleAccounts.invite(projectId, field(req, 'email'), role, a.session.userId);
+      await a.audit(r.roleChanged ? 'member.role' : 'member.invite', r.email, { role, mailed: r.mailed });
+      await this.membersPage(a, req, res, { invited: r });
     } catch (e) {
       if (e instanceof AccountsError) return this.membersPage(a, req, res, { problem: e.message }, 400);
       throw e;
@@ -385,6 +431,7 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
     if (!isUuid(userId)) throw new NotFoundException();
     try {
       await this.consoleAccounts.removeMember(projectId, userId);
+      await a.audit('member.remove', userId);
     } catch (e) {
       if (e instanceof AccountsError) return this.membersPage(a, req, res, { problem: e.message }, 400);
       throw e;
@@ -392,8 +439,15 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
     res.redirect(303, `${projectPath(projectId, 'members')}?notice=removed`);
   }
 
-  private access(req: Request, projectId: string, role?: 'owner'): Promise<Access> {
+  private access(req: Request, projectId: string, role: ConsoleRole): Promise<Access> {
     return this.projectAccess.of(req, projectId, role);
+  }
+
+  /** A developer revokes the keys they issued in the console; an owner any key. */
+  private async assertMayRevoke(a: Access, keyId: string): Promise<void> {
+    if (a.member.role === 'owner') return;
+    if ((await this.consoleAccounts.keyIssuer(keyId)) !== a.session.userId)
+      throw new RoleRequired(a.member.role, 'owner');
   }
 
   private page(res: Response, a: Access, section: ProjectSection, title: string, body: Html, statusCode = 200): void {
@@ -520,11 +574,12 @@ ${outcome.failure !== undefined ? html`<div class="notice error" role="alert" da
     a: Access,
     req: Request,
     res: Response,
-    outcome: { problem?: string; invited?: string; link?: string | null } = {},
+    outcome: { problem?: string; invited?: InvitationResult } = {},
     statusCode = 200,
   ): Promise<void> {
     const projectId = a.member.projectId;
     const owner = a.member.role === 'owner';
+    const invited = outcome.invited;
     const members = await this.consoleAccounts.members(projectId);
     this.page(
       res,
@@ -533,7 +588,17 @@ ${outcome.failure !== undefined ? html`<div class="notice error" role="alert" da
       'Members',
       html`
 ${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
-${outcome.invited ? html`<div class="notice" role="status"><p>${outcome.invited} is a member now.</p>${outcome.link ? html`<p>Send them this one-time link to set their password (valid 7 days; shown once):</p><p class="secret"><code id="invite-link" data-testid="invite-link">${outcome.link}</code> <button type="button" class="secondary" data-copy="invite-link">Copy</button></p>` : html`<p>They already have a password and sign in with it.</p>`}</div>` : ''}
+${
+  invited
+    ? invited.roleChanged
+      ? html`<p class="notice" role="status">${invited.email} was a member already: their role is now ${invited.role}.</p>`
+      : html`<div class="notice" role="status"><p>${invited.email} is invited as ${invited.role}. The invitation is theirs to accept.</p>${
+          invited.link
+            ? html`<p>Send them this one-time link (valid 7 days; shown once). It lets a new account set its password, and an existing account accept after signing in:</p><p class="secret"><code id="invite-link" data-testid="invite-link">${invited.link}</code> <button type="button" class="secondary" data-copy="invite-link">Copy</button></p>`
+            : html`<p>The link went to them by mail.</p>`
+        }</div>`
+    : ''
+}
 <div class="table-wrap"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : ''}</tr></thead><tbody>
 ${members.map((m) => html`<tr><td>${m.email}${m.active ? '' : html` <span class="muted">(invited)</span>`}</td><td>${m.role}</td><td>${when(m.since)}</td>${owner ? html`<td>${m.userId === a.session.userId ? '' : html`<form method="post" action="${projectPath(projectId, `members/${m.userId}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove ${m.email}`}">Remove</button></form>`}</td>` : ''}</tr>`)}
 </tbody></table></div>
@@ -542,11 +607,17 @@ ${
     ? html`<h2>Invite someone</h2>
 <form class="inline" method="post" action="${projectPath(projectId, 'members')}">${csrfField(a.session.csrfToken)}
   <label>Email <input type="email" name="email" required value="${outcome.problem ? field(req, 'email') : ''}"></label>
-  <label>Role <select name="role"><option value="member">member</option><option value="owner">owner</option></select></label>
+  <label>Role <select name="role">${CONSOLE_ROLES.map((r) => html`<option value="${r}"${r === 'developer' ? html` selected` : ''}>${r}</option>`)}</select></label>
   <button type="submit">Invite</button>
 </form>`
     : html`<p class="muted">The project's owners invite and remove members.</p>`
-}`,
+}
+<h2>What each role may do</h2>
+<ul class="muted">
+  <li><strong>owner</strong>: everything, including members, the model settings and the audit log.</li>
+  <li><strong>developer</strong>: API keys (revokes the ones they issued), requests, sessions, webhooks and MCP servers.</li>
+  <li><strong>viewer</strong>: reads every page, changes nothing.</li>
+</ul>`,
       statusCode,
     );
   }

@@ -24,6 +24,12 @@ export {
   CONSOLE_ROLES,
   ConsoleAccountsService,
   normaliseEmail,
+  roleAllows,
+  signInDelayMs,
+  type InvitationResult,
+  type LinkMail,
+  type LinkMailer,
+  type LinkView,
   type ConsoleMember,
   type ConsoleMembership,
   type ConsoleRole,
@@ -32,3 +38,4 @@ export {
   type SignInResult,
 } from './console-accounts.service.js';
 export { ARGON2ID_PARAMETERS, Argon2idHasher, type PasswordHasher } from './password-hasher.js';
+export { AUDIT_PAGE_SIZE, AuditLog, type AuditActor, type AuditEntry } from './audit-log.js';

@@ -11,6 +11,7 @@ import {
   type PlanName,
 } from '#libs/contracts';
 import { readKafkaSecurity, readTemporalSecurity, type KafkaSecurity, type TemporalSecurity } from './engines.js';
+import { readSmtpSettings, type SmtpSettings } from './smtp.js';
 
 /** Per-project caps (DESIGN.md section 10, "one tenant cannot hurt another"), per plan. */
 export interface ProjectCaps {
@@ -59,7 +60,17 @@ export interface AppConfig {
   /** The customer console (apps/console, docs/console.md): its port (CONSOLE_PORT, 3001) and the
    * base URL its users reach it at (CONSOLE_PUBLIC_URL), in the one-time links the operator CLI
    * prints; an https URL makes its cookies Secure. */
-  readonly console: { readonly port: number; readonly publicUrl: string };
+  readonly console: {
+    readonly port: number;
+    readonly publicUrl: string;
+    /** How many reverse proxies in front of the console append to X-Forwarded-For
+     * (CONSOLE_TRUSTED_PROXY_HOPS, 0): the sign-in throttle's client address is the one they saw. */
+    readonly trustedProxyHops: number;
+  };
+  /** Where the console's one-time links are mailed (SMTP_URL, MAIL_FROM, SMTP_INSECURE; smtp.ts,
+   * docs/console.md "Mail"); undefined without SMTP_URL: a new account's link is shown to the
+   * inviting owner instead. */
+  readonly smtp: SmtpSettings | undefined;
   readonly databaseUrl: string;
   /** Test-only hooks, off unless set: `exitAfterRecordStop` (MAS_TEST_EXIT_AFTER_RECORD_STOP=true)
    * makes the worker kill itself right after a stop is recorded (test/e2e/retried-task.e2e-spec.ts). */
@@ -462,6 +473,7 @@ function consoleConfig(r: Reader): AppConfig['console'] {
   const port = r.port('CONSOLE_PORT', 3001);
   return {
     port,
+    trustedProxyHops: r.nonNegativeInt('CONSOLE_TRUSTED_PROXY_HOPS', 0),
     publicUrl: r
       .url('CONSOLE_PUBLIC_URL', ['http:', 'https:'], `http://localhost:${r.problems.length === before ? port : 3001}`)
       .replace(/\/+$/, ''),
@@ -481,6 +493,7 @@ export function loadConfig(env: Env): AppConfig {
       .replace(/\/+$/, ''),
     trustProxyHops: r.nonNegativeInt('TRUST_PROXY_HOPS', 0),
     console: consoleConfig(r),
+    smtp: readSmtpSettings(env, r.problems),
     databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     kafkaBrokers: r.hostPorts('KAFKA_BROKERS'),
     kafkaGroupPrefix: r.string('KAFKA_GROUP_PREFIX', 'mas'),

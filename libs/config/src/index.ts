@@ -16,4 +16,5 @@ export {
   type KafkaSecurity,
   type TemporalSecurity,
 } from './engines.js';
+export { type SmtpSettings } from './smtp.js';
 export { kafkaConnectionOptions, temporalConnectionOptions } from './engine-options.js';

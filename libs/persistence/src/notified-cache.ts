@@ -22,7 +22,9 @@ interface Entry<V> {
  * Values read from PostgreSQL, kept only while the process's listener hears the channel their
  * writes notify on (DESIGN.md section 10): an entry goes when a notification names it, the whole
  * cache goes when the listening connection drops, and nothing is kept until it listens again
- * (meanwhile every read goes to PostgreSQL). Misses are never kept, so a row written after one is
+ * (meanwhile every read goes to PostgreSQL). Nothing is answered from memory either while the
+ * listener cannot vouch that it heard what was notified up to a second ago (`PgListener.current`: a
+ * connection gone silent, before its heartbeat drops it). Misses are never kept, so a row written after one is
  * found by the next read. A read that overlapped a notification or a drop is not kept either: it
  * may hold what the notification invalidated.
  */
@@ -37,7 +39,7 @@ export class NotifiedCache<V> {
   readonly stats = { hits: 0, misses: 0 };
 
   constructor(
-    listener: PgListener,
+    private readonly listener: PgListener,
     private readonly options: NotifiedCacheOptions<V>,
     private readonly now: () => number = Date.now,
   ) {
@@ -60,7 +62,7 @@ export class NotifiedCache<V> {
   /** The value under `key`, from memory or else from `load` (kept when found and nothing was heard meanwhile). */
   async get(key: string, load: () => Promise<V | null>): Promise<V | null> {
     const entry = this.entries.get(key);
-    if (entry && this.usable && entry.expiresAt > this.now()) {
+    if (entry && this.usable && entry.expiresAt > this.now() && this.listener.current()) {
       // Most recently used last: Map keeps insertion order.
       this.entries.delete(key);
       this.entries.set(key, entry);

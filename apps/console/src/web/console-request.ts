@@ -30,7 +30,16 @@ export function parseCookies(header: string | undefined): Map<string, string> {
   const cookies = new Map<string, string>();
   for (const part of (header ?? '').split(';')) {
     const eq = part.indexOf('=');
-    if (eq > 0) cookies.set(part.slice(0, eq).trim(), decodeURIComponent(part.slice(eq + 1).trim()));
+    if (eq <= 0) continue;
+    // A value that is no valid percent-encoding is taken as it is (never a 500 for a bad cookie).
+    const raw = part.slice(eq + 1).trim();
+    let value = raw;
+    try {
+      value = decodeURIComponent(raw);
+    } catch {
+      // kept raw
+    }
+    cookies.set(part.slice(0, eq).trim(), value);
   }
   return cookies;
 }

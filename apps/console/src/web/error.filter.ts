@@ -3,7 +3,7 @@ import type { Request, Response } from 'express';
 import { csrfTokenOf, sessionOf } from './console-request.js';
 import { html } from './html.js';
 import { page } from './layout.js';
-import { send, SignInRequired } from './respond.js';
+import { RoleRequired, send, SignInRequired } from './respond.js';
 
 /** Errors as pages: a refusal of the services (AccountsError) says what was wrong; anything else is logged, not shown. */
 @Catch()
@@ -15,7 +15,19 @@ export class ConsoleErrorFilter implements ExceptionFilter {
     const res = host.switchToHttp().getResponse<Response>();
     if (res.headersSent) return;
     if (error instanceof SignInRequired) {
-      res.redirect(303, '/sign-in');
+      // A page asked for while signed out opens again after signing in.
+      res.redirect(303, req.method === 'GET' ? `/sign-in?next=${encodeURIComponent(req.originalUrl)}` : '/sign-in');
+      return;
+    }
+    if (error instanceof RoleRequired) {
+      send(
+        res,
+        page(
+          { title: 'Not allowed', csrf: csrfTokenOf(req), session: sessionOf(req) },
+          html`<p class="notice error" role="alert">${error.message}</p><p><a href="/">Back to your projects</a></p>`,
+        ),
+        403,
+      );
       return;
     }
     let status = 500;

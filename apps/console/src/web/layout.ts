@@ -11,7 +11,10 @@ export const PROJECT_SECTIONS = [
   ['webhooks', 'Webhooks'],
   ['mcp', 'MCP servers'],
   ['members', 'Members'],
+  ['audit', 'Audit log'],
 ] as const;
+/** Sections only owners open. */
+const OWNER_SECTIONS: readonly string[] = ['audit'];
 export type ProjectSection = (typeof PROJECT_SECTIONS)[number][0];
 
 export interface PageContext {
@@ -57,7 +60,7 @@ export function page(ctx: PageContext, body: Html): Html {
 </header>
 ${
   project
-    ? html`<nav class="project" aria-label="Project">${PROJECT_SECTIONS.map(([id, label]) => html`<a href="${projectPath(project.projectId, id)}"${ctx.section === id ? html` aria-current="page"` : ''}>${label}</a>`)}</nav>`
+    ? html`<nav class="project" aria-label="Project">${PROJECT_SECTIONS.filter(([id]) => project.role === 'owner' || !OWNER_SECTIONS.includes(id)).map(([id, label]) => html`<a href="${projectPath(project.projectId, id)}"${ctx.section === id ? html` aria-current="page"` : ''}>${label}</a>`)}</nav>`
     : ''
 }
 <main>

@@ -17,6 +17,21 @@ export class SignInRequired extends HttpException {
   }
 }
 
+/** Thrown where a member's role does not allow what they asked: 403, saying which role would. */
+export class RoleRequired extends HttpException {
+  constructor(role: string, needed: string) {
+    super(
+      `Your role in this project (${role}) does not allow this: it takes ${needed === 'owner' ? 'an owner' : `a ${needed} or an owner`}. An owner can change your role on the Members page.`,
+      HttpStatus.FORBIDDEN,
+    );
+  }
+}
+
+/** A path of this console to go to after signing in (`next`), or '/': never another site. */
+export function localPath(next: unknown): string {
+  return typeof next === 'string' && /^\/(?![/\\])[A-Za-z0-9/_.~%?=&-]*$/.test(next) && next.length <= 500 ? next : '/';
+}
+
 export function requireSession(req: Request): ConsoleSession {
   const session = sessionOf(req);
   if (!session) throw new SignInRequired();
