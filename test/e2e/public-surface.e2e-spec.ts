@@ -154,12 +154,12 @@ describe('the api and the console behind a TLS proxy', () => {
     });
   });
 
-  describe('with an http public URL and one trusted proxy hop (TRUST_PROXY_HOPS=1)', () => {
+  describe('with an http public URL and one trusted proxy hop (TRUSTED_PROXY_HOPS, CONSOLE_TRUSTED_PROXY_HOPS)', () => {
     let api: RunningApi;
     let consoleApp: RunningConsole;
     beforeAll(async () => {
-      api = await startApi({ MAS_CODEC_TOKEN: token, TRUST_PROXY_HOPS: '1' });
-      consoleApp = await startConsole({ TRUST_PROXY_HOPS: '1' });
+      api = await startApi({ MAS_CODEC_TOKEN: token, TRUSTED_PROXY_HOPS: '1' });
+      consoleApp = await startConsole({ CONSOLE_TRUSTED_PROXY_HOPS: '1' });
     }, 60_000);
     afterAll(async () => {
       await api?.close();

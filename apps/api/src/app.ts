@@ -126,7 +126,7 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   // First, so the request's span covers authentication and continues a client's traceparent.
   const tracing = httpTracing();
   if (tracing) app.use(tracing);
-  useTransportSecurity(app, { publicUrl: config.publicBaseUrl, trustProxyHops: config.trustProxyHops });
+  useTransportSecurity(app, { publicUrl: config.publicBaseUrl, trustedProxyHops: config.trustedProxyHops });
   app.use(httpMetrics);
   app.use(httpLogging(logger.pino));
   const tracker = new InFlight();

@@ -28,11 +28,11 @@ export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {})
   if (options.logLevels) logger.setLogLevels(options.logLevels);
   const app = await NestFactory.create<NestExpressApplication>(ConsoleModule, { logger, bodyParser: false });
   app.disable('x-powered-by');
-  // req.ip: the client's address as the configured proxies in front of the console saw it (the
-  // sign-in throttle and the audit log use it); without proxies, the socket's peer.
-  app.set('trust proxy', config.console.trustedProxyHops);
   (app.getHttpServer() as Server).keepAliveTimeout = config.keepAliveTimeoutMs;
-  useTransportSecurity(app, { publicUrl: config.console.publicUrl, trustProxyHops: config.trustProxyHops });
+  // req.ip: the client's address as the configured proxies in front of the console saw it (the
+  // sign-in throttle and the audit log use it); without proxies, the socket's peer. The same hops
+  // say whether the console is served over HTTPS (HSTS).
+  useTransportSecurity(app, { publicUrl: config.console.publicUrl, trustedProxyHops: config.console.trustedProxyHops });
   app.use(httpMetrics);
   app.use(httpLogging(logger.pino));
   app.use((_req: Request, res: Response, next: NextFunction) => {

@@ -122,8 +122,10 @@ The environment of every app and of the migrations Job: settings as values, secr
   value: {{ $v.config.apiMaxRunsInFlight | quote }}
 - name: API_RUN_WAIT_MS
   value: {{ $v.config.apiRunWaitMs | quote }}
-- name: TRUST_PROXY_HOPS
-  value: {{ $v.config.trustProxyHops | quote }}
+- name: TRUSTED_PROXY_HOPS
+  value: {{ $v.config.trustedProxyHops | quote }}
+- name: CONSOLE_TRUSTED_PROXY_HOPS
+  value: {{ $v.config.trustedProxyHops | quote }}
 - name: METRICS_HOST
   value: {{ $v.config.metricsHost | quote }}
 - name: API_METRICS_PORT

@@ -270,9 +270,11 @@ describe('loadConfig', () => {
     ]);
   });
 
-  it('trusts no proxy unless TRUST_PROXY_HOPS says how many', () => {
-    expect(loadConfig(valid).trustProxyHops).toBe(0);
-    expect(loadConfig({ ...valid, TRUST_PROXY_HOPS: '2' }).trustProxyHops).toBe(2);
-    expect(problemsOf({ ...valid, TRUST_PROXY_HOPS: 'yes' })).toEqual([expect.stringContaining('TRUST_PROXY_HOPS')]);
+  it('trusts no proxy unless TRUSTED_PROXY_HOPS says how many', () => {
+    expect(loadConfig(valid).trustedProxyHops).toBe(0);
+    expect(loadConfig({ ...valid, TRUSTED_PROXY_HOPS: '2' }).trustedProxyHops).toBe(2);
+    expect(problemsOf({ ...valid, TRUSTED_PROXY_HOPS: 'yes' })).toEqual([
+      expect.stringContaining('TRUSTED_PROXY_HOPS'),
+    ]);
   });
 });

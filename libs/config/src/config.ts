@@ -53,10 +53,11 @@ export interface AppConfig {
   /** The externally visible base URL of the api, used in `error.docs` links and file URLs; an
    * https URL makes the api's answers carry Strict-Transport-Security and its cookies Secure. */
   readonly publicBaseUrl: string;
-  /** How many proxies in front of the api and the console are trusted (TRUST_PROXY_HOPS, 0): the
-   * client's address (X-Forwarded-For) and scheme (X-Forwarded-Proto) are taken from that many hops
-   * back, as Express's `trust proxy` does; 0, the headers are ignored. One load balancer is 1. */
-  readonly trustProxyHops: number;
+  /** How many proxies in front of the api are trusted (TRUSTED_PROXY_HOPS, 0; the console's own is
+   * CONSOLE_TRUSTED_PROXY_HOPS): the client's address (X-Forwarded-For) and scheme
+   * (X-Forwarded-Proto) are taken from that many hops back, as Express's `trust proxy` does; 0, the
+   * headers are ignored. One load balancer is 1. */
+  readonly trustedProxyHops: number;
   /** The customer console (apps/console, docs/console.md): its port (CONSOLE_PORT, 3001) and the
    * base URL its users reach it at (CONSOLE_PUBLIC_URL), in the one-time links the operator CLI
    * prints; an https URL makes its cookies Secure. */
@@ -491,7 +492,7 @@ export function loadConfig(env: Env): AppConfig {
     publicBaseUrl: r
       .url('PUBLIC_BASE_URL', ['http:', 'https:'], `http://localhost:${problemsBefore === 0 ? port : 3000}`)
       .replace(/\/+$/, ''),
-    trustProxyHops: r.nonNegativeInt('TRUST_PROXY_HOPS', 0),
+    trustedProxyHops: r.nonNegativeInt('TRUSTED_PROXY_HOPS', 0),
     console: consoleConfig(r),
     smtp: readSmtpSettings(env, r.problems),
     databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),

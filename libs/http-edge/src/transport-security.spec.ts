@@ -15,7 +15,7 @@ describe('the transport security of the api and the console', () => {
     let handler: ((req: Request, res: Response, next: NextFunction) => void) | undefined;
     useTransportSecurity(
       { set: (name, value) => (settings[name] = value), use: (h) => (handler = h) },
-      { publicUrl: 'http://localhost:3000', trustProxyHops: 2 },
+      { publicUrl: 'http://localhost:3000', trustedProxyHops: 2 },
     );
     expect(settings).toEqual({ 'trust proxy': 2 });
     const headers = (secure: boolean): Record<string, string> => {

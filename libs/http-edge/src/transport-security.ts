@@ -5,10 +5,10 @@ import type { NextFunction, Request, Response } from 'express';
 export const STRICT_TRANSPORT_SECURITY = 'max-age=31536000';
 
 /** Where the api or the console is reached and through how many proxies (AppConfig's
- * publicBaseUrl or console.publicUrl, and trustProxyHops). */
+ * publicBaseUrl or console.publicUrl, and trustedProxyHops). */
 export interface EdgeOptions {
   readonly publicUrl: string;
-  readonly trustProxyHops: number;
+  readonly trustedProxyHops: number;
 }
 
 /** The part of an Express application the edge sets up. */
@@ -34,7 +34,7 @@ export function servedOverHttps(req: Request, publicUrl: string): boolean {
  * carries Strict-Transport-Security. Call before any route or middleware that answers.
  */
 export function useTransportSecurity(app: ExpressLike, options: EdgeOptions): void {
-  app.set('trust proxy', options.trustProxyHops);
+  app.set('trust proxy', options.trustedProxyHops);
   app.use((req, res, next) => {
     if (servedOverHttps(req, options.publicUrl)) res.setHeader('Strict-Transport-Security', STRICT_TRANSPORT_SECURITY);
     next();

@@ -166,7 +166,7 @@ export class CodecAccess {
   }
 
   /** Secure when the api is served over HTTPS: an https PUBLIC_BASE_URL, or a trusted proxy's
-   * X-Forwarded-Proto (TRUST_PROXY_HOPS; libs/http-edge). Before, only `req.secure`, which behind
+   * X-Forwarded-Proto (TRUSTED_PROXY_HOPS; libs/http-edge). Before, only `req.secure`, which behind
    * a TLS proxy without `trust proxy` never was (issue 44). */
   private cookie(req: Request, value: string, maxAgeS: number): string {
     const secure = servedOverHttps(req, this.publicBaseUrl) ? '; Secure' : '';
