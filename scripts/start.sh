@@ -13,10 +13,12 @@ bash scripts/stack.sh up
 npm run --silent build
 node dist/apps/cli/src/main.js migrate
 
-# Prometheus's /metrics of the apps that serve no HTTP otherwise (the api's is on $PORT), and
-# the Temporal SDK's own metrics, which the worker merges into its /metrics (docs/operations.md).
+# Prometheus's /metrics of every app, each on a port of its own on loopback (never on the api's or
+# the console's public port), and the Temporal SDK's own metrics, which the worker merges into its
+# /metrics (docs/operations.md).
 export WORKER_METRICS_PORT="${WORKER_METRICS_PORT:-9101}" RELAY_METRICS_PORT="${RELAY_METRICS_PORT:-9102}"
 export PROJECTOR_METRICS_PORT="${PROJECTOR_METRICS_PORT:-9103}" TEMPORAL_SDK_METRICS_PORT="${TEMPORAL_SDK_METRICS_PORT:-9104}"
+export API_METRICS_PORT="${API_METRICS_PORT:-9105}" CONSOLE_METRICS_PORT="${CONSOLE_METRICS_PORT:-9106}"
 # The dev server's UI (scripts/stack.sh) calls the codec endpoint at /codec/<token>: it can send
 # neither a header nor cookies, so only this local stack takes the token in the path
 # (docs/operations.md, "The codec endpoint"; the cluster profile's UI signs in with a cookie).
@@ -46,7 +48,7 @@ cat <<TXT
     API          $api   (health: $api/readyz)
     Console      ${CONSOLE_PUBLIC_URL:-http://localhost:${CONSOLE_PORT:-3001}}   (the demo owner's sign-in is below)
     Temporal UI  $TEMPORAL_UI_URL
-    Metrics      $api/metrics, worker :$WORKER_METRICS_PORT, relay :$RELAY_METRICS_PORT, projector :$PROJECTOR_METRICS_PORT (/metrics)
+    Metrics      http://127.0.0.1:{api $API_METRICS_PORT, console $CONSOLE_METRICS_PORT, worker $WORKER_METRICS_PORT, relay $RELAY_METRICS_PORT, projector $PROJECTOR_METRICS_PORT}/metrics
 $demo
     Logs         $MAS_HOME/logs   (stack: npm run stack -- logs kafka|temporal|postgres)
   Ctrl-C stops the apps; \`npm run stack -- down\` stops PostgreSQL, Kafka and Temporal.

@@ -10,6 +10,7 @@ export const LIB_DEPENDENCIES = {
   contracts: [],
   health: [],
   egress: [],
+  'http-edge': [],
   config: ['contracts'],
   mail: ['config'],
   observability: ['config'],

@@ -521,11 +521,11 @@ app_start() {
     # whose variables `env` prints for the e2e tests' own apps and task queues.
     export TEMPORAL_LONG_ACTIVITY_TASK_QUEUE="${TEMPORAL_TASK_QUEUE:-mas-agent}-long"
     case "$app" in
-      api) export PORT=$((LB_PORT + n)) ;;
+      api) export PORT=$((LB_PORT + n)) API_METRICS_PORT=$((METRICS_BASE + 10 * n + 5)) ;;
       worker) export WORKER_METRICS_PORT=$((METRICS_BASE + 10 * n + 1)) TEMPORAL_SDK_METRICS_PORT=$((METRICS_BASE + 10 * n + 4)) ;;
       relay) export RELAY_METRICS_PORT=$((METRICS_BASE + 10 * n + 2)) ;;
       projector) export PROJECTOR_METRICS_PORT=$((METRICS_BASE + 10 * n + 3)) ;;
-      console) export CONSOLE_PORT="$CONSOLE_PORT_CLUSTER" ;;
+      console) export CONSOLE_PORT="$CONSOLE_PORT_CLUSTER" CONSOLE_METRICS_PORT=$((METRICS_BASE + 10 * n + 6)) ;;
     esac
     cd "$ROOT"
     # run-apps.mjs restarts the app when it dies (a kill -9 in a drill included).

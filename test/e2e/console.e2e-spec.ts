@@ -12,6 +12,7 @@ import { FileStore } from '#libs/persistence';
 import { WebhookStore } from '#libs/webhooks';
 import { runCli } from '../../apps/cli/src/cli.js';
 import { startConsole, type RunningConsole } from '../support/console.js';
+import { freePort } from '../support/dev-temporal.js';
 import { e2eStack } from '../support/e2e-stack.js';
 import { eventually } from '../support/eventually.js';
 import { request } from '../support/http.js';
@@ -64,6 +65,8 @@ describe('the customer console', () => {
   });
   const shots = process.env['MAS_CONSOLE_SCREENSHOTS'] ?? mkdtempSync(join(tmpdir(), 'mas-console-'));
   let consoleApp: RunningConsole;
+  /** The console's /metrics listener (CONSOLE_METRICS_PORT), apart from its public port. */
+  let metricsPort: number;
   let browser: Browser;
   let consoleAccounts: ConsoleAccountsService;
   let projectA: string;
@@ -132,7 +135,8 @@ describe('the customer console', () => {
         `${CHROMIUM} is missing: install Debian's chromium package (npm test does, as root: scripts/browser.sh)`,
       );
     mkdirSync(shots, { recursive: true });
-    consoleApp = await startConsole(stack.env);
+    metricsPort = await freePort();
+    consoleApp = await startConsole({ ...stack.env, CONSOLE_METRICS_PORT: String(metricsPort) });
     consoleAccounts = new ConsoleAccountsService(
       stack.fixtures.db,
       stack.config,
@@ -638,13 +642,14 @@ describe('the customer console', () => {
     }
   });
 
-  it('answers /healthz, /readyz (PostgreSQL) and /metrics without a session, and /metrics counts its pages by route', async () => {
+  it('answers /healthz, /readyz (PostgreSQL) without a session, and /metrics on its own port only, counting its pages by route', async () => {
     const health = await fetch(`${consoleApp.url}/healthz`);
     expect([health.status, await health.json()]).toEqual([200, { status: 'ok' }]);
     const ready = await fetch(`${consoleApp.url}/readyz`);
     expect(ready.status).toBe(200);
     expect(await ready.json()).toMatchObject({ status: 'ready', components: { postgres: { status: 'up' } } });
-    const metrics = await fetch(`${consoleApp.url}/metrics`);
+    expect((await fetch(`${consoleApp.url}/metrics`)).status).toBe(404);
+    const metrics = await fetch(`http://127.0.0.1:${metricsPort}/metrics`);
     expect(metrics.status).toBe(200);
     const text = await metrics.text();
     // Routes as templates (never a project's id), from the pages this file has opened.

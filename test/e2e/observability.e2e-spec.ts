@@ -9,8 +9,8 @@ import { startModelServer, type ModelServer } from '../support/model-server.js';
 import { sampleSum, scrapeMetrics, type Sample } from '../support/prometheus.js';
 
 // The compiled apps as `npm start` runs them (dist/apps/*/src/main.js, one process each, JSON
-// logs), on their own task queue and ports: each app's /metrics answers and its series move after
-// a request, and no line any app writes carries the project's model key or its API key.
+// logs), on their own task queue and ports: each app's /metrics answers on its own metrics port
+// (the api's not on its public one) and its series move after a request, and no line any app writes carries the project's model key or its API key.
 // Its own set-up, not e2eStack: the apps run as processes of their own from dist/ (their logs
 // and /metrics are what is tested).
 const config = testConfig();
@@ -39,13 +39,14 @@ describe('metrics and logs of the running apps', () => {
     models = await startModelServer();
     const ports = {
       PORT: await freePort(),
+      API_METRICS_PORT: await freePort(),
       WORKER_METRICS_PORT: await freePort(),
       RELAY_METRICS_PORT: await freePort(),
       PROJECTOR_METRICS_PORT: await freePort(),
       TEMPORAL_SDK_METRICS_PORT: await freePort(),
     };
     apiUrl = `http://127.0.0.1:${ports.PORT}`;
-    metricsUrl.set('api', `${apiUrl}/metrics`);
+    metricsUrl.set('api', `http://127.0.0.1:${ports.API_METRICS_PORT}/metrics`);
     metricsUrl.set('worker', `http://127.0.0.1:${ports.WORKER_METRICS_PORT}/metrics`);
     metricsUrl.set('relay', `http://127.0.0.1:${ports.RELAY_METRICS_PORT}/metrics`);
     metricsUrl.set('projector', `http://127.0.0.1:${ports.PROJECTOR_METRICS_PORT}/metrics`);
@@ -80,6 +81,11 @@ describe('metrics and logs of the running apps', () => {
     );
     return Object.fromEntries(entries) as Record<App, Sample[]>;
   };
+
+  it("serves the api's /metrics on API_METRICS_PORT only, never on its public port", async () => {
+    expect((await fetch(`${apiUrl}/metrics`)).status).toBe(404);
+    expect((await scrapeMetrics(metricsUrl.get('api')!)).text).toContain('mas_http_request_duration_seconds');
+  });
 
   it('moves each app’s series after requests, and no app logs the model key or the API key', async () => {
     const { auth, key, project } = await fixtures.project({

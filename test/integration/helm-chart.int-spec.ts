@@ -192,6 +192,7 @@ describe('the Helm chart', () => {
     const consoleConfig = loadConfig(environmentOf(consoleContainer));
     expect(consoleContainer.ports).toEqual([
       { name: 'http', containerPort: consoleConfig.console.port, protocol: 'TCP' },
+      { name: 'metrics', containerPort: consoleConfig.metrics.consolePort, protocol: 'TCP' },
     ]);
     expect(consoleConfig.console.publicUrl).toBe('https://console.example.com');
     expect([consoleContainer.startupProbe, consoleContainer.livenessProbe].map((p) => p!.httpGet)).toEqual([
@@ -223,12 +224,39 @@ describe('the Helm chart', () => {
         paths.add(probe!.httpGet.path);
       }
     }
-    const server = await startMetricsServer(0);
+    const server = await startMetricsServer(0, { host: '127.0.0.1' });
     try {
       for (const path of paths) expect((await fetch(`http://127.0.0.1:${server.port}${path}`)).status).toBe(200);
     } finally {
       await server.close();
     }
+  });
+
+  // Issue 44: /metrics was on the api's and the console's public ports, behind their Services.
+  it("scrapes every app's /metrics on a metrics port of its own, bound for the pod's address, which no Service routes", async () => {
+    const metricsPort = {
+      api: 'apiPort',
+      console: 'consolePort',
+      worker: 'workerPort',
+      'worker-long': 'workerPort',
+      relay: 'relayPort',
+      projector: 'projectorPort',
+    } as const;
+    for (const app of APPS) {
+      const d = deployment(manifests, app);
+      const c = container(d);
+      const config = loadConfig(environmentOf(c));
+      const port = config.metrics[metricsPort[app]];
+      expect(port).toBeGreaterThan(0);
+      expect(config.metrics.host).toBe('0.0.0.0');
+      expect(c.ports).toContainEqual({ name: 'metrics', containerPort: port, protocol: 'TCP' });
+      const annotations = (d.spec.template as unknown as { metadata: { annotations: Record<string, string> } }).metadata
+        .annotations;
+      expect(annotations).toMatchObject({ 'prometheus.io/port': String(port), 'prometheus.io/path': '/metrics' });
+      if (app === 'api' || app === 'console') expect(port).not.toBe(app === 'api' ? config.port : config.console.port);
+    }
+    for (const service of manifests.filter((m) => m.kind === 'Service'))
+      expect(service.spec.ports).toEqual([expect.objectContaining({ name: 'http', targetPort: 'http' })]);
   });
 
   it('runs the bulkhead: worker-long polls the queue every app names for long activities, and without it no app names one', async () => {

@@ -4,8 +4,16 @@ import { NestFactory } from '@nestjs/core';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { configFromEnvironment } from '#libs/config';
+import { useTransportSecurity } from '#libs/http-edge';
 import { ServiceError } from '#libs/contracts';
-import { createLogger, httpLogging, httpMetrics, httpTracing, NestPinoLogger, serveMetrics } from '#libs/observability';
+import {
+  createLogger,
+  httpLogging,
+  httpMetrics,
+  httpTracing,
+  NestPinoLogger,
+  serveMetricsBeside,
+} from '#libs/observability';
 import { ApiModule } from './app.module.js';
 import { ApiKeyMiddleware } from './auth/api-key.middleware.js';
 import { bodyParser } from './body-limits.js';
@@ -118,10 +126,7 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   // First, so the request's span covers authentication and continues a client's traceparent.
   const tracing = httpTracing();
   if (tracing) app.use(tracing);
-  // Prometheus's scrape, outside /v1 (no API key: keep it off the public ingress, docs/operations.md).
-  app.use((req: Request, res: Response, next: NextFunction) =>
-    req.path === '/metrics' ? void serveMetrics(req, res) : next(),
-  );
+  useTransportSecurity(app, { publicUrl: config.publicBaseUrl, trustedProxyHops: config.trustedProxyHops });
   app.use(httpMetrics);
   app.use(httpLogging(logger.pino));
   const tracker = new InFlight();
@@ -141,5 +146,8 @@ export async function createApiApp(options: { logLevels?: LogLevel[] } = {}): Pr
   // No Nest shutdown hooks: they would close the pool and the Temporal connection under requests
   // still in flight. main.ts drains first (drainAndClose).
   serveOpenApi(app);
+  // Prometheus's scrape on a port of its own (API_METRICS_PORT), never on the public one (issue 44:
+  // anyone could read it there).
+  await serveMetricsBeside(app.getHttpServer() as Server, config.metrics.apiPort, config.metrics.host);
   return app;
 }

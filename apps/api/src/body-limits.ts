@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { json, raw, type NextFunction, type Request, type RequestHandler, type Response } from 'express';
 import { ServiceError } from '#libs/contracts';
 import type { AuthenticatedRequest } from './auth/api-key.middleware.js';
@@ -116,12 +117,31 @@ function isUtf8(req: Request): boolean {
   return charset === undefined || /^utf-?8$/i.test(charset);
 }
 
+/** How long a connection refused before its body was read stays open after the answer, its body
+ * unread: ample for the client to read the answer (one round trip), short enough that a flood of
+ * refused uploads holds few sockets. */
+export const REFUSED_LINGER_MS = 2000;
+
 /**
  * For an answer sent before the request's body was read (a refusal: 401, 405, 413, 429 and the
  * like): the connection closes after it. Kept alive, Node would read the rest of the body and
  * throw it away, so an unauthenticated flood of large bodies would cost the api every byte of them
  * (issue 28). Call before the answer's headers go.
+ *
+ * Closed the way Node closes a `Connection: close` one (destroySoon: destroyed as soon as the answer
+ * is written), the socket would be closed with the client's body still arriving, which makes the
+ * kernel reset the connection: a client still writing its body then got EPIPE or ECONNRESET, not
+ * the answer (issue 44). So the answer goes, then the api's half of the connection is closed (FIN),
+ * nothing more of the body is read (the client's writes stall, they do not fail), and the socket
+ * is destroyed REFUSED_LINGER_MS later, when the client has read the answer and stopped.
  */
 export function closeIfBodyUnread(req: Request, res: Response): void {
-  if (!req.complete) res.setHeader('Connection', 'close');
+  if (req.complete) return;
+  res.setHeader('Connection', 'close');
+  const socket = req.socket as Socket;
+  socket.destroySoon = () => {
+    socket.pause();
+    socket.end();
+    setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
+  };
 }

@@ -5,7 +5,8 @@ import type { NestExpressApplication } from '@nestjs/platform-express';
 import type { NextFunction, Request, Response } from 'express';
 import { ConsoleAccountsService } from '#libs/accounts';
 import { configFromEnvironment } from '#libs/config';
-import { createLogger, httpLogging, httpMetrics, NestPinoLogger, serveMetrics } from '#libs/observability';
+import { useTransportSecurity } from '#libs/http-edge';
+import { createLogger, httpLogging, httpMetrics, NestPinoLogger, serveMetricsBeside } from '#libs/observability';
 import { COOKIE_NAMES } from './auth.controller.js';
 import { ConsoleModule } from './console.module.js';
 import { consoleRequests, type CookieNames } from './web/console-request.js';
@@ -27,14 +28,11 @@ export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {})
   if (options.logLevels) logger.setLogLevels(options.logLevels);
   const app = await NestFactory.create<NestExpressApplication>(ConsoleModule, { logger, bodyParser: false });
   app.disable('x-powered-by');
-  // req.ip: the client's address as the configured proxies in front of the console saw it (the
-  // sign-in throttle and the audit log use it); without proxies, the socket's peer.
-  app.set('trust proxy', config.console.trustedProxyHops);
   (app.getHttpServer() as Server).keepAliveTimeout = config.keepAliveTimeoutMs;
-  // Prometheus's scrape, as the api serves it (no session: keep it off the public ingress, docs/operations.md).
-  app.use((req: Request, res: Response, next: NextFunction) =>
-    req.path === '/metrics' ? void serveMetrics(req, res) : next(),
-  );
+  // req.ip: the client's address as the configured proxies in front of the console saw it (the
+  // sign-in throttle and the audit log use it); without proxies, the socket's peer. The same hops
+  // say whether the console is served over HTTPS (HSTS).
+  useTransportSecurity(app, { publicUrl: config.console.publicUrl, trustedProxyHops: config.console.trustedProxyHops });
   app.use(httpMetrics);
   app.use(httpLogging(logger.pino));
   app.use((_req: Request, res: Response, next: NextFunction) => {
@@ -43,5 +41,7 @@ export async function createConsoleApp(options: { logLevels?: LogLevel[] } = {})
   });
   app.useBodyParser('urlencoded', { extended: false, limit: '32kb', parameterLimit: 50 });
   app.use(consoleRequests(app.get(ConsoleAccountsService), app.get<CookieNames>(COOKIE_NAMES)));
+  // Prometheus's scrape on a port of its own (CONSOLE_METRICS_PORT), never on the public one.
+  await serveMetricsBeside(app.getHttpServer() as Server, config.metrics.consolePort, config.metrics.host);
   return app;
 }

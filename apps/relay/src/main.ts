@@ -9,7 +9,9 @@ const config = configFromEnvironment();
 const logger = createLogger({ app: 'relay', format: config.logFormat, level: config.logLevel });
 const app = await NestFactory.createApplicationContext(RelayModule, { logger: new NestPinoLogger(logger) });
 await app.init();
-const metrics = config.metrics.relayPort ? await startMetricsServer(config.metrics.relayPort) : undefined;
+const metrics = config.metrics.relayPort
+  ? await startMetricsServer(config.metrics.relayPort, { host: config.metrics.host })
+  : undefined;
 logger.info(
   { context: 'relay', metrics_port: metrics?.port },
   'relaying the outbox to Kafka and pruning what has passed its retention; SIGINT or SIGTERM stops it',

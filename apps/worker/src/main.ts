@@ -41,10 +41,10 @@ const app = await NestFactory.createApplicationContext(WorkerModule.forRole(conf
   logger: new NestPinoLogger(logger),
 });
 const metrics = config.metrics.workerPort
-  ? await startMetricsServer(
-      config.metrics.workerPort,
-      sdkPort ? scrape(`http://127.0.0.1:${sdkPort}/metrics`) : undefined,
-    )
+  ? await startMetricsServer(config.metrics.workerPort, {
+      host: config.metrics.host,
+      extra: sdkPort ? scrape(`http://127.0.0.1:${sdkPort}/metrics`) : undefined,
+    })
   : undefined;
 const { worker, connection, build } =
   config.temporal.workerRole === 'long-activities'

@@ -122,6 +122,16 @@ The environment of every app and of the migrations Job: settings as values, secr
   value: {{ $v.config.apiMaxRunsInFlight | quote }}
 - name: API_RUN_WAIT_MS
   value: {{ $v.config.apiRunWaitMs | quote }}
+- name: TRUSTED_PROXY_HOPS
+  value: {{ $v.config.trustedProxyHops | quote }}
+- name: CONSOLE_TRUSTED_PROXY_HOPS
+  value: {{ $v.config.trustedProxyHops | quote }}
+- name: METRICS_HOST
+  value: {{ $v.config.metricsHost | quote }}
+- name: API_METRICS_PORT
+  value: {{ $v.api.metricsPort | quote }}
+- name: CONSOLE_METRICS_PORT
+  value: {{ $v.console.metricsPort | quote }}
 - name: WORKER_METRICS_PORT
   value: {{ (ternary $v.workerLong $v.worker (eq .app "worker-long")).metricsPort | quote }}
 {{- if $v.workerLong.enabled }}

@@ -223,22 +223,58 @@ describe('loadConfig', () => {
 
   it('reads the metrics ports (0 or unset: none) and the log format and level', () => {
     const config = loadConfig(valid);
-    expect(config.metrics).toEqual({ workerPort: 0, relayPort: 0, projectorPort: 0, temporalSdkPort: 0 });
+    expect(config.metrics).toEqual({
+      host: '127.0.0.1',
+      apiPort: 0,
+      consolePort: 0,
+      workerPort: 0,
+      relayPort: 0,
+      projectorPort: 0,
+      temporalSdkPort: 0,
+    });
     expect({ format: config.logFormat, level: config.logLevel }).toEqual({ format: undefined, level: 'info' });
     const set = loadConfig({
       ...valid,
+      METRICS_HOST: '0.0.0.0',
+      API_METRICS_PORT: '9100',
+      CONSOLE_METRICS_PORT: '9105',
       WORKER_METRICS_PORT: '9101',
       RELAY_METRICS_PORT: '0',
       TEMPORAL_SDK_METRICS_PORT: '9104',
       LOG_FORMAT: 'json',
       LOG_LEVEL: 'warn',
     });
-    expect(set.metrics).toEqual({ workerPort: 9101, relayPort: 0, projectorPort: 0, temporalSdkPort: 9104 });
+    expect(set.metrics).toEqual({
+      host: '0.0.0.0',
+      apiPort: 9100,
+      consolePort: 9105,
+      workerPort: 9101,
+      relayPort: 0,
+      projectorPort: 0,
+      temporalSdkPort: 9104,
+    });
     expect({ format: set.logFormat, level: set.logLevel }).toEqual({ format: 'json', level: 'warn' });
-    expect(problemsOf({ ...valid, PROJECTOR_METRICS_PORT: '-1', LOG_FORMAT: 'yaml', LOG_LEVEL: 'loud' })).toEqual([
+    expect(
+      problemsOf({
+        ...valid,
+        PROJECTOR_METRICS_PORT: '-1',
+        METRICS_HOST: 'metrics.local',
+        LOG_FORMAT: 'yaml',
+        LOG_LEVEL: 'loud',
+      }),
+    ).toEqual([
+      'METRICS_HOST must be an IP address (e.g. 127.0.0.1 or 0.0.0.0), got "metrics.local"',
       'PROJECTOR_METRICS_PORT must be a TCP port (1-65535) or 0 for none, got "-1"',
       'LOG_FORMAT must be one of json, pretty, got "yaml"',
       'LOG_LEVEL must be one of trace, debug, info, warn, error, fatal, got "loud"',
+    ]);
+  });
+
+  it('trusts no proxy unless TRUSTED_PROXY_HOPS says how many', () => {
+    expect(loadConfig(valid).trustedProxyHops).toBe(0);
+    expect(loadConfig({ ...valid, TRUSTED_PROXY_HOPS: '2' }).trustedProxyHops).toBe(2);
+    expect(problemsOf({ ...valid, TRUSTED_PROXY_HOPS: 'yes' })).toEqual([
+      expect.stringContaining('TRUSTED_PROXY_HOPS'),
     ]);
   });
 });

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import {
   CAPABILITIES,
   DEFAULT_CAPABILITY_SURCHARGES,
@@ -49,8 +50,14 @@ export interface AppConfig {
    * load balancer in front (AWS's ALB: 60 s), so that the balancer closes idle connections, never
    * the app under a request the balancer is sending on it (a 502, or a client's "socket hang up"). */
   readonly keepAliveTimeoutMs: number;
-  /** The externally visible base URL of the api, used in `error.docs` links and file URLs. */
+  /** The externally visible base URL of the api, used in `error.docs` links and file URLs; an
+   * https URL makes the api's answers carry Strict-Transport-Security and its cookies Secure. */
   readonly publicBaseUrl: string;
+  /** How many proxies in front of the api are trusted (TRUSTED_PROXY_HOPS, 0; the console's own is
+   * CONSOLE_TRUSTED_PROXY_HOPS): the client's address (X-Forwarded-For) and scheme
+   * (X-Forwarded-Proto) are taken from that many hops back, as Express's `trust proxy` does; 0, the
+   * headers are ignored. One load balancer is 1. */
+  readonly trustedProxyHops: number;
   /** The customer console (apps/console, docs/console.md): its port (CONSOLE_PORT, 3001) and the
    * base URL its users reach it at (CONSOLE_PUBLIC_URL), in the one-time links the operator CLI
    * prints; an https URL makes its cookies Secure. */
@@ -167,10 +174,14 @@ export interface AppConfig {
      * unset: no tracing. */
     readonly otlpEndpoint: string | undefined;
   };
-  /** Ports of the /metrics listeners of the apps that serve no HTTP otherwise (0: none; the api
-   * serves /metrics on PORT). `temporalSdkPort` is where the worker's Temporal runtime exposes its
-   * own Prometheus metrics on loopback, merged into the worker's /metrics. */
+  /** Ports of the apps' /metrics listeners, apart from their public ports (0: none).
+   * `temporalSdkPort` is where the worker's Temporal runtime exposes its own Prometheus metrics on
+   * loopback, merged into the worker's /metrics. */
   readonly metrics: {
+    /** The address the /metrics listeners bind (METRICS_HOST, 127.0.0.1; the chart: 0.0.0.0). */
+    readonly host: string;
+    readonly apiPort: number;
+    readonly consolePort: number;
     readonly workerPort: number;
     readonly relayPort: number;
     readonly projectorPort: number;
@@ -230,6 +241,14 @@ class Reader {
       this.problems.push(`${name} must be a TCP port (1-65535), got "${raw}"`);
     }
     return n;
+  }
+
+  /** An IPv4 or IPv6 address to bind (no host name: what a listener binds must not depend on DNS). */
+  ipAddress(name: string, fallback: string): string {
+    const raw = this.optional(name);
+    if (raw === undefined) return fallback;
+    if (isIP(raw) === 0) this.problems.push(`${name} must be an IP address (e.g. 127.0.0.1 or 0.0.0.0), got "${raw}"`);
+    return raw;
   }
 
   /** A TCP port, or 0 for "none". */
@@ -473,6 +492,7 @@ export function loadConfig(env: Env): AppConfig {
     publicBaseUrl: r
       .url('PUBLIC_BASE_URL', ['http:', 'https:'], `http://localhost:${problemsBefore === 0 ? port : 3000}`)
       .replace(/\/+$/, ''),
+    trustedProxyHops: r.nonNegativeInt('TRUSTED_PROXY_HOPS', 0),
     console: consoleConfig(r),
     smtp: readSmtpSettings(env, r.problems),
     databaseUrl: r.url('DATABASE_URL', ['postgres:', 'postgresql:']),
@@ -528,6 +548,9 @@ export function loadConfig(env: Env): AppConfig {
     streamRetentionSeconds: r.positiveInt('STREAM_RETENTION_SECONDS', 24 * 60 * 60),
     tracing: { otlpEndpoint: r.optionalUrl('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']) },
     metrics: {
+      host: r.ipAddress('METRICS_HOST', '127.0.0.1'),
+      apiPort: r.optionalPort('API_METRICS_PORT'),
+      consolePort: r.optionalPort('CONSOLE_METRICS_PORT'),
       workerPort: r.optionalPort('WORKER_METRICS_PORT'),
       relayPort: r.optionalPort('RELAY_METRICS_PORT'),
       projectorPort: r.optionalPort('PROJECTOR_METRICS_PORT'),

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { Inject, Injectable } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
+import { servedOverHttps } from '#libs/http-edge';
 import { closeIfBodyUnread } from '../body-limits.js';
 import {
   CODEC_SESSION_COOKIE,
@@ -29,8 +30,9 @@ const MAX_FORM_BYTES = 1024;
  * - as `Authorization: Bearer <token>` (the Temporal CLI's `--codec-auth`, scripts);
  * - or as a sign-in cookie (the Temporal UI, whose codec setting cannot add a header but can send
  *   the browser's cookies, `includeCredentials`): `GET /codec/session` is a sign-in form,
- *   `POST /codec/session` with the token sets the cookie (HttpOnly, SameSite=Strict, 12 hours,
- *   codec-session.ts), `DELETE /codec/session` ends it;
+ *   `POST /codec/session` with the token sets the cookie (HttpOnly, SameSite=Strict, Secure over
+ *   HTTPS, 12 hours, codec-session.ts), `DELETE /codec/session` ends it in that browser; the
+ *   cookie is signed under the token, so rotating MAS_CODEC_TOKEN revokes every sign-in at once;
  * - or, only where MAS_CODEC_TOKEN_IN_PATH=true (the local stack's dev server, whose UI cannot be
  *   told to send cookies), as the path segment before `encode`/`decode`.
  * CORS answers the Temporal UI's origin only (TEMPORAL_UI_URL), with credentials.
@@ -41,8 +43,10 @@ export class CodecAccess {
   private readonly tokenInPath: boolean;
   private readonly uiUrl: string | undefined;
   private readonly uiOrigin: string | undefined;
+  private readonly publicBaseUrl: string;
 
   constructor(@Inject(APP_CONFIG) config: AppConfig) {
+    this.publicBaseUrl = config.publicBaseUrl;
     this.token = config.codecToken === undefined ? undefined : digest(config.codecToken);
     this.tokenInPath = config.codecTokenInPath;
     this.uiUrl = config.temporal.uiUrl;
@@ -161,9 +165,12 @@ export class CodecAccess {
       );
   }
 
-  /** Secure over HTTPS (also behind a proxy that says so, with Express's trust proxy). */
+  /** Secure when the api is served over HTTPS: an https PUBLIC_BASE_URL, or a trusted proxy's
+   * X-Forwarded-Proto (TRUSTED_PROXY_HOPS; libs/http-edge). Before, only `req.secure`, which behind
+   * a TLS proxy without `trust proxy` never was (issue 44). */
   private cookie(req: Request, value: string, maxAgeS: number): string {
-    return `${CODEC_SESSION_COOKIE}=${value}; Path=/codec; Max-Age=${maxAgeS}; HttpOnly; SameSite=Strict${req.secure ? '; Secure' : ''}`;
+    const secure = servedOverHttps(req, this.publicBaseUrl) ? '; Secure' : '';
+    return `${CODEC_SESSION_COOKIE}=${value}; Path=/codec; Max-Age=${maxAgeS}; HttpOnly; SameSite=Strict${secure}`;
   }
 }
 

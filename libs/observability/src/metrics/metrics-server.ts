@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { METRICS_CONTENT_TYPE, metricsText } from './registry.js';
 
@@ -21,18 +21,23 @@ export async function serveMetrics(req: IncomingMessage, res: ServerResponse, ex
   }
 }
 
-/** The /metrics listener of an app that serves no HTTP otherwise (worker, relay, projector). */
+/** An app's /metrics listener, apart from its public port (every app has one: METRICS_HOST and
+ * API_, CONSOLE_, WORKER_, RELAY_, PROJECTOR_METRICS_PORT). */
 export interface MetricsServer {
   readonly port: number;
   close(): Promise<void>;
 }
 
-/** Listens on `port` (all interfaces, like the api) for Prometheus's scrapes. */
-export async function startMetricsServer(port: number, extra?: ExtraMetrics): Promise<MetricsServer> {
-  const server = createServer((req, res) => void serveMetrics(req, res, extra));
+/** Listens on `host`:`port` (AppConfig's metrics.host: loopback unless the deployment says
+ * otherwise, e.g. the chart's pods, scraped on their own address) for Prometheus's scrapes. */
+export async function startMetricsServer(
+  port: number,
+  options: { readonly host: string; readonly extra?: ExtraMetrics },
+): Promise<MetricsServer> {
+  const server = createServer((req, res) => void serveMetrics(req, res, options.extra));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, '0.0.0.0', () => resolve());
+    server.listen(port, options.host, () => resolve());
   });
   return {
     port: (server.address() as AddressInfo).port,
@@ -42,6 +47,14 @@ export async function startMetricsServer(port: number, extra?: ExtraMetrics): Pr
         server.closeAllConnections();
       }),
   };
+}
+
+/** Starts the /metrics listener of an app with a public HTTP server (api, console) beside it, on
+ * `port` (0: none), and closes it when that server closes. */
+export async function serveMetricsBeside(publicServer: Server, port: number, host: string): Promise<void> {
+  if (!port) return;
+  const metrics = await startMetricsServer(port, { host });
+  publicServer.once('close', () => void metrics.close());
 }
 
 /** Reads another Prometheus endpoint's text (the Temporal runtime's), for merging into /metrics. */
