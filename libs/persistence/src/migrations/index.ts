@@ -27,6 +27,7 @@ import { SessionEndRequests1763700000051 } from './1763700000051-session-end-req
 import { AdmissionInApi1763700000052 } from './1763700000052-admission-in-api.js';
 import { SessionSlot1763700000053 } from './1763700000053-session-slot.js';
 import { BlobCompression1763700000054 } from './1763700000054-blob-compression.js';
+import { HostileTenantLimits1763700000056 } from './1763700000056-hostile-tenant-limits.js';
 
 /** Every migration, in the order they apply. */
 export const MIGRATIONS: readonly Function[] = [
@@ -59,4 +60,5 @@ export const MIGRATIONS: readonly Function[] = [
   AdmissionInApi1763700000052,
   SessionSlot1763700000053,
   BlobCompression1763700000054,
+  HostileTenantLimits1763700000056,
 ];
