@@ -117,6 +117,31 @@ describe('stored bytes of tool outputs', () => {
     expect(await blobsOf(p.id)).toBe(0);
   });
 
+  it("counts a session message's large tool outputs the same way", async () => {
+    const { project: p, auth } = await project();
+    stack.models.clearReplies();
+    const poll = { name: 'get_weather', arguments: { city: 'Oslo' } };
+    stack.models.reply({ toolCalls: [poll] }, { toolCalls: [poll] }, { toolCalls: [poll] });
+    const session = await request(stack.api.url, 'POST', '/v1/sessions', { headers: auth });
+    expect(session.status).toBe(200);
+    const first = await request(stack.api.url, 'POST', `/v1/sessions/${session.body.id}/messages`, {
+      headers: auth,
+      body: { message: 'Weather?', tools: [weatherTool] },
+    });
+    expect(first.body).toMatchObject({ object: 'session.message', status: 'requires_tool_outputs' });
+    let run = first.body;
+    for (const expected of [100 * 1024, 200 * 1024]) {
+      const res = await submit(auth, run, KB100);
+      expect(res.body).toMatchObject({ object: 'session.message', status: 'requires_tool_outputs' });
+      run = res.body;
+      expect(await storedBytes(p.id)).toBe(expected);
+    }
+    const past = await submit(auth, run, KB100);
+    expect(past.status).toBe(429);
+    expect(past.body.error.code).toBe('rate_limited');
+    expect(await blobsOf(p.id)).toBe(2);
+  });
+
   it('lets only as many concurrent submissions through as the cap holds', async () => {
     const { project: p, auth } = await project();
     stack.models.clearReplies();
