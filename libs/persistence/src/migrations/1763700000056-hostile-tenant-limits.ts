@@ -323,6 +323,7 @@ export class HostileTenantLimits1763700000056 implements MigrationInterface {
       $$`);
     await q.query(`drop function if exists count_tool_output_bytes(uuid, uuid, bigint, bigint)`);
     await q.query(`drop function if exists billing_period_start(timestamptz, timestamptz)`);
+    await q.query(`drop function if exists stored_bytes_of_day(uuid)`);
     await q.query(`drop table if exists tool_output_bytes`);
   }
 }
