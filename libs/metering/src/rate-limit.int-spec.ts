@@ -49,6 +49,33 @@ describe('the rate limit keeps its Retry-After (real PostgreSQL)', () => {
     ]);
   });
 
+  it('keeps the hits of a flood of refused requests bounded, and the places it promised before', async () => {
+    const project = randomUUID();
+    const base = Date.now() + 20 * 86_400_000;
+    const hit = async (at: number) => {
+      const [row] = (await fixtures.db.query(`select n, retry_after from rate_limit_hit($1, $2)`, [
+        project,
+        new Date(base + at),
+      ])) as [{ n: string; retry_after: number }];
+      return rateLimitVerdict({ count: Number(row.n), retryAfterSeconds: row.retry_after });
+    };
+    for (let i = 0; i < RATE_LIMIT_PER_MINUTE; i++) expect((await hit(i)).allowed).toBe(true);
+    // 400 refused requests within a second: the first 60 get places (two hits each), the rest none.
+    const told: number[] = [];
+    for (let i = 0; i < 400; i++) {
+      const verdict = await hit(1_000 + i);
+      expect(verdict.allowed).toBe(false);
+      told.push(verdict.retryAfterSeconds);
+    }
+    const [rows] = (await fixtures.db.query(`select count(*)::int n from rate_limit_hits where project_id = $1`, [
+      project,
+    ])) as [{ n: number }];
+    expect(rows.n).toBe(RATE_LIMIT_PER_MINUTE + 2 * RATE_LIMIT_PER_MINUTE);
+    // Every one of the first 60 that comes back when told is admitted.
+    const promised = told.slice(0, RATE_LIMIT_PER_MINUTE).map((s, i) => 1_000 + i + s * 1_000);
+    for (const at of promised.sort((a, b) => a - b)) expect((await hit(at)).allowed).toBe(true);
+  });
+
   /**
    * The property, over bursts from several clients of one project on a controlled clock (the
    * function's `p_now`). Each client sends its burst until its first 429, then sends nothing until

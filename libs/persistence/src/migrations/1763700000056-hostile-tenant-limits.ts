@@ -23,7 +23,9 @@ import type { MigrationInterface, QueryRunner } from 'typeorm';
  * two more hits leave every sliding minute at 60 or fewer. A request admitted afresh is admitted
  * only when every minute it falls in, those with promised retries included, stays at 60 or fewer;
  * one that would not be, arriving once a reserved hit's moment has come, takes that reserved hit.
- * So neither other clients' refusals nor their admissions push a promised retry out. The function
+ * So neither other clients' refusals nor their admissions push a promised retry out. Past 120
+ * promised hits outstanding (a flood), a refusal gets no place and is not counted: its Retry-After
+ * is when every counted hit has left, and the table and the statement's work stay bounded. The function
  * keeps its name and its columns `n` and `oldest` (the previous release decides `n < 60` and
  * computes Retry-After from `oldest`, which is the promised moment less 60 s) and answers
  * `retry_after` too; `p_now` (default `clock_timestamp()`) lets a test drive the clock.
@@ -208,6 +210,15 @@ export class HostileTenantLimits1763700000056 implements MigrationInterface {
           update rate_limit_hits h set reserved = false
            where h.ctid = (select ctid from rate_limit_hits r where r.project_id = v_project and r.reserved and r.at = v_at limit 1);
           return query select ${LIMIT - 1}::bigint, null::timestamptz, 0;
+          return;
+        end if;
+        -- A flood (this many promised hits outstanding): refused without a place, told when every
+        -- counted hit has left, and not counted, so neither the table nor this statement's work
+        -- grows with the flood, and the places promised before stay.
+        if (select count(*) from rate_limit_hits h where h.project_id = v_project and h.at > p_now) >= ${2 * LIMIT} then
+          select max(h.at) into v_at from rate_limit_hits h where h.project_id = v_project;
+          v_s := floor(extract(epoch from v_at + interval '60 seconds' - p_now))::integer + 1;
+          return query select v_need, p_now + make_interval(secs => v_s) - interval '60 seconds', v_s;
           return;
         end if;
         -- Refused: counted at the earliest whole second s at which this hit and its retry's keep every
