@@ -8,7 +8,7 @@ import {
   type ReconcilerReport,
 } from '#libs/contracts';
 import { EventStore } from '#libs/events';
-import { billingAnchor, currentPeriod, MeteringService } from '#libs/metering';
+import { MeteringService } from '#libs/metering';
 import { eventually } from '../support/eventually.js';
 import { request } from '../support/http.js';
 import { e2eStack } from '../support/e2e-stack.js';
@@ -109,7 +109,6 @@ describe('the ledger reconciler', () => {
       projectId: project.id,
       credits: 3,
       monthlyQuota: 100,
-      periodStart: currentPeriod(billingAnchor(project.createdAt), new Date()).start,
       pickupBy,
       inputBytes: 0,
       caps: { runsInFlight: 10, inputBytesPerDay: 1000 },

@@ -46,10 +46,11 @@ export class AccountsError extends Error {
 
 export { MODEL_PROVIDERS };
 
-/** The hits of a project's sliding minute before this one, and when the oldest of them was. */
+/** The fullest sliding minute of its project a request falls in (hits before it), and when a
+ * refused one's retry is admitted (libs/metering's `rate_limit_hit`, migration 1763700000056). */
 export interface RecentHits {
   readonly count: number;
-  readonly oldest: Date | null;
+  readonly retryAfterSeconds: number;
 }
 
 /** A valid key's row: its project's columns, the key, and (when counted) the rate-limit hit. */
@@ -66,7 +67,7 @@ interface KeyRow {
   key_id: string;
   key_hash: Buffer;
   n?: string;
-  oldest?: Date | null;
+  retry_after?: number;
 }
 
 /** Who a valid API key speaks for. */
@@ -396,7 +397,10 @@ export class AccountsService {
   async authenticateRequest(presented: string): Promise<{ principal: Principal; hits: RecentHits } | null> {
     const found = await this.lookUpKey(presented, true);
     return (
-      found && { principal: found.principal, hits: { count: Number(found.row.n), oldest: found.row.oldest ?? null } }
+      found && {
+        principal: found.principal,
+        hits: { count: Number(found.row.n), retryAfterSeconds: found.row.retry_after ?? 0 },
+      }
     );
   }
 
@@ -406,7 +410,7 @@ export class AccountsService {
   private async lookUpKey(
     presented: string,
     hit: boolean,
-  ): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null> {
+  ): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'retry_after'> } | null> {
     if (!isWellFormedApiKey(presented)) return null;
     const hash = hashApiKey(presented, this.config.apiKeyPepper);
     if (!this.listener) return this.readKey(presented, hash, hit);
@@ -415,7 +419,7 @@ export class AccountsService {
       ...CREDENTIAL_CACHE_LIMITS,
       tagOf: (key) => key.keyId,
     });
-    let read: { principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null | undefined;
+    let read: { principal: Principal; row: Pick<KeyRow, 'n' | 'retry_after'> } | null | undefined;
     const key = await this.keys.get(hash.toString('hex'), async () => {
       read = await this.readKey(presented, hash, hit);
       return read && { keyId: read.principal.keyId, projectId: read.principal.project.id };
@@ -424,7 +428,7 @@ export class AccountsService {
     const rows: Omit<KeyRow, 'key_hash'>[] = await this.db.query(
       `${hit ? `with used as (update api_keys set last_used_at = now() where id = $2 and revoked_at is null and (last_used_at is null or last_used_at < now() - interval '1 minute') returning id) ` : ''}
        select p.id, p.name, p.plan, p.capabilities, p.credit_balance, p.credits_purchased, p.period_start, p.requests_used, p.created_at, $2::uuid as key_id
-              ${hit ? ', hit.n, hit.oldest' : ''}
+              ${hit ? ', hit.n, hit.retry_after' : ''}
          from projects p ${hit ? 'cross join lateral rate_limit_hit(p.id::text) hit' : ''}
         where p.id = $1`,
       [key.projectId, key.keyId],
@@ -436,7 +440,7 @@ export class AccountsService {
     presented: string,
     hash: Buffer,
     hit: boolean,
-  ): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } | null> {
+  ): Promise<{ principal: Principal; row: Pick<KeyRow, 'n' | 'retry_after'> } | null> {
     // A key stored under a pepper being retired is found by its hash under that pepper.
     const hashes = [hash, ...(this.config.previousApiKeyPeppers ?? []).map((pepper) => hashApiKey(presented, pepper))];
     // A counted request also stamps the key's last use, at most once a minute (a row lock then
@@ -444,7 +448,7 @@ export class AccountsService {
     const rows: KeyRow[] = await this.db.query(
       `${hit ? `with used as (update api_keys set last_used_at = now() where key_hash = any($1::bytea[]) and revoked_at is null and (last_used_at is null or last_used_at < now() - interval '1 minute') returning id) ` : ''}
        select p.id, p.name, p.plan, p.capabilities, p.credit_balance, p.credits_purchased, p.period_start, p.requests_used, p.created_at, k.id as key_id, k.key_hash
-              ${hit ? ', hit.n, hit.oldest' : ''}
+              ${hit ? ', hit.n, hit.retry_after' : ''}
          from api_keys k join projects p on p.id = k.project_id ${hit ? 'cross join lateral rate_limit_hit(p.id::text) hit' : ''}
         where k.key_hash = any($1::bytea[]) and k.revoked_at is null`,
       [hashes],
@@ -470,7 +474,7 @@ export class AccountsService {
   }
 }
 
-function principalOf(row: Omit<KeyRow, 'key_hash'>): { principal: Principal; row: Pick<KeyRow, 'n' | 'oldest'> } {
+function principalOf(row: Omit<KeyRow, 'key_hash'>): { principal: Principal; row: Pick<KeyRow, 'n' | 'retry_after'> } {
   const project = Object.assign(new ProjectEntity(), {
     id: row.id,
     name: row.name,

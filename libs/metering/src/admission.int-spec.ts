@@ -4,7 +4,6 @@ import { DEFAULT_CAPABILITY_SURCHARGES, EVENT_TYPES, type StopRecord } from '#li
 import { EventStore } from '#libs/events';
 import { testConfig } from '../../../test/support/config.js';
 import { Fixtures } from '../../../test/support/fixtures.js';
-import { billingAnchor, currentPeriod } from './billing-period.js';
 import { MeteringService, type AdmissionRequest } from './metering.service.js';
 
 const config = testConfig();
@@ -23,12 +22,11 @@ describe('MeteringService admission in the api', () => {
   });
 
   const balance = async (projectId: string) => (await fixtures.accounts.findProject(projectId)).creditBalance;
-  const admission = (projectId: string, createdAt: Date, patch: Partial<AdmissionRequest> = {}): AdmissionRequest => ({
+  const admission = (projectId: string, _createdAt: Date, patch: Partial<AdmissionRequest> = {}): AdmissionRequest => ({
     requestId: randomUUID(),
     projectId,
     credits: 3,
     monthlyQuota: 100,
-    periodStart: currentPeriod(billingAnchor(createdAt), new Date()).start,
     pickupBy: new Date(Date.now() + 60_000),
     inputBytes: 0,
     caps: { runsInFlight: 100, inputBytesPerDay: 1_000_000 },

@@ -11,7 +11,6 @@ import {
 } from '#libs/contracts';
 import { deterministicUuid, EventStore, RequestStream, SessionStream, toCloudEvent } from '#libs/events';
 import { agentCapabilityUses, agentRequests, creditsCharged } from '#libs/observability';
-import { billingAnchor, currentPeriod } from './billing-period.js';
 import { creditsFor } from './pricing.js';
 
 interface ProjectRow {
@@ -39,8 +38,6 @@ export interface AdmissionRequest {
   /** The most the run can cost: reserved until its first stop. */
   readonly credits: number;
   readonly monthlyQuota: number;
-  /** The start of the project's current billing period (its quota counter starts again there). */
-  readonly periodStart: Date;
   /** The workflow must take the request up by then, or its reservation is released. */
   readonly pickupBy: Date;
   /** UTF-8 bytes of input the request stores (files, a long message). */
@@ -71,6 +68,16 @@ const quotaExceeded = (monthlyQuota: number): AgentError => ({
 const insufficientCredits = (credits: number, balance: number): AgentError => ({
   code: 'insufficient_credits',
   message: `This request can cost up to ${credits} credits and the project has ${balance}. Nothing was run.`,
+});
+
+/** The cap on input bytes a day (stored input: request files, long messages, large tool outputs). */
+const inputTooLarge = (what: string, bytes: number, cap: number): AgentError => ({
+  code: 'payload_too_large',
+  message: `${what} come to ${bytes} bytes, more than the ${cap} bytes a day the project's plan allows. Nothing was stored or run.`,
+});
+const inputBytesPerDay = (whose: string, cap: number): AgentError => ({
+  code: 'rate_limited',
+  message: `The project's stored input (files and tool outputs) of the last 24 hours and ${whose} would pass the ${cap} bytes a day its plan allows. Nothing was stored or run; retry after the number of seconds in Retry-After.`,
 });
 
 /** Stops at which the run answered: the charge is 1 + the surcharges of what it used. */
@@ -153,8 +160,8 @@ export class MeteringService {
 
   /**
    * Admission in the api (DESIGN.md section 10), before any workflow starts, in one round trip (the
-   * admit_request function, migration 1763700000048): the project row locked, its billing period
-   * rolled over, then the quota, the credits and the caps (runs in flight: the project's open
+   * admit_request function, migration 1763700000056): the project row locked, its billing period
+   * rolled over by PostgreSQL's clock and only forward, then the quota, the credits and the caps (runs in flight: the project's open
    * reservations; input bytes admitted in the last 24 hours) decided, and the reservation made with
    * its pickup deadline. Idempotent by request id: a retry of an admitted request is admitted
    * without a second reservation (and its pickup deadline moves to the later one). A refusal
@@ -169,7 +176,8 @@ export class MeteringService {
         input.requestId,
         input.credits,
         input.monthlyQuota,
-        input.periodStart,
+        // The previous release's period argument: PostgreSQL's clock decides now (issue 44).
+        null,
         input.pickupBy,
         input.inputBytes,
         input.caps.runsInFlight,
@@ -199,18 +207,9 @@ export class MeteringService {
           row.retry_after,
         );
       case 'input_too_large':
-        return refused({
-          code: 'payload_too_large',
-          message: `The request's input files come to ${input.inputBytes} bytes, more than the ${input.caps.inputBytesPerDay} bytes a day the project's plan allows. Nothing was stored or run.`,
-        });
+        return refused(inputTooLarge("The request's input files", input.inputBytes, input.caps.inputBytesPerDay));
       case 'input_bytes_per_day':
-        return refused(
-          {
-            code: 'rate_limited',
-            message: `The project's input files of the last 24 hours and this request's would pass the ${input.caps.inputBytesPerDay} bytes a day its plan allows. Nothing was stored or run; retry after the number of seconds in Retry-After.`,
-          },
-          row.retry_after,
-        );
+        return refused(inputBytesPerDay("this request's", input.caps.inputBytesPerDay), row.retry_after);
       default:
         throw new Error(`admit_request answered an unknown outcome "${row.outcome}"`);
     }
@@ -272,6 +271,48 @@ export class MeteringService {
       });
       return admitted;
     });
+  }
+
+  /**
+   * Counts the bytes a tool-outputs submission stores (its outputs kept as blobs) against the
+   * project's cap on input bytes a day, the cap admission counts a request's input files against,
+   * in one statement under the project row's lock (count_tool_output_bytes, migration
+   * 1763700000056): concurrent submissions cannot all pass. Refused like admission (413 for one
+   * submission over the cap, 429 with Retry-After past it); counted, `id` names the count for
+   * `releaseToolOutputBytes`. The bytes leave the count after 24 hours, as a request's do.
+   */
+  async countToolOutputBytes(input: {
+    id: string;
+    projectId: string;
+    bytes: number;
+    inputBytesPerDay: number;
+  }): Promise<{ ok: true } | { ok: false; error: AgentError; retryAfterSeconds?: number }> {
+    const [row] = (await this.db.query(`select outcome, retry_after from count_tool_output_bytes($1, $2, $3, $4)`, [
+      input.projectId,
+      input.id,
+      input.bytes,
+      input.inputBytesPerDay,
+    ])) as [{ outcome: string; retry_after: number }];
+    switch (row.outcome) {
+      case 'counted':
+        return { ok: true };
+      case 'input_too_large':
+        return { ok: false, error: inputTooLarge('The tool outputs', input.bytes, input.inputBytesPerDay) };
+      case 'input_bytes_per_day':
+        return {
+          ok: false,
+          error: inputBytesPerDay("these tool outputs'", input.inputBytesPerDay),
+          retryAfterSeconds: row.retry_after,
+        };
+      default:
+        throw new Error(`count_tool_output_bytes answered an unknown outcome "${row.outcome}"`);
+    }
+  }
+
+  /** Gives back the bytes of a tool-outputs submission that was refused (its blobs deleted), as
+   * `unadmit` gives back a refused session message's. */
+  async releaseToolOutputBytes(input: { id: string; projectId: string }): Promise<void> {
+    await this.db.query(`delete from tool_output_bytes where id = $1 and project_id = $2`, [input.id, input.projectId]);
   }
 
   /**
@@ -503,8 +544,8 @@ export class MeteringService {
     ]);
   }
 
-  /** Locks the project row, reads the request's ledger rows in the same round trip, and rolls the
-   * project's billing period over if the period has ended. */
+  /** Locks the project row, rolls its billing period over if PostgreSQL's clock is past it (only
+   * forward: migration 1763700000056), and reads the request's ledger rows, in one round trip. */
   private async lockProject(
     tx: EntityManager,
     projectId: string,
@@ -518,13 +559,6 @@ export class MeteringService {
     );
     const project = rows[0];
     if (!project) throw new Error(`project ${projectId} does not exist`);
-    const { start } = currentPeriod(billingAnchor(project.created_at), new Date());
-    if (start.getTime() !== project.period_start.getTime()) {
-      // A new period: the quota counter starts again.
-      await tx.query(`update projects set requests_used = 0, period_start = $2 where id = $1`, [projectId, start]);
-      project.requests_used = 0;
-      project.period_start = start;
-    }
     const ledger = project.ledger ?? [];
     return {
       project,

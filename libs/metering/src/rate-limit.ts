@@ -2,16 +2,16 @@
 export const RATE_LIMIT_PER_MINUTE = 60;
 
 /**
- * Whether a request is within its project's limit, given the hits of the sliding minute before
- * it (what the `rate_limit_hit` function answers, migration 1763700000018; it records this hit
- * too, with an advisory lock per project, so the count is exact across api replicas), and when a
- * refused caller may retry: once the oldest of those hits leaves the minute, at least 1 s.
+ * Whether a request is within its project's limit, from what the `rate_limit_hit` function
+ * answered for it (migration 1763700000056; it counts this hit too, with an advisory lock per
+ * project, so the count is exact across api replicas): `count`, the fullest sliding minute the hit
+ * falls in before it, and for a refused one the seconds after which its retry is admitted (a
+ * promise, DESIGN.md section 11: PostgreSQL reserved a hit for it then), at least 1 s.
  */
-export function rateLimitVerdict(
-  hits: { count: number; oldest: Date | null },
-  now = Date.now(),
-): { allowed: boolean; retryAfterSeconds: number } {
+export function rateLimitVerdict(hits: { count: number; retryAfterSeconds: number }): {
+  allowed: boolean;
+  retryAfterSeconds: number;
+} {
   if (hits.count < RATE_LIMIT_PER_MINUTE) return { allowed: true, retryAfterSeconds: 0 };
-  const oldest = hits.oldest?.getTime() ?? now;
-  return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((oldest + 60_000 - now) / 1000)) };
+  return { allowed: false, retryAfterSeconds: Math.max(1, hits.retryAfterSeconds) };
 }

@@ -54,7 +54,7 @@ export class ApiKeyMiddleware {
     if (!rate.allowed) {
       throw new ServiceError(
         'rate_limited',
-        `More than ${RATE_LIMIT_PER_MINUTE} requests in the last 60 seconds for this project. Retry in ${rate.retryAfterSeconds} s.`,
+        `This project's ${RATE_LIMIT_PER_MINUTE} requests a minute are taken (by its requests of the last 60 seconds and the retries it was told to send). Wait ${rate.retryAfterSeconds} s (Retry-After), and that retry is admitted.`,
         {
           'Retry-After': String(rate.retryAfterSeconds),
         },

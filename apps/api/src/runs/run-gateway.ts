@@ -16,7 +16,7 @@ import {
   type AgentRequestInput,
   type AgentStop,
 } from '#libs/contracts';
-import { billingAnchor, currentPeriod, MeteringService } from '#libs/metering';
+import { MeteringService } from '#libs/metering';
 import { BlobStore, FileStore } from '#libs/persistence';
 import type { AgentResponse } from '#libs/resources';
 import { TemporalClientService } from '#libs/temporal';
@@ -148,7 +148,6 @@ export class RunGateway {
       projectId: project.id,
       credits: requestCapabilities(this.config, principal, body).maxCredits,
       monthlyQuota: plan.monthlyQuota,
-      periodStart: currentPeriod(billingAnchor(project.createdAt), new Date()).start,
       pickupBy: new Date(pickupBy),
       inputBytes: inputBytes(body),
       caps,
@@ -191,6 +190,24 @@ export class RunGateway {
       if (left > 0) this.openStreams.set(projectId, left);
       else this.openStreams.delete(projectId);
     }
+  }
+
+  /** Counts `bytes` a tool-outputs submission is about to store against the project's cap on input
+   * bytes a day (as admission counts a request's files), or refuses with admission's error for
+   * that cap (413 payload_too_large, 429 rate_limited with Retry-After). `id` names the count. */
+  async countStoredBytes(principal: Principal, id: string, bytes: number): Promise<void> {
+    const count = await this.metering.countToolOutputBytes({
+      id,
+      projectId: principal.project.id,
+      bytes,
+      inputBytesPerDay: this.config.caps[principal.project.plan].inputBytesPerDay,
+    });
+    if (!count.ok) throw runError(count.error, principal, count.retryAfterSeconds);
+  }
+
+  /** Gives back the bytes counted by `countStoredBytes` for a submission that was refused. */
+  async releaseStoredBytes(principal: Principal, id: string): Promise<void> {
+    await this.metering.releaseToolOutputBytes({ id, projectId: principal.project.id });
   }
 
   /** Undoes the admission of a request that certainly did not start (a session refused its

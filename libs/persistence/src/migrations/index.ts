@@ -28,6 +28,7 @@ import { AdmissionInApi1763700000052 } from './1763700000052-admission-in-api.js
 import { SessionSlot1763700000053 } from './1763700000053-session-slot.js';
 import { BlobCompression1763700000054 } from './1763700000054-blob-compression.js';
 import { ConsoleRoles1763700000055 } from './1763700000055-console-roles.js';
+import { HostileTenantLimits1763700000056 } from './1763700000056-hostile-tenant-limits.js';
 
 /** Every migration, in the order they apply. */
 export const MIGRATIONS: readonly Function[] = [
@@ -61,4 +62,5 @@ export const MIGRATIONS: readonly Function[] = [
   SessionSlot1763700000053,
   BlobCompression1763700000054,
   ConsoleRoles1763700000055,
+  HostileTenantLimits1763700000056,
 ];

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Inject } from '@nestjs/common';
 import { CommandHandler, type ICommandHandler } from '@nestjs/cqrs';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
@@ -70,10 +71,17 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
     { client, connection }: ConfiguredTemporal,
     { principal, requestId, body, bodyHash }: SubmitToolOutputsCommand,
   ): Promise<AgentStop> {
+    const projectId = principal.project.id;
+    // What this submission stores (its large outputs) counts against the project's cap on input
+    // bytes a day, before anything is stored: a refusal stores nothing (issue 44).
+    const stored = body.outputs.filter((o) => Buffer.byteLength(o.output, 'utf8') > INLINE_OUTPUT_BYTES);
+    const bytes = stored.reduce((sum, o) => sum + Buffer.byteLength(o.output, 'utf8'), 0);
+    const counted = bytes > 0 ? randomUUID() : undefined;
+    if (counted) await this.runs.countStoredBytes(principal, counted, bytes);
     const outputs: ToolOutputsSubmission['outputs'][number][] = [];
     for (const o of body.outputs) {
-      if (Buffer.byteLength(o.output, 'utf8') > INLINE_OUTPUT_BYTES) {
-        const { id } = await this.blobs.put(principal.project.id, `tool-output-${o.toolCallId}`, o.output);
+      if (stored.includes(o)) {
+        const { id } = await this.blobs.put(projectId, `tool-output-${o.toolCallId}`, o.output);
         outputs.push({ toolCallId: o.toolCallId, blobId: id });
       } else {
         outputs.push({ toolCallId: o.toolCallId, output: o.output });
@@ -112,11 +120,14 @@ export class SubmitToolOutputsHandler implements ICommandHandler<SubmitToolOutpu
       }
       // Refused (or unknown): the stored outputs must not outlive the refusal. Not taken up in
       // time is no refusal: the Update may yet be delivered, so what it references stays stored.
-      if (error.code !== 'compute_unavailable')
+      // Their bytes leave the project's count with them.
+      if (error.code !== 'compute_unavailable') {
         await this.blobs.delete(
           outputs.flatMap((o) => (o.blobId ? [o.blobId] : [])),
-          principal.project.id,
+          projectId,
         );
+        if (counted) await this.runs.releaseStoredBytes(principal, counted);
+      }
       throw error;
     }
     if (stop.projectId !== principal.project.id) {
