@@ -77,6 +77,8 @@ describe('AccountsService against PostgreSQL', () => {
       settings: { region: 'eu-central-1' },
       apiKey: null,
       awsCredentials: aws,
+      // The operator's MODEL_ALLOW_HOSTS, which the call is held to (the test environment's, if any).
+      allowHosts: config.modelAllowHosts,
     });
 
     // A Bedrock API key instead, and Azure's settings: the view shows settings, never a secret.

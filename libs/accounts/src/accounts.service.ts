@@ -106,6 +106,8 @@ export interface ModelCredentials {
   readonly settings: ModelProviderSettings;
   readonly apiKey: string | null;
   readonly awsCredentials: AwsCredentials | null;
+  /** The operator's MODEL_ALLOW_HOSTS: the non-public hosts the base URL may be on (the call is held to it). */
+  readonly allowHosts: readonly string[];
 }
 
 /** The channels the writes of API keys and model configurations notify on (migration 1763700000048). */
@@ -140,7 +142,7 @@ export class AccountsService {
   constructor(
     private readonly db: DataSource,
     private readonly config: Pick<AppConfig, 'plans' | 'masterKey' | 'apiKeyPepper'> &
-      Partial<Pick<AppConfig, 'previousMasterKeys' | 'previousApiKeyPeppers'>>,
+      Partial<Pick<AppConfig, 'previousMasterKeys' | 'previousApiKeyPeppers' | 'modelAllowHosts'>>,
     private readonly events: EventStore,
     private readonly listener?: PgListener,
   ) {}
@@ -343,6 +345,7 @@ export class AccountsService {
       settings: row.settings,
       apiKey: aws ? null : secret,
       awsCredentials: aws,
+      allowHosts: this.config.modelAllowHosts ?? [],
     };
   }
 
