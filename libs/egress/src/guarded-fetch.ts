@@ -1,5 +1,6 @@
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import type { Socket } from 'node:net';
 import type { HostAllowList, ResolvedAddress } from './address.policy.js';
 import { checkedDestination, pinnedLookup, type Resolve } from './destination.js';
 
@@ -16,6 +17,9 @@ export interface GuardedFetchOptions {
   /** Aborts every request of the holder (its time limit), beside each request's own signal. */
   readonly signal?: AbortSignal;
   readonly userAgent?: string;
+  /** Keep connections open for the next request to the same host and the same checked addresses
+   * (a model provider's TLS handshake on every call costs round trips and CPU); default false. */
+  readonly keepAlive?: boolean;
 }
 
 /** The fetch of an SDK (the MCP transport's, the AI SDK providers'): a URL or a string, and an init. */
@@ -50,7 +54,8 @@ export function guardedFetch(options: GuardedFetchOptions): GuardedFetch {
     const body = init.body;
     if (body !== undefined && body !== null && typeof body !== 'string' && !(body instanceof Uint8Array))
       throw new Error('unsupported request body');
-    const response = await send(url, addresses, init.method ?? 'GET', headers, body ?? undefined, signal);
+    const agent = options.keepAlive ? pooledAgent(url, addresses) : false;
+    const response = await send(url, addresses, agent, init.method ?? 'GET', headers, body ?? undefined, signal);
     const status = response.statusCode ?? 502;
     const responseHeaders = new Headers();
     for (const [name, value] of Object.entries(response.headers)) {
@@ -72,6 +77,7 @@ export function guardedFetch(options: GuardedFetchOptions): GuardedFetch {
 function send(
   url: URL,
   addresses: readonly ResolvedAddress[],
+  agent: http.Agent | false,
   method: string,
   headers: Record<string, string>,
   body: string | Uint8Array | undefined,
@@ -81,12 +87,49 @@ function send(
   return new Promise<IncomingMessage>((resolve, reject) => {
     const request = transport.request(
       url,
-      { method, agent: false, lookup: pinnedLookup(addresses), ...(signal ? { signal } : {}), headers },
+      { method, agent, lookup: pinnedLookup(addresses), ...(signal ? { signal } : {}), headers },
       resolve,
     );
     request.on('error', reject);
     request.end(body);
   });
+}
+
+/** Destinations whose connections are kept; the least recently used beyond it is retired. */
+const AGENTS_KEPT = 64;
+const agents = new Map<string, http.Agent>();
+
+/**
+ * The keep-alive agent of one host and one set of checked addresses: its sockets connect only to
+ * those addresses (the agent's own lookup is pinned to them), so a kept connection is reused only
+ * by a request whose check gave the same addresses, never by one that resolved elsewhere.
+ */
+function pooledAgent(url: URL, addresses: readonly ResolvedAddress[]): http.Agent {
+  const key = `${url.protocol}//${url.host} ${addresses
+    .map((a) => a.address)
+    .sort()
+    .join(',')}`;
+  let agent = agents.get(key);
+  if (agent) {
+    // Map order is insertion order: re-inserting makes this the most recently used.
+    agents.delete(key);
+  } else {
+    const agentOptions = { keepAlive: true, lookup: pinnedLookup(addresses) };
+    agent = url.protocol === 'https:' ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
+    if (agents.size >= AGENTS_KEPT) {
+      const [oldest, retired] = agents.entries().next().value as [string, http.Agent];
+      agents.delete(oldest);
+      retire(retired);
+    }
+  }
+  agents.set(key, agent);
+  return agent;
+}
+
+/** Closes an agent's idle connections; those still answering close when their request ends. */
+function retire(agent: http.Agent): void {
+  agent.on('free', (socket: Socket) => socket.destroy());
+  for (const sockets of Object.values(agent.freeSockets)) for (const socket of sockets ?? []) socket.destroy();
 }
 
 /** The body as a web stream that errors once it passes `maxBytes`. */

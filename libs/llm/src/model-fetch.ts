@@ -11,8 +11,8 @@ const POLICY_NOTE =
 /**
  * The fetch every AI SDK provider is given: the base URL is egress like fetch_url's (DESIGN.md
  * section 11). Each request's host is resolved once and checked against the address policy and
- * the operator's allow-list, the connection goes only to the checked addresses, and redirects are
- * not followed (the key would go with them).
+ * the operator's allow-list, the connection goes only to the checked addresses (and is kept for
+ * the next call to the same ones), and redirects are not followed (the key would go with them).
  */
 export function modelFetch(provider: SdkProvider, allowHosts: readonly string[]): GuardedFetch {
   const allow = HostAllowList.parse(allowHosts);
@@ -24,5 +24,6 @@ export function modelFetch(provider: SdkProvider, allowHosts: readonly string[])
     maxBytes: MODEL_RESPONSE_MAX_BYTES,
     what: (url) => `call the ${provider} model at ${url.origin}`,
     policyNote: POLICY_NOTE,
+    keepAlive: true,
   });
 }
