@@ -21,9 +21,6 @@ export PROJECTOR_METRICS_PORT="${PROJECTOR_METRICS_PORT:-9103}" TEMPORAL_SDK_MET
 # neither a header nor cookies, so only this local stack takes the token in the path
 # (docs/operations.md, "The codec endpoint"; the cluster profile's UI signs in with a cookie).
 export MAS_CODEC_TOKEN_IN_PATH="${MAS_CODEC_TOKEN_IN_PATH:-true}"
-# A model server on this machine (Ollama, vLLM, llama.cpp on loopback) may be a project's base URL
-# here; elsewhere loopback and private addresses are refused unless MODEL_ALLOW_HOSTS names them (docs/models.md).
-export MODEL_ALLOW_HOSTS="${MODEL_ALLOW_HOSTS-127.0.0.1,::1,localhost}"
 # The bulkhead (docs/operations.md, "Long activities on a worker of their own"): streamed model
 # calls and built-in tools run on worker-long, at a lower CPU priority than the rest.
 export TEMPORAL_LONG_ACTIVITY_TASK_QUEUE="${TEMPORAL_LONG_ACTIVITY_TASK_QUEUE:-${TEMPORAL_TASK_QUEUE:-mas-agent}-long}"
