@@ -30,6 +30,11 @@ export TEMPORAL_ADDRESS="${TEMPORAL_ADDRESS:-127.0.0.1:$MAS_TEMPORAL_PORT}"
 export TEMPORAL_NAMESPACE="${TEMPORAL_NAMESPACE:-default}"
 export TEMPORAL_UI_URL="${TEMPORAL_UI_URL:-http://127.0.0.1:$MAS_TEMPORAL_UI_PORT}"
 export PORT="${PORT:-3000}"
+# A model server on this machine (Ollama, vLLM, llama.cpp; the bench's, the drills' and the replay
+# recorder's scripted ones) may be a project's base URL on the local stack; elsewhere loopback and
+# private addresses are refused unless MODEL_ALLOW_HOSTS names them (docs/models.md). Set it empty
+# to see the refusal.
+export MODEL_ALLOW_HOSTS="${MODEL_ALLOW_HOSTS-127.0.0.1,::1,localhost}"
 
 # Local secrets: generated once per machine, kept outside the repository, readable by the owner only.
 # A variable set in the environment wins; one missing from an older secrets.env is added to it.

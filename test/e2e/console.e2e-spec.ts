@@ -224,7 +224,10 @@ describe('the customer console', () => {
 
     stack.models.reply({ status: 400, errorMessage: 'The model test-model does not exist.' });
     await ownerPage.getByRole('button', { name: 'Send a test request' }).click();
-    await expect(ownerPage.getByTestId('test-error').textContent()).resolves.toContain('does not exist');
+    // The provider's failure in the service's words, never its body (DESIGN.md section 11).
+    const testError = await ownerPage.getByTestId('test-error').textContent();
+    expect(testError).toContain('model provider openai rejected the request (HTTP 400)');
+    expect(testError).not.toContain('does not exist');
     stack.models.requireKey(undefined);
   });
 

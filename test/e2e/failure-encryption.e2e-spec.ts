@@ -34,10 +34,11 @@ describe('encrypted failure messages', () => {
     stack.models.reply({ status: 400, errorMessage: `the prompt "${echoed}" is not allowed` });
     const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: echoed } });
     expect(res.status).toBe(502);
-    // The failure still reaches the api decrypted: its message names the provider's answer.
+    // The failure still reaches the api decrypted: its message says, in the service's words, what
+    // the provider answered (never the provider's body, which echoed the customer's text).
     expect(res.body.error).toMatchObject({
       code: 'compute_error',
-      message: expect.stringContaining('rejected the request (400)'),
+      message: 'model provider openai rejected the request (HTTP 400)',
     });
 
     const found = await eventually(async () => {
@@ -64,6 +65,8 @@ describe('encrypted failure messages', () => {
     expect(stored).not.toContain('kingfisher');
     expect(stored).not.toContain('rejected the request');
     // With the keys, the message is there: the test would see it if it were stored.
-    expect(await historyText(history, AesGcmPayloadCodec.fromConfig(stack.config))).toContain(echoed);
+    expect(await historyText(history, AesGcmPayloadCodec.fromConfig(stack.config))).toContain(
+      'rejected the request (HTTP 400)',
+    );
   });
 });

@@ -108,7 +108,10 @@ describe.each<Provider>(['openai', 'anthropic', 'google', 'mistral', 'azure-open
       const before = wire.calls;
       const res = await request(stack.api.url, 'POST', '/v1/agent', { headers: auth, body: { message: 'hi' } });
       expect(res.status).toBe(502);
-      expect(res.body.error).toMatchObject({ code: 'compute_error', message: expect.stringMatching(/\((401|403)\)/) });
+      expect(res.body.error).toMatchObject({
+        code: 'compute_error',
+        message: expect.stringMatching(/\(HTTP (401|403)\)$/),
+      });
       expect(JSON.stringify(res.body)).not.toMatch(/KEYWRONG|KEYRIGHT|aws-secret/);
       expect(wire.calls - before).toBe(1);
       expect((await stack.fixtures.accounts.findProject(project.id)).creditBalance).toBe(10);

@@ -4,6 +4,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { appProcess } from '../../scripts/app-process.mjs';
+import { TEST_APP_ENV } from './env.js';
 import { eventually } from './eventually.js';
 
 const root = new URL('../..', import.meta.url).pathname;
@@ -31,7 +32,7 @@ export function startAppProcess(
     throw new Error(`${join(from, 'dist')} is missing: \`npm test\` builds it first`);
   const child = spawn(started.command, started.args, {
     cwd: from,
-    env: { ...process.env, ...env, ...started.env },
+    env: { ...TEST_APP_ENV, ...process.env, ...env, ...started.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];

@@ -1,7 +1,7 @@
 import type { INestApplication } from '@nestjs/common';
 import type { AddressInfo } from 'node:net';
 import { createConsoleApp } from '../../apps/console/src/app.js';
-import { withEnv } from './env.js';
+import { TEST_APP_ENV, withEnv } from './env.js';
 
 /** A running customer console on an ephemeral loopback port, built as apps/console/src/main.ts builds it. */
 export interface RunningConsole {
@@ -11,7 +11,7 @@ export interface RunningConsole {
 }
 
 export async function startConsole(env: Record<string, string | undefined> = {}): Promise<RunningConsole> {
-  const app = await withEnv(env, async () => {
+  const app = await withEnv({ ...TEST_APP_ENV, ...env }, async () => {
     const created = await createConsoleApp({ logLevels: ['warn', 'error', 'fatal'] });
     await created.listen(0, '127.0.0.1');
     return created;

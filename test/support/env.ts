@@ -1,3 +1,12 @@
+/**
+ * What every app a test starts gets unless the test (or `npm test`'s environment) says otherwise:
+ * the test model servers listen on loopback, which a model base URL may reach only when the
+ * operator's MODEL_ALLOW_HOSTS names it (docs/models.md). A test of the refusal sets it to ''.
+ */
+export const TEST_APP_ENV: Readonly<Record<string, string>> = {
+  MODEL_ALLOW_HOSTS: process.env['MODEL_ALLOW_HOSTS'] ?? '127.0.0.1',
+};
+
 /** Runs `fn` with process.env overridden by `env` (undefined deletes a variable), then restores it. */
 export async function withEnv<T>(env: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
   const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));

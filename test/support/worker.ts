@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { WorkerModule } from '../../apps/worker/src/worker.module.js';
 import { becomeCurrentIfDue, createAgentWorker } from '../../apps/worker/src/worker.js';
-import { slowStartReport, withEnv } from './env.js';
+import { slowStartReport, TEST_APP_ENV, withEnv } from './env.js';
 
 /** A running agent worker, in this process, built exactly as apps/worker/src/main.ts builds it. */
 export interface RunningWorker {
@@ -56,7 +56,7 @@ export async function startWorker(
   quietRuntime();
   const phases = slowStartReport('worker');
   const { app, worker, connection, build } = await withEnv(
-    { RECONCILER_INTERVAL_SECONDS: '0', TEMPORAL_WORKER_VERSIONING: 'false', ...env },
+    { ...TEST_APP_ENV, RECONCILER_INTERVAL_SECONDS: '0', TEMPORAL_WORKER_VERSIONING: 'false', ...env },
     async () => {
       const context = await NestFactory.createApplicationContext(WorkerModule.forRole('workflows'), {
         logger: ['warn', 'error', 'fatal'],

@@ -77,6 +77,8 @@ describe('AccountsService against PostgreSQL', () => {
       settings: { region: 'eu-central-1' },
       apiKey: null,
       awsCredentials: aws,
+      // The operator's MODEL_ALLOW_HOSTS, which the call is held to (the test environment's, if any).
+      allowHosts: config.modelAllowHosts,
     });
 
     // A Bedrock API key instead, and Azure's settings: the view shows settings, never a secret.
@@ -168,6 +170,56 @@ describe('AccountsService against PostgreSQL', () => {
       'unknown provider "gemini" (providers: openai, anthropic, google, mistral, azure-openai, bedrock, scripted)',
     );
     await expect(accounts.findProject('no-such-project')).rejects.toThrow('no project "no-such-project"');
+  });
+
+  it('keeps the stored model key only while the provider and the base URL stay the same (DESIGN.md section 11)', async () => {
+    const project = await accounts.createProject({ name: uniqueName(), plan: 'free' });
+    const key = 'sk-owner-key-0123456789';
+    const keyOf = async () => (await accounts.modelCredentials(project.id))?.apiKey ?? null;
+    await accounts.setModel(project.id, {
+      provider: 'openai',
+      model: 'llama3',
+      baseUrl: 'https://models.example/v1',
+      apiKey: key,
+    });
+    // The model name changes, nothing else: the key left empty is kept.
+    await accounts.setModel(project.id, {
+      provider: 'openai',
+      model: 'llama3.1',
+      baseUrl: 'https://models.example/v1',
+      keepSecret: true,
+    });
+    expect(await keyOf()).toBe(key);
+
+    // A new base URL with no new key: the old key does not follow it to the new host.
+    await expect(
+      accounts.setModel(project.id, {
+        provider: 'openai',
+        model: 'llama3.1',
+        baseUrl: 'http://elsewhere.example/v1',
+        keepSecret: true,
+      }),
+    ).resolves.toMatchObject({ baseUrl: 'http://elsewhere.example/v1', hasKey: false });
+    expect(await keyOf()).toBeNull();
+
+    // Back on a provider's own API with a key, then another provider without one: a clear error, and the key is gone.
+    await accounts.setModel(project.id, { provider: 'mistral', model: 'mistral-small', apiKey: key });
+    await expect(
+      accounts.setModel(project.id, { provider: 'anthropic', model: 'claude', keepSecret: true }),
+    ).rejects.toThrow(
+      new AccountsError(
+        'provider "anthropic" needs a model key (or a base URL of a server that needs none); the stored key is not kept when the provider, the base URL or the resource changes: give it again',
+      ),
+    );
+    await expect(
+      accounts.setModel(project.id, {
+        provider: 'openai',
+        model: 'llama3',
+        baseUrl: 'https://models.example/v1',
+        keepSecret: true,
+      }),
+    ).resolves.toMatchObject({ provider: 'openai', hasKey: false });
+    expect(await keyOf()).toBeNull();
   });
 
   it('marks a project that bought credits', async () => {

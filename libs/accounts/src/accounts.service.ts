@@ -107,6 +107,8 @@ export interface ModelCredentials {
   readonly settings: ModelProviderSettings;
   readonly apiKey: string | null;
   readonly awsCredentials: AwsCredentials | null;
+  /** The operator's MODEL_ALLOW_HOSTS: the non-public hosts the base URL may be on (the call is held to it). */
+  readonly allowHosts: readonly string[];
 }
 
 /** The channels the writes of API keys and model configurations notify on (migration 1763700000048). */
@@ -141,7 +143,7 @@ export class AccountsService {
   constructor(
     private readonly db: DataSource,
     private readonly config: Pick<AppConfig, 'plans' | 'masterKey' | 'apiKeyPepper'> &
-      Partial<Pick<AppConfig, 'previousMasterKeys' | 'previousApiKeyPeppers'>>,
+      Partial<Pick<AppConfig, 'previousMasterKeys' | 'previousApiKeyPeppers' | 'modelAllowHosts'>>,
     private readonly events: EventStore,
     private readonly listener?: PgListener,
   ) {}
@@ -265,15 +267,25 @@ export class AccountsService {
     return this.findProject(project.id);
   }
 
-  /** Sets the project's model; the provider's own settings are checked here, so a call never finds them wrong. */
+  /** Sets the project's model; the provider's own settings are checked here, so a call never finds
+   * them wrong. A stored secret is kept (`keepSecret`) only while it would go where it went before:
+   * a new provider, base URL or Azure resource drops it, and it must be given again (DESIGN.md
+   * section 11), so nobody who may edit the settings can aim the owner's key at a host of their own. */
   async setModel(ref: string, input: ModelConfigInput): Promise<ModelConfigView> {
     const settings = definedOnly(input.settings ?? {});
     const aws = input.awsCredentials ?? null;
     const project = await this.findProject(ref);
-    const kept =
+    const before =
       input.keepSecret && !input.apiKey && !aws
-        ? ((await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId: project.id }))?.keyCiphertext ?? null)
+        ? await this.db.getRepository(ModelConfigEntity).findOneBy({ projectId: project.id })
         : null;
+    const sameDestination =
+      before !== null &&
+      before.provider === input.provider &&
+      (before.baseUrl ?? null) === (input.baseUrl || null) &&
+      (before.settings.resourceName ?? null) === (settings.resourceName ?? null);
+    const kept = sameDestination ? before.keyCiphertext : null;
+    const dropped = before?.keyCiphertext != null && !sameDestination;
     const keptCredentials =
       kept && input.provider === 'bedrock' && decryptSecret(kept, masterKeys(this.config), project.id).startsWith('{');
     const problem = modelTargetProblem({
@@ -284,6 +296,10 @@ export class AccountsService {
       hasKey: !!input.apiKey || (!!kept && !keptCredentials),
       hasAwsCredentials: aws !== null || !!keptCredentials,
     });
+    if (problem && dropped)
+      throw new AccountsError(
+        `${problem}; the stored key is not kept when the provider, the base URL or the resource changes: give it again`,
+      );
     if (problem) throw new AccountsError(problem);
     if (aws && (!aws.accessKeyId || !aws.secretAccessKey))
       throw new AccountsError('AWS credentials need an access key id and a secret access key');
@@ -344,6 +360,7 @@ export class AccountsService {
       settings: row.settings,
       apiKey: aws ? null : secret,
       awsCredentials: aws,
+      allowHosts: this.config.modelAllowHosts ?? [],
     };
   }
 

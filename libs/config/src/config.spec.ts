@@ -72,6 +72,15 @@ describe('loadConfig', () => {
       'intranet.example',
       '10.0.0.0/8',
     ]);
+    expect(config.modelAllowHosts).toEqual([]);
+    expect(loadConfig({ ...valid, MODEL_ALLOW_HOSTS: '127.0.0.1, ollama.internal,::1' }).modelAllowHosts).toEqual([
+      '127.0.0.1',
+      'ollama.internal',
+      '::1',
+    ]);
+    expect(problemsOf({ ...valid, MODEL_ALLOW_HOSTS: 'http://ollama:11434' })).toEqual([
+      'MODEL_ALLOW_HOSTS: allowHosts entry "http://ollama:11434" is neither a hostname, a "*.domain" pattern, an IP address nor a CIDR',
+    ]);
     expect(loadConfig({ ...valid, SESSION_IDLE_TIMEOUT_MS: '2000' }).sessions.idleTimeoutMs).toBe(2000);
     expect(problemsOf({ ...valid, SESSION_IDLE_TIMEOUT_MS: 'soon' })).toEqual([
       expect.stringContaining('SESSION_IDLE_TIMEOUT_MS'),

@@ -10,6 +10,7 @@ import {
   type Plan,
   type PlanName,
 } from '#libs/contracts';
+import { HostAllowList } from '#libs/egress';
 import { readKafkaSecurity, readTemporalSecurity, type KafkaSecurity, type TemporalSecurity } from './engines.js';
 import { readSmtpSettings, type SmtpSettings } from './smtp.js';
 
@@ -138,6 +139,10 @@ export interface AppConfig {
   readonly codecTokenInPath: boolean;
   /** Hosts, IP addresses or CIDRs that fetch_url may reach although they are not public (FETCH_URL_ALLOW_HOSTS, comma-separated). */
   readonly fetchUrlAllowHosts: readonly string[];
+  /** Hosts, IP addresses or CIDRs a project's model base URL may be on although not public
+   * (MODEL_ALLOW_HOSTS, comma-separated, like FETCH_URL_ALLOW_HOSTS): the operator's private model
+   * servers. Checked at start-up, since every model call is held to it. */
+  readonly modelAllowHosts: readonly string[];
   /** Outbound webhooks (docs/webhooks.md). */
   readonly webhooks: {
     /** Hosts, IP addresses or CIDRs that receivers may be on although not public (WEBHOOK_ALLOW_HOSTS, comma-separated, like FETCH_URL_ALLOW_HOSTS). */
@@ -222,6 +227,17 @@ class Reader {
 
   optional(name: string): string | undefined {
     return this.env[name]?.trim() || undefined;
+  }
+
+  /** A comma-separated allow-list of hosts, `*.domain` patterns, IP addresses or CIDRs (unset: none). */
+  allowHosts(name: string): string[] {
+    const entries = (this.optional(name) ?? '')
+      .split(',')
+      .map((h) => h.trim())
+      .filter(Boolean);
+    const parsed = HostAllowList.parse(entries);
+    if (!(parsed instanceof HostAllowList)) this.problems.push(`${name}: ${parsed.error}`);
+    return entries;
   }
 
   /** `true` or `false` (unset: false). */
@@ -529,6 +545,7 @@ export function loadConfig(env: Env): AppConfig {
       .split(',')
       .map((h) => h.trim())
       .filter(Boolean),
+    modelAllowHosts: r.allowHosts('MODEL_ALLOW_HOSTS'),
     webhooks: {
       allowHosts: (r.optional('WEBHOOK_ALLOW_HOSTS') ?? '')
         .split(',')

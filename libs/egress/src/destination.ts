@@ -2,15 +2,23 @@ import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupFunction } from 'node:net';
 import { checkResolvedHost, parseIp, type HostAllowList, type ResolvedAddress } from './address.policy.js';
 
-// The SSRF guard of every outbound call the service makes (fetch_url, MCP servers, webhooks): the scheme, then
+// The SSRF guard of every outbound call the service makes (fetch_url, MCP servers, webhooks, model providers): the scheme, then
 // every address the name resolves to, checked against the address policy and the operator's
 // allow-list; the connection then goes only to those addresses (no second lookup, no rebinding gap).
 
 /** Resolves a hostname to every address (the system resolver by default). */
 export type Resolve = (hostname: string) => Promise<readonly ResolvedAddress[]>;
 
-/** A destination the policy refuses; the message is written for the model or the operator. */
-export class DestinationRefused extends Error {}
+/** A destination the policy refuses (`policy`), or whose name did not resolve (`unresolved`, which
+ * may pass); the message is written for the model or the operator. */
+export class DestinationRefused extends Error {
+  constructor(
+    message: string,
+    readonly reason: 'policy' | 'unresolved' = 'policy',
+  ) {
+    super(message);
+  }
+}
 
 /** The system resolver: every address, in the resolver's order. */
 export async function systemResolve(hostname: string): Promise<readonly ResolvedAddress[]> {
@@ -41,6 +49,7 @@ export async function checkedDestination(
     if (signal.aborted) throw e;
     throw new DestinationRefused(
       `Could not ${what}: the name ${hostname} did not resolve (${describeNetworkError(e)}).`,
+      'unresolved',
     );
   }
   const verdict = checkResolvedHost(hostname, addresses, allow);

@@ -1,4 +1,4 @@
-// The guard of every outbound call the service makes (fetch_url, MCP servers, webhooks): which
+// The guard of every outbound call the service makes (fetch_url, MCP servers, webhooks, model providers): which
 // addresses may be reached, and connections pinned to the addresses that were checked.
 export {
   HostAllowList,
@@ -20,3 +20,4 @@ export {
   systemResolve,
   type Resolve,
 } from './destination.js';
+export { guardedFetch, type GuardedFetch, type GuardedFetchOptions } from './guarded-fetch.js';

@@ -5,6 +5,7 @@ const base: ModelRequest = {
   model: 'scripted',
   baseUrl: null,
   apiKey: null,
+  allowHosts: [],
   messages: [{ role: 'user', content: 'stream me please' }],
   tools: [],
 };

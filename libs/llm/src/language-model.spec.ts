@@ -1,7 +1,7 @@
 import { cachedLanguageModel, languageModel } from './language-model.js';
 import type { ModelRequest } from './model-request.js';
 
-const base = { model: 'm', messages: [], tools: [] } satisfies Partial<ModelRequest>;
+const base = { model: 'm', messages: [], tools: [], allowHosts: [] } satisfies Partial<ModelRequest>;
 
 describe('languageModel: which SDK client a configuration gets (no I/O)', () => {
   it("uses OpenAI's own client for api.openai.com and the OpenAI-compatible client for any other base URL", async () => {
@@ -48,11 +48,12 @@ describe('languageModel: which SDK client a configuration gets (no I/O)', () => 
     ]);
   });
 
-  it('reuses a model for the same configuration and builds another when anything differs, the key included', async () => {
+  it('reuses a model for the same configuration and builds another when anything differs, the key and the allow-list included', async () => {
     const request = { ...base, provider: 'mistral' as const, baseUrl: null, apiKey: 'k1' };
     const first = await cachedLanguageModel(request);
     expect(await cachedLanguageModel({ ...request })).toBe(first);
     expect(await cachedLanguageModel({ ...request, apiKey: 'k2' })).not.toBe(first);
     expect(await cachedLanguageModel({ ...request, model: 'other' })).not.toBe(first);
+    expect(await cachedLanguageModel({ ...request, allowHosts: ['10.0.0.0/8'] })).not.toBe(first);
   });
 });

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { createMistral } from '@ai-sdk/mistral';
+import type { GuardedFetch } from '#libs/egress';
 import { ModelError } from './model-error.js';
+import { modelFetch } from './model-fetch.js';
 import type { ModelRequest } from './model-request.js';
 import { baseUrlOf } from './provider-errors.js';
 
@@ -32,6 +34,7 @@ export async function cachedLanguageModel(req: ModelRequest & { provider: SdkPro
         req.provider,
         req.model,
         req.baseUrl,
+        req.allowHosts,
         req.apiKey,
         req.settings ?? null,
         req.awsCredentials ?? null,
@@ -53,10 +56,12 @@ export async function cachedLanguageModel(req: ModelRequest & { provider: SdkPro
 /**
  * The AI SDK model for a request. Every setting is passed explicitly: the SDK's providers fall back
  * to environment variables (OPENAI_API_KEY, AWS_REGION, AWS_BEARER_TOKEN_BEDROCK, ...), and a
- * customer's call must never pick up the operator's credentials or endpoints.
+ * customer's call must never pick up the operator's credentials or endpoints. Every provider gets
+ * the egress-guarded fetch: none reaches the network another way.
  */
 export async function languageModel(req: ModelRequest & { provider: SdkProvider }): Promise<LanguageModel> {
   const apiKey = req.apiKey ?? '';
+  const fetch = modelFetch(req.provider, req.allowHosts);
   switch (req.provider) {
     case 'openai': {
       const baseURL = baseUrlOf('openai', req.baseUrl, OPENAI_URL);
@@ -64,7 +69,7 @@ export async function languageModel(req: ModelRequest & { provider: SdkProvider 
       // other base URL is an OpenAI-compatible server (Ollama, vLLM, llama.cpp, a proxy).
       if (new URL(baseURL).hostname === 'api.openai.com') {
         const { createOpenAI } = await import('@ai-sdk/openai');
-        return createOpenAI({ apiKey, baseURL }).chat(req.model);
+        return createOpenAI({ apiKey, baseURL, fetch }).chat(req.model);
       }
       const { createOpenAICompatible } = await import('@ai-sdk/openai-compatible');
       return createOpenAICompatible({
@@ -72,27 +77,30 @@ export async function languageModel(req: ModelRequest & { provider: SdkProvider 
         baseURL,
         ...(req.apiKey ? { apiKey: req.apiKey } : {}),
         includeUsage: true,
+        fetch,
       }).chatModel(req.model);
     }
     case 'anthropic': {
       const { createAnthropic } = await import('@ai-sdk/anthropic');
       // The configured base URL is the API's origin (as the Messages API documents it), the SDK's ends in /v1.
-      return createAnthropic({ apiKey, baseURL: `${baseUrlOf('anthropic', req.baseUrl, ANTHROPIC_URL)}/v1` })(
+      return createAnthropic({ apiKey, baseURL: `${baseUrlOf('anthropic', req.baseUrl, ANTHROPIC_URL)}/v1`, fetch })(
         req.model,
       );
     }
     case 'google': {
       const { createGoogleGenerativeAI } = await import('@ai-sdk/google');
-      return createGoogleGenerativeAI({ apiKey, baseURL: baseUrlOf('google', req.baseUrl, GOOGLE_URL) })(req.model);
+      return createGoogleGenerativeAI({ apiKey, baseURL: baseUrlOf('google', req.baseUrl, GOOGLE_URL), fetch })(
+        req.model,
+      );
     }
     case 'mistral': {
       const { createMistral } = await import('@ai-sdk/mistral');
-      return createMistral({ apiKey, baseURL: baseUrlOf('mistral', req.baseUrl, MISTRAL_URL) })(req.model);
+      return createMistral({ apiKey, baseURL: baseUrlOf('mistral', req.baseUrl, MISTRAL_URL), fetch })(req.model);
     }
     case 'azure-openai':
-      return azureModel(req);
+      return azureModel(req, fetch);
     case 'bedrock':
-      return bedrockModel(req);
+      return bedrockModel(req, fetch);
   }
 }
 
@@ -102,21 +110,25 @@ export async function languageModel(req: ModelRequest & { provider: SdkProvider 
  * it (`.../openai/v1/chat/completions`), a dated version the deployment's URL
  * (`.../openai/deployments/<deployment>/chat/completions?api-version=<version>`).
  */
-async function azureModel(req: ModelRequest): Promise<LanguageModel> {
+async function azureModel(req: ModelRequest, fetch: GuardedFetch): Promise<LanguageModel> {
   const { resourceName, apiVersion = 'v1' } = req.settings ?? {};
   if (!req.baseUrl && !resourceName)
     throw new ModelError('azure-openai needs a resource name or a base URL', { kind: 'rejected' });
   const { createAzure } = await import('@ai-sdk/azure');
   const base = baseUrlOf('azure-openai', req.baseUrl, `https://${resourceName ?? ''}.openai.azure.com/openai`);
   if (apiVersion !== 'v1')
-    return createAzure({ apiKey: req.apiKey ?? '', baseURL: base, apiVersion, useDeploymentBasedUrls: true }).chat(
-      req.model,
-    );
-  return createAzure({ apiKey: req.apiKey ?? '', baseURL: `${base}/v1`, apiVersion }).chat(req.model);
+    return createAzure({
+      apiKey: req.apiKey ?? '',
+      baseURL: base,
+      apiVersion,
+      useDeploymentBasedUrls: true,
+      fetch,
+    }).chat(req.model);
+  return createAzure({ apiKey: req.apiKey ?? '', baseURL: `${base}/v1`, apiVersion, fetch }).chat(req.model);
 }
 
 /** Amazon Bedrock (Converse API): SigV4 with the stored AWS credentials, or a Bedrock API key. */
-async function bedrockModel(req: ModelRequest): Promise<LanguageModel> {
+async function bedrockModel(req: ModelRequest, fetch: GuardedFetch): Promise<LanguageModel> {
   const region = req.settings?.region;
   if (!region) throw new ModelError('bedrock needs a region', { kind: 'rejected' });
   const dnsSuffix = region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
@@ -130,10 +142,14 @@ async function bedrockModel(req: ModelRequest): Promise<LanguageModel> {
       secretAccessKey: aws.secretAccessKey,
       ...(aws.sessionToken ? { sessionToken: aws.sessionToken } : {}),
     };
-    return createAmazonBedrock({ apiKey: '', region, baseURL, credentialProvider: () => Promise.resolve(credentials) })(
-      req.model,
-    );
+    return createAmazonBedrock({
+      apiKey: '',
+      region,
+      baseURL,
+      credentialProvider: () => Promise.resolve(credentials),
+      fetch,
+    })(req.model);
   }
   if (!req.apiKey) throw new ModelError('bedrock needs AWS credentials or a Bedrock API key', { kind: 'rejected' });
-  return createAmazonBedrock({ apiKey: req.apiKey, region, baseURL })(req.model);
+  return createAmazonBedrock({ apiKey: req.apiKey, region, baseURL, fetch })(req.model);
 }

@@ -8,6 +8,9 @@ export interface ModelRequest {
   model: string;
   /** The provider's API base URL; null for its default (openai: with a base URL, any OpenAI-compatible server). */
   baseUrl: string | null;
+  /** Hosts, addresses or CIDRs the base URL may be on although not public: the operator's
+   * MODEL_ALLOW_HOSTS. The call goes through libs/egress, which refuses every other non-public address. */
+  allowHosts: readonly string[];
   /** The customer's key: never put it in an error message or log. */
   apiKey: string | null;
   /** The provider's own settings (region, resource name, API version). */

@@ -1,55 +1,25 @@
 import { ModelError } from './model-error.js';
 import { APICallError } from 'ai';
-import { baseUrlOf, errorForStatus, providerMessage, sdkFailure } from './provider-errors.js';
+import { DestinationRefused } from '#libs/egress';
+import { baseUrlOf, errorForStatus, sdkFailure } from './provider-errors.js';
 
 describe('errorForStatus', () => {
-  const openAiBody = (message: string): string =>
-    JSON.stringify({ error: { message, type: 'invalid_request_error', code: 'invalid_api_key' } });
-
-  it('makes a 401 a rejected, non-retryable error with the provider message and no key', () => {
-    const key = 'sk-secret-key-1234567890';
-    const error = errorForStatus('openai', 401, openAiBody(`Incorrect API key provided: ${key}`), [key]);
+  it.each([
+    [401, 'rejected', 'model provider openai refused the key (HTTP 401)'],
+    [403, 'rejected', 'model provider openai denied the key access to the model (HTTP 403)'],
+    [404, 'rejected', 'model provider openai did not find the model or the endpoint (HTTP 404)'],
+    [413, 'rejected', 'model provider openai refused the request as too large (HTTP 413)'],
+    [400, 'rejected', 'model provider openai rejected the request (HTTP 400)'],
+    [422, 'rejected', 'model provider openai rejected the request (HTTP 422)'],
+    [429, 'unavailable', 'model provider openai rate-limited the request (HTTP 429)'],
+    [408, 'unavailable', 'model provider openai is unavailable (HTTP 408)'],
+    [500, 'unavailable', 'model provider openai is unavailable (HTTP 500)'],
+    [529, 'unavailable', 'model provider openai is unavailable (HTTP 529)'],
+  ] as const)("says %i in the service's words: %s", (status, kind, message) => {
+    const error = errorForStatus('openai', status);
     expect(error).toBeInstanceOf(ModelError);
-    expect(error).toMatchObject({ kind: 'rejected', retryable: false, status: 401 });
-    expect(error.message).toBe('openai rejected the request (401): Incorrect API key provided: [redacted]');
-    expect(error.message).not.toContain(key);
-  });
-
-  it.each([429, 500, 502, 503, 529, 408])('makes %i retryable and unavailable', (status) => {
-    const error = errorForStatus(
-      'anthropic',
-      status,
-      JSON.stringify({ type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }),
-      [],
-    );
-    expect(error).toMatchObject({ kind: 'unavailable', retryable: true, status });
-    expect(error.message).toContain(`(${status}): Overloaded`);
-  });
-
-  it.each([400, 403, 404, 413, 422])('makes %i rejected and final', (status) => {
-    expect(errorForStatus('anthropic', status, '{}', [])).toMatchObject({
-      kind: 'rejected',
-      retryable: false,
-      status,
-      message: `anthropic rejected the request (${status})`,
-    });
-  });
-});
-
-describe('providerMessage', () => {
-  it('reads error.message, a bare error string or a top-level message', () => {
-    expect(providerMessage('{"error":{"message":"no such model"}}', [])).toBe('no such model');
-    expect(providerMessage('{"error":"model \\"llama9\\" not found"}', [])).toBe('model "llama9" not found');
-    expect(providerMessage('{"message":"bad gateway"}', [])).toBe('bad gateway');
-    expect(providerMessage('{"Message":"The security token included in the request is invalid."}', [])).toBe(
-      'The security token included in the request is invalid.',
-    );
-  });
-
-  it('keeps short plain text but not HTML pages, and bounds long messages', () => {
-    expect(providerMessage('upstream connect error', [])).toBe('upstream connect error');
-    expect(providerMessage('<html><body>502 Bad Gateway</body></html>', [])).toBe('');
-    expect(providerMessage('x'.repeat(2000), [])).toHaveLength(501);
+    // DESIGN.md section 6: 429, 408 and 5xx are retried; any other 4xx fails at once.
+    expect(error).toMatchObject({ kind, status, message, retryable: kind === 'unavailable' });
   });
 });
 
@@ -62,19 +32,18 @@ describe('sdkFailure', () => {
       ...options,
     });
 
-  it('classifies an SDK HTTP error by its status, with the body message and without any secret', () => {
-    const secret = 'aws-secret-0123456789abcdef';
+  it("classifies an SDK HTTP error by its status, in the service's words: nothing of the body", () => {
     const error = sdkFailure(
       'bedrock',
-      apiError({ statusCode: 403, responseBody: JSON.stringify({ message: `signature mismatch for ${secret}` }) }),
+      apiError({ statusCode: 403, responseBody: JSON.stringify({ message: 'REMOTE-MARKER signature mismatch' }) }),
       undefined,
-      ['key', secret],
+      ['key'],
     );
     expect(error).toMatchObject({
       kind: 'rejected',
       retryable: false,
       status: 403,
-      message: 'bedrock rejected the request (403): signature mismatch for [redacted]',
+      message: 'model provider bedrock denied the key access to the model (HTTP 403)',
     });
     expect(
       sdkFailure(
@@ -96,14 +65,45 @@ describe('sdkFailure', () => {
     expect(sdkFailure('openai', refused, undefined, ['k'])).toMatchObject({
       kind: 'unavailable',
       retryable: true,
-      message: 'openai could not be reached (ECONNREFUSED)',
+      message: 'model provider openai could not be reached (ECONNREFUSED)',
     });
   });
 
-  it('makes an error object inside a stream unavailable, or rejected when it blames the request', () => {
+  it("makes an egress refusal final in libs/egress's words, and a name that did not resolve retryable", () => {
+    const refused = new DestinationRefused(
+      'Refused to call the openai model at http://10.0.0.5: 10.0.0.5 is a private address. ...',
+    );
+    expect(sdkFailure('openai', refused, undefined, [])).toMatchObject({
+      kind: 'rejected',
+      retryable: false,
+      message: refused.message,
+    });
+    const wrapped = apiError({ message: 'Cannot connect to API', cause: refused });
+    expect(sdkFailure('openai', wrapped, undefined, [])).toMatchObject({ kind: 'rejected', message: refused.message });
+    const unresolved = new DestinationRefused(
+      'Could not call the openai model at http://nx.example: ...',
+      'unresolved',
+    );
+    expect(sdkFailure('openai', unresolved, undefined, [])).toMatchObject({ kind: 'unavailable', retryable: true });
+  });
+
+  it('never repeats the text of an SDK error about the body (it quotes what came back)', () => {
+    const quoting = Object.assign(new Error('Invalid response data: {"secret":"REMOTE-MARKER"}'), {
+      name: 'AI_InvalidResponseDataError',
+    });
+    const error = sdkFailure('openai', quoting, undefined, []) as ModelError;
+    expect(error).toMatchObject({ kind: 'invalid_response' });
+    expect(error.message).not.toContain('REMOTE-MARKER');
+    const other = Object.assign(new Error('Something "REMOTE-MARKER"'), { name: 'AI_SomeNewError' });
+    expect((sdkFailure('openai', other, undefined, []) as ModelError).message).toBe(
+      'model provider openai could not be reached (AI_SomeNewError)',
+    );
+  });
+
+  it('makes an error object inside a stream unavailable, or rejected when it blames the request, without its message', () => {
     expect(sdkFailure('anthropic', { type: 'overloaded_error', message: 'Overloaded' }, undefined, [])).toMatchObject({
       kind: 'unavailable',
-      message: 'anthropic failed while answering: Overloaded',
+      message: 'model provider anthropic failed while answering',
     });
     expect(
       sdkFailure(
@@ -112,7 +112,7 @@ describe('sdkFailure', () => {
         undefined,
         [],
       ),
-    ).toMatchObject({ kind: 'rejected', message: 'anthropic rejected the request: bad' });
+    ).toMatchObject({ kind: 'rejected', message: 'model provider anthropic rejected the request while answering' });
   });
 
   it("passes the caller's abort reason through, but turns a timeout into unavailable", () => {
@@ -126,7 +126,7 @@ describe('sdkFailure', () => {
     expect(sdkFailure('anthropic', new Error('aborted'), timedOut.signal, [])).toMatchObject({
       kind: 'unavailable',
       retryable: true,
-      message: 'anthropic did not answer in time',
+      message: 'model provider anthropic did not answer in time',
     });
   });
 });

@@ -1,5 +1,6 @@
 import type { APICallError } from 'ai';
 import type { ModelProvider } from '#libs/contracts';
+import { DestinationRefused } from '#libs/egress';
 import { redactSecret } from '#libs/observability';
 import { isRecord } from './json.js';
 import { ModelError } from './model-error.js';
@@ -30,62 +31,46 @@ export function baseUrlOf(provider: ModelProvider, configured: string | null, fa
   return baseUrl;
 }
 
+/** How a tenant reads a provider: its name, in the service's own sentence. */
+const providerName = (provider: ModelProvider): string => `model provider ${provider}`;
+
 /** A response that does not have the shape the protocol promises. */
 export function invalidResponse(provider: ModelProvider, what: string): ModelError {
-  return new ModelError(`${provider} returned an invalid response: ${what}`, { kind: 'invalid_response' });
+  return new ModelError(`${providerName(provider)} returned an invalid response: ${what}`, {
+    kind: 'invalid_response',
+  });
 }
 
 /**
- * Classifies an HTTP failure: 429, 408 and 5xx may pass (retryable, `unavailable`); any other 4xx
- * is the request's fault (`rejected`), with the provider's own message, which is what a customer
- * needs to fix a bad key or model name. The secrets are redacted from it.
+ * Classifies an HTTP failure in the service's own words (DESIGN.md sections 6 and 11): 429, 408
+ * and 5xx may pass (retryable, `unavailable`); any other 4xx is the request's fault (`rejected`).
+ * The provider's body is never part of it: the base URL is the tenant's to set, so the body may be
+ * anyone's text, and a tenant must not be able to read a server through the service.
  */
-export function errorForStatus(
-  provider: ModelProvider,
-  status: number,
-  body: string,
-  secrets: readonly (string | null | undefined)[],
-): ModelError {
-  const detail = providerMessage(body, secrets);
-  const suffix = detail ? `: ${detail}` : '';
-  if (status === 429)
-    return new ModelError(`${provider} rate-limited the request (429)${suffix}`, { kind: 'unavailable', status });
+export function errorForStatus(provider: ModelProvider, status: number): ModelError {
+  const who = providerName(provider);
+  const http = `(HTTP ${status})`;
+  if (status === 429) return new ModelError(`${who} rate-limited the request ${http}`, { kind: 'unavailable', status });
   if (status >= 500 || status === 408)
-    return new ModelError(`${provider} is unavailable (${status})${suffix}`, { kind: 'unavailable', status });
-  if (status >= 400)
-    return new ModelError(`${provider} rejected the request (${status})${suffix}`, { kind: 'rejected', status });
-  return new ModelError(`${provider} answered with unexpected status ${status}`, { kind: 'invalid_response', status });
-}
-
-/** The message of an error body (`error.message`, a compatible server's `error` string, or a top-level `message`), redacted and bounded. */
-export function providerMessage(body: string, secrets: readonly (string | null | undefined)[]): string {
-  let message = '';
-  try {
-    const parsed: unknown = JSON.parse(body);
-    if (isRecord(parsed)) message = messageOf(parsed);
-  } catch {
-    // Proxies answer with HTML pages; they say nothing the status does not.
-    if (!body.trimStart().startsWith('<')) message = body;
-  }
-  return bounded(redactAll(message.replace(/\s+/g, ' ').trim(), secrets));
-}
-
-function messageOf(parsed: Record<string, unknown>): string {
-  const error = parsed['error'];
-  if (isRecord(error) && typeof error['message'] === 'string') return error['message'];
-  if (typeof error === 'string') return error;
-  if (typeof parsed['message'] === 'string') return parsed['message'];
-  // Bedrock's documented error body spells it with a capital M.
-  if (typeof parsed['Message'] === 'string') return parsed['Message'];
-  return '';
+    return new ModelError(`${who} is unavailable ${http}`, { kind: 'unavailable', status });
+  if (status === 401) return new ModelError(`${who} refused the key ${http}`, { kind: 'rejected', status });
+  if (status === 403)
+    return new ModelError(`${who} denied the key access to the model ${http}`, { kind: 'rejected', status });
+  if (status === 404)
+    return new ModelError(`${who} did not find the model or the endpoint ${http}`, { kind: 'rejected', status });
+  if (status === 413)
+    return new ModelError(`${who} refused the request as too large ${http}`, { kind: 'rejected', status });
+  if (status >= 400) return new ModelError(`${who} rejected the request ${http}`, { kind: 'rejected', status });
+  return new ModelError(`${who} answered with the unexpected status ${status}`, { kind: 'invalid_response', status });
 }
 
 /**
  * What to throw for any failure of an SDK call. The caller's own abort is passed through untouched
  * (it is a cancellation, not a provider failure), except a timeout signal, which is the provider
- * not answering in time. HTTP errors are classified by status; an error object that arrived inside
- * a stream (the provider failed after accepting the request) is retryable unless it blames the
- * request; a failed connection is retryable and names its code.
+ * not answering in time. A base URL the egress policy refuses is the request's fault; HTTP errors
+ * are classified by status; an error object that arrived inside a stream (the provider failed after
+ * accepting the request) is retryable unless it blames the request; a failed connection is
+ * retryable and names its code. Nothing the provider wrote is repeated.
  */
 export function sdkFailure(
   provider: ModelProvider,
@@ -98,40 +83,53 @@ export function sdkFailure(
     const reason: unknown = signal.reason;
     // DOMException is an Error only in some realms: compare the name.
     if (isRecordLike(reason) && reason['name'] === 'TimeoutError') {
-      return new ModelError(`${provider} did not answer in time`, { kind: 'unavailable', cause: reason });
+      return new ModelError(`${providerName(provider)} did not answer in time`, { kind: 'unavailable', cause: reason });
     }
     return reason;
   }
+  const refused = refusalIn(error);
+  if (refused) {
+    // The message is libs/egress's: the address and the rule, written by the service.
+    return new ModelError(refused.message, { kind: refused.reason === 'policy' ? 'rejected' : 'unavailable' });
+  }
   if (isApiCallError(error)) {
-    if (error.statusCode !== undefined && error.statusCode >= 400)
-      return errorForStatus(provider, error.statusCode, error.responseBody ?? '', secrets);
+    if (error.statusCode !== undefined && error.statusCode >= 400) return errorForStatus(provider, error.statusCode);
     // A 2xx whose body broke off: the SDK reports a stream cut with the response's status.
     if (error.statusCode !== undefined)
-      return new ModelError(`${provider} stream broke off (${errorCode(error) ?? 'connection closed'})`, {
-        kind: 'unavailable',
-        cause: error,
-      });
+      return new ModelError(
+        `${providerName(provider)} broke off its answer (${errorCode(error) ?? 'connection closed'})`,
+        { kind: 'unavailable', cause: error },
+      );
     return unreachable(provider, error, secrets);
   }
-  if (isRecord(error) && !isError(error)) return streamedError(provider, error, secrets);
-  if (isError(error) && (error.name === 'AI_TypeValidationError' || error.name === 'AI_JSONParseError')) {
+  if (isRecord(error) && !isError(error)) return streamedError(provider, error);
+  if (isError(error) && INVALID_RESPONSE_ERRORS.has(error.name)) {
     return invalidResponse(provider, 'the body does not have the documented shape');
   }
   return unreachable(provider, error, secrets);
 }
 
-// An error object inside a stream or a 200 body: OpenAI's `{message, type}`, Anthropic's `{type, message}`, Bedrock's exceptions.
-function streamedError(
-  provider: ModelProvider,
-  error: Record<string, unknown>,
-  secrets: readonly (string | null | undefined)[],
-): ModelError {
+/** The AI SDK's errors about a body that is not what the protocol promises (their messages quote it). */
+const INVALID_RESPONSE_ERRORS = new Set(['AI_TypeValidationError', 'AI_JSONParseError', 'AI_InvalidResponseDataError']);
+
+// An error object inside a stream or a 200 body: OpenAI's `{message, type}`, Anthropic's `{type, message}`,
+// Bedrock's exceptions. Its type decides retryable or not; its message is the provider's, not repeated.
+function streamedError(provider: ModelProvider, error: Record<string, unknown>): ModelError {
   const inner = isRecord(error['error']) ? error['error'] : error;
-  const detail = providerMessage(JSON.stringify({ error: inner }), secrets);
   const type = String(inner['type'] ?? Object.keys(error)[0] ?? '');
   return REQUEST_ERROR_TYPES.has(type)
-    ? new ModelError(`${provider} rejected the request${detail ? `: ${detail}` : ''}`, { kind: 'rejected' })
-    : new ModelError(`${provider} failed while answering${detail ? `: ${detail}` : ''}`, { kind: 'unavailable' });
+    ? new ModelError(`${providerName(provider)} rejected the request while answering`, { kind: 'rejected' })
+    : new ModelError(`${providerName(provider)} failed while answering`, { kind: 'unavailable' });
+}
+
+/** The egress refusal a fetch threw, wherever the SDK wrapped it. */
+function refusalIn(error: unknown): DestinationRefused | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 6 && isRecordLike(current); depth++) {
+    if (current instanceof DestinationRefused) return current;
+    current = current['cause'];
+  }
+  return undefined;
 }
 
 function unreachable(
@@ -140,8 +138,18 @@ function unreachable(
   secrets: readonly (string | null | undefined)[],
 ): ModelError {
   const code = errorCode(error);
-  const detail = code ?? (isError(error) ? bounded(redactAll(error.message, secrets)) : 'unknown error');
-  return new ModelError(`${provider} could not be reached (${detail})`, { kind: 'unavailable', cause: error });
+  // Only the code, or the SDK's error name: their messages may quote what came back.
+  const detail =
+    code ??
+    (isError(error) && error.name.startsWith('AI_')
+      ? error.name
+      : isError(error)
+        ? bounded(redactAll(error.message, secrets))
+        : 'unknown error');
+  return new ModelError(`${providerName(provider)} could not be reached (${detail})`, {
+    kind: 'unavailable',
+    cause: error,
+  });
 }
 
 // fetch wraps socket errors (`TypeError: fetch failed`), and the SDK wraps fetch's; the useful code sits in the cause chain.

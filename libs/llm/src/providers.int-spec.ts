@@ -14,6 +14,8 @@ const question: ChatMessage[] = [
   { role: 'user', content: 'What is 1+1?' },
 ];
 const key = 'sk-test-0123456789abcdefghij';
+/** The servers are on loopback: allowed as an operator's MODEL_ALLOW_HOSTS would. */
+const LOOPBACK = ['127.0.0.1'];
 const aws = { accessKeyId: 'AKIDTEST0123456789', secretAccessKey: 'aws-secret-0123456789abcdefghij' };
 
 async function failure(promise: Promise<unknown>): Promise<ModelError> {
@@ -30,7 +32,7 @@ async function failure(promise: Promise<unknown>): Promise<ModelError> {
 const PROVIDERS: Record<
   WireProtocol,
   {
-    target: (s: ProviderServer) => Omit<ModelRequest, 'messages' | 'tools'>;
+    target: (s: ProviderServer) => Omit<ModelRequest, 'messages' | 'tools' | 'allowHosts'>;
     path: (stream: boolean) => string;
     credential: string;
   }
@@ -77,6 +79,7 @@ describe.each(Object.keys(PROVIDERS) as WireProtocol[])(
     const { target, path, credential } = PROVIDERS[protocol];
     const request = (overrides: Partial<ModelRequest> = {}): ModelRequest => ({
       ...target(server),
+      allowHosts: LOOPBACK,
       messages: question,
       tools,
       ...overrides,
@@ -244,13 +247,17 @@ describe.each(Object.keys(PROVIDERS) as WireProtocol[])(
     });
 
     it.each([false, true])(
-      'fails a wrong credential at once, not retryable, with the provider message and no secret (streaming: %s)',
+      "fails a wrong credential at once, not retryable, in the service's words and with no secret (streaming: %s)",
       async (streaming) => {
         server.requireKey('the-right-key');
         const error = await failure(callModel(request({ onToken: streaming ? () => undefined : undefined })));
         const status = protocol === 'bedrock' ? 403 : 401;
         expect(error).toMatchObject({ kind: 'rejected', retryable: false, status });
-        expect(error.message).toMatch(new RegExp(`^${protocol} rejected the request \\(${status}\\): \\S`));
+        expect(error.message).toBe(
+          status === 401
+            ? `model provider ${protocol} refused the key (HTTP 401)`
+            : `model provider ${protocol} denied the key access to the model (HTTP 403)`,
+        );
         for (const secret of [key, aws.secretAccessKey, credential]) expect(error.message).not.toContain(secret);
         expect(error.message).not.toContain('0123456789');
         expect(server.requests).toHaveLength(1);
@@ -267,7 +274,8 @@ describe.each(Object.keys(PROVIDERS) as WireProtocol[])(
       server.reply({ status, errorMessage: 'scripted failure' });
       const error = await failure(callModel(request()));
       expect(error).toMatchObject({ kind, retryable, status });
-      expect(error.message).toContain('scripted failure');
+      expect(error.message).toMatch(new RegExp(`^model provider ${protocol} .* \\(HTTP ${status}\\)$`));
+      expect(error.message).not.toContain('scripted failure');
       expect(server.requests).toHaveLength(1);
     });
 
@@ -288,7 +296,7 @@ describe.each(Object.keys(PROVIDERS) as WireProtocol[])(
       expect(error).toMatchObject({
         kind: 'unavailable',
         retryable: true,
-        message: `${protocol} did not answer in time`,
+        message: `model provider ${protocol} did not answer in time`,
       });
       // Both connections were closed by the client before the server answered.
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -305,6 +313,7 @@ describe('provider settings on the wire', () => {
         provider: 'azure-openai',
         model: 'gpt4o-prod',
         baseUrl: server.baseUrl,
+        allowHosts: LOOPBACK,
         apiKey: key,
         settings: { apiVersion: '2024-10-21' },
         messages: question,
@@ -325,6 +334,7 @@ describe('provider settings on the wire', () => {
         provider: 'bedrock',
         model: 'amazon.nova-lite-v1:0',
         baseUrl: server.baseUrl,
+        allowHosts: LOOPBACK,
         apiKey: 'ABSK-bedrock-api-key',
         settings: { region: 'us-east-1' },
         messages: question,
@@ -338,7 +348,7 @@ describe('provider settings on the wire', () => {
   });
 
   it('refuses a configuration the set-time checks would have refused, as rejected', async () => {
-    const base = { baseUrl: null, apiKey: key, messages: question, tools: [] };
+    const base = { baseUrl: null, allowHosts: [], apiKey: key, messages: question, tools: [] };
     await expect(callModel({ ...base, provider: 'bedrock', model: 'm' })).rejects.toMatchObject({
       kind: 'rejected',
       message: 'bedrock needs a region',

@@ -99,7 +99,9 @@ async function streamTurn(
   }
   // A stream that stops without the provider's own finish reason was cut: a dropped connection, worth a retry.
   if (!finish || finish.reason.unified === 'error' || finish.reason.raw === undefined) {
-    throw new ModelError(`${provider} stream ended before the reply was complete`, { kind: 'unavailable' });
+    throw new ModelError(`model provider ${provider} ended its stream before the reply was complete`, {
+      kind: 'unavailable',
+    });
   }
   return turnOf(content, calls, finish.usage, modelId);
 }

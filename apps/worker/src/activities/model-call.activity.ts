@@ -109,6 +109,7 @@ export class ModelCallActivity {
           apiKey: credentials.apiKey,
           settings: credentials.settings,
           awsCredentials: credentials.awsCredentials,
+          allowHosts: credentials.allowHosts,
           messages,
           tools: offered.map(({ name, description, parameters }) => ({ name, description, parameters })),
           signal: context.cancellationSignal,

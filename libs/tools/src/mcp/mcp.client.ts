@@ -1,5 +1,12 @@
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { DestinationRefused, describeNetworkError, HostAllowList, systemResolve, type Resolve } from '#libs/egress';
+import {
+  DestinationRefused,
+  describeNetworkError,
+  guardedFetch,
+  HostAllowList,
+  systemResolve,
+  type Resolve,
+} from '#libs/egress';
 import { FETCH_URL_DEFAULTS } from '../research/fetch-url.tool.js';
 import {
   boundText,
@@ -10,7 +17,6 @@ import {
   type ToolResult,
   type ToolSpec,
 } from '../tool.js';
-import { guardedFetch } from './mcp-fetch.js';
 import { mcpToolName, type McpServerTarget } from '#libs/contracts';
 
 /** Operator settings of MCP calls; the limits are fetch_url's unless changed. */
@@ -143,6 +149,7 @@ async function withClient<T>(
       resolve: limits.resolve,
       maxBytes: limits.maxBytes,
       signal: controller.signal,
+      what: (target) => `reach the MCP server at ${target.origin}`,
       policyNote: POLICY_NOTE,
       userAgent: `${CLIENT_INFO.name}/${CLIENT_INFO.version}`,
     }),
