@@ -127,9 +127,35 @@ describe('worker versioning: a deploy while requests are paused and sessions hav
     expect(sessionBuilds.at(-1)).toBe(BUILD_B);
     expect(new Set(await buildsOf(agentRequestWorkflowId(next.body.id)))).toEqual(new Set([BUILD_B]));
 
-    // Rolling back is promoting A again: new requests run on A.
-    expect((await cli('deploy', 'promote', BUILD_A)).out).toContain(`${BUILD_A} is current (was ${BUILD_B})`);
+    // Rolling back is promoting A again: new requests run on A. The session, which has run on
+    // B (whose history may hold what A cannot replay), stays on B until it ends (issue 45).
+    const rolledBack = await cli('deploy', 'promote', BUILD_A, '--json');
+    expect(rolledBack.code).toBe(0);
+    expect(JSON.parse(rolledBack.out)).toMatchObject({ current: BUILD_A, previous: BUILD_B, changed: true });
+    expect(JSON.parse(rolledBack.out).kept_on_newer_builds).toBeGreaterThanOrEqual(1);
     const after = await call('POST', '/v1/agent', auth, { message: 'Hello after the rollback' });
     expect(new Set(await buildsOf(agentRequestWorkflowId(after.body.id)))).toEqual(new Set([BUILD_A]));
+    const third = await call('POST', `/v1/sessions/${session.id}/messages`, auth, { message: 'Still there?' });
+    expect(third.body).toMatchObject({ status: 'completed' });
+    expect((await buildsOf(sessionWorkflowId(session.id))).at(-1)).toBe(BUILD_B);
+
+    // deploy status: B keeps the session (pinned there), so it may not stop yet; once the session
+    // ends, B has no pinned run and may stop.
+    const status = async () =>
+      (JSON.parse((await cli('deploy', 'status', '--json')).out) as { builds: Record<string, unknown>[] }).builds.find(
+        (b) => b['build_id'] === BUILD_B,
+      );
+    expect(await status()).toMatchObject({ may_stop: false });
+    expect((await status())!['open_runs']).toBeGreaterThanOrEqual(1);
+    expect((await call('DELETE', `/v1/sessions/${session.id}`, auth)).status).toBe(200);
+    await eventually(async () => expect(await status()).toMatchObject({ open_runs: 0, may_stop: true }), 30_000);
+  });
+
+  it('never lets a restarted worker of an older build make itself current over a newer one (on-start)', async () => {
+    expect((await cli('deploy', 'promote', BUILD_B)).code).toBe(0);
+    // The older build's worker starts again, as a supervisor restarts it, told to promote on start.
+    workers.push(await startWorker({ ...versioned(BUILD_A), TEMPORAL_DEPLOYMENT_PROMOTE: 'on-start' }));
+    const state = await describeDeployment(temporal.connection.workflowService, config.temporal.namespace, taskQueue);
+    expect(state?.current).toBe(BUILD_B);
   });
 });

@@ -1,7 +1,7 @@
 import type { Connection } from '@temporalio/client';
 import type { Command, Option } from 'commander';
 import type { AppConfig } from '#libs/config';
-import type { DeploymentState } from '#libs/temporal';
+import type { BuildRuns, DeploymentState } from '#libs/temporal';
 import { CliRefusal } from './refusal.js';
 
 /** What the deploy commands use of the CLI around them (the configuration loaded when a command
@@ -12,28 +12,17 @@ export interface DeployCommandContext {
   readonly jsonOption: Option;
 }
 
-/** Runs still open per build, by the search attribute Temporal keeps for versioned runs: a
- * draining build can be stopped once it has none. */
-async function openRuns(
-  connection: Connection,
-  namespace: string,
-  state: DeploymentState,
-): Promise<Map<string, number>> {
-  const counts = new Map<string, number>();
-  for (const b of state.builds) {
-    const query = `TemporalWorkerDeploymentVersion = '${state.name}:${b.buildId}' AND ExecutionStatus = 'Running'`;
-    const { count } = await connection.workflowService.countWorkflowExecutions({ namespace, query });
-    counts.set(b.buildId, Number(count ?? 0));
-  }
-  return counts;
-}
-
-function statusText(state: DeploymentState, runs: ReadonlyMap<string, number>): string {
+/** One line per build: a build not current may be stopped once it has no pinned run left (its
+ * auto-upgrading runs, idle sessions among them, move to the current build at their next task). */
+function statusText(state: DeploymentState, runs: ReadonlyMap<string, BuildRuns>): string {
   const lines = [`deployment ${state.name}: current build ${state.current ?? 'none'}`];
-  for (const b of state.builds)
+  for (const b of state.builds) {
+    const { pinned, moving } = runs.get(b.buildId) ?? { pinned: 0, moving: 0 };
+    const stoppable = b.buildId !== state.current && pinned === 0 ? '  may stop' : '';
     lines.push(
-      `  ${b.buildId}  ${b.status}  ${runs.get(b.buildId) ?? 0} open run(s)  created ${b.createdAt?.toISOString() ?? '-'}`,
+      `  ${b.buildId}  ${b.status}  ${pinned} pinned run(s)  ${moving} run(s) that move on their next task  created ${b.createdAt?.toISOString() ?? '-'}${stoppable}`,
     );
+  }
   return lines.join('\n');
 }
 
@@ -78,15 +67,15 @@ export function addDeployCommands(program: Command, ctx: DeployCommandContext): 
   deploy
     .command('status')
     .description(
-      'the builds of the deployment, the current one, and how many open runs each still has (a draining build may be stopped at 0)',
+      'the builds of the deployment, the current one, and the open runs of each: pinned ones finish on it, the others move to the current build at their next task (a build not current may stop at 0 pinned runs)',
     )
     .addOption(jsonOption)
     .action(async (o: { json?: boolean }) =>
-      withConnection(async ({ connection, namespace, taskQueue, temporal: { describeDeployment } }) => {
+      withConnection(async ({ connection, namespace, taskQueue, temporal: { describeDeployment, runsByBuild } }) => {
         const state = await describeDeployment(connection.workflowService, namespace, taskQueue);
         if (!state)
           throw new CliRefusal(`no worker deployment ${taskQueue}: no versioned worker has polled the task queue yet`);
-        const runs = await openRuns(connection, namespace, state);
+        const runs = await runsByBuild(connection.workflowService, namespace, state);
         print(
           Boolean(o.json),
           {
@@ -95,7 +84,11 @@ export function addDeployCommands(program: Command, ctx: DeployCommandContext): 
             builds: state.builds.map((b) => ({
               build_id: b.buildId,
               status: b.status,
-              open_runs: runs.get(b.buildId) ?? 0,
+              // Runs that finish on this build (requests; runs kept here by a rollback).
+              open_runs: runs.get(b.buildId)?.pinned ?? 0,
+              // Runs that move to the current build at their next task (sessions, deliveries).
+              moving_runs: runs.get(b.buildId)?.moving ?? 0,
+              may_stop: b.buildId !== state.current && (runs.get(b.buildId)?.pinned ?? 0) === 0,
               created_at: b.createdAt?.toISOString() ?? null,
             })),
           },
@@ -106,7 +99,7 @@ export function addDeployCommands(program: Command, ctx: DeployCommandContext): 
   deploy
     .command('promote')
     .description(
-      'make a build current: new requests and sessions start on it, sessions, webhook deliveries and the reconciler move to it; requests stay on the build that started them. Rolling back is promoting the previous build',
+      'make a build current: new requests and sessions start on it, sessions, webhook deliveries and the reconciler move to it; requests stay on the build that started them. Rolling back is promoting the previous build: sessions and deliveries that ran on a newer build then stay on it until they end',
     )
     .argument('<build-id>', 'a build that has polled the task queue (see deploy status)')
     .addOption(jsonOption)
@@ -117,13 +110,26 @@ export function addDeployCommands(program: Command, ctx: DeployCommandContext): 
           throw new CliRefusal(
             `build ${buildId} has not polled task queue ${taskQueue}: start its workers first (deploy status lists the builds)`,
           );
-        const { promoted, previous } = await promoteBuild(connection.workflowService, namespace, taskQueue, buildId, {
-          identity: 'mas deploy promote',
-        });
+        const { promoted, previous, keptOnNewer } = await promoteBuild(
+          connection.workflowService,
+          namespace,
+          taskQueue,
+          buildId,
+          { identity: 'mas deploy promote' },
+        );
+        const kept = keptOnNewer
+          ? `; ${keptOnNewer} session, delivery or reconciler run(s) that ran on a newer build stay on it until they end: keep its workers until deploy status says it may stop`
+          : '';
         print(
           Boolean(o.json),
-          { deployment: taskQueue, current: buildId, previous: previous ?? null, changed: promoted },
-          promoted ? `${buildId} is current (was ${previous ?? 'none'})` : `${buildId} was already current`,
+          {
+            deployment: taskQueue,
+            current: buildId,
+            previous: previous ?? null,
+            changed: promoted,
+            kept_on_newer_builds: keptOnNewer,
+          },
+          promoted ? `${buildId} is current (was ${previous ?? 'none'})${kept}` : `${buildId} was already current`,
         );
       }),
     );

@@ -105,9 +105,11 @@ export function workerBuild(config: AppConfig): WorkerBuild | undefined {
 
 /**
  * After the worker's first poll has registered its build: makes it the deployment's current
- * build if TEMPORAL_DEPLOYMENT_PROMOTE says so (`on-start`), or if the deployment has none yet (a
- * first start: a fresh machine, a test's own task queue). A versioned build that is not current
- * gets only the runs pinned to it; an operator promotes it (`mas deploy promote`).
+ * build if the deployment has none yet (a first start: a fresh machine, a test's own task queue),
+ * or, with TEMPORAL_DEPLOYMENT_PROMOTE=on-start, if the current build registered before this one:
+ * a restarted worker of an older build never takes the deployment back from a newer one. A
+ * versioned build that is not current gets only the runs pinned to it; an operator promotes it
+ * (`mas deploy promote`).
  */
 export async function becomeCurrentIfDue(
   app: INestApplicationContext,
@@ -120,6 +122,7 @@ export async function becomeCurrentIfDue(
   return promoteBuild(connection.workflowService, config.temporal.namespace, build.deploymentName, build.buildId, {
     identity,
     onlyIfNone: config.temporal.versioning.promote === 'if-none',
+    onlyIfNewer: config.temporal.versioning.promote === 'on-start',
   });
 }
 

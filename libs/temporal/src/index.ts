@@ -14,7 +14,9 @@ export { historyFromJson, historyToJson } from './history-json.js';
 export {
   describeDeployment,
   promoteBuild,
+  runsByBuild,
   waitForBuild,
+  type BuildRuns,
   type DeploymentBuild,
   type DeploymentState,
 } from './worker-deployment.js';
