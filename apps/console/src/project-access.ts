@@ -84,3 +84,25 @@ export function projectPage(
     statusCode,
   );
 }
+
+/**
+ * The page that asks before a change that cannot be undone (the GET of the change's path; its
+ * form POSTs to the same path): what happens, the button that does it, and a way back.
+ */
+export function confirmPage(
+  res: Response,
+  a: Access,
+  section: ProjectSection,
+  confirm: { title: string; question: Html; action: string; button: string; back: string; keep: string },
+): void {
+  projectPage(
+    res,
+    a,
+    section,
+    confirm.title,
+    html`<p class="notice error">${confirm.question}</p>
+<form class="inline" method="post" action="${confirm.action}"><input type="hidden" name="_csrf" value="${a.session.csrfToken}">
+  <button class="danger" type="submit">${confirm.button}</button> <a href="${confirm.back}">${confirm.keep}</a>
+</form>`,
+  );
+}
