@@ -82,12 +82,7 @@ export class AuthController {
     if (password !== field(req, 'confirm'))
       return this.accountPage(req, res, { problem: 'The two new passwords differ.' }, 400);
     try {
-      const changed = await this.accounts.changePassword(
-        session,
-        field(req, 'current'),
-        password,
-        req.ip ?? 'unknown',
-      );
+      const changed = await this.accounts.changePassword(session, field(req, 'current'), password, req.ip ?? 'unknown');
       if (!changed) return this.accountPage(req, res, { problem: 'The current password is wrong.' }, 400);
     } catch (e) {
       if (e instanceof AccountsError) return this.accountPage(req, res, { problem: e.message }, 400);

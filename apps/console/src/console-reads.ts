@@ -31,7 +31,8 @@ export interface RequestFilters {
   readonly before?: RequestCursor;
 }
 
-const CURSOR = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const CURSOR =
+  /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 /** A `before` query parameter as a cursor, or undefined (absent or malformed: the first page). */
 export function parseRequestCursor(raw: string | undefined): RequestCursor | undefined {
@@ -162,10 +163,10 @@ export class ConsoleReads {
     stops: Map<number, AgentRequestStopView>;
     files: readonly FileRef[];
   } | null> {
-    const [row] = (await this.db.query(`select ${REQUEST_COLUMNS} from request_log where request_id = $1 and project_id = $2`, [
-      requestId,
-      projectId,
-    ])) as RequestRow[];
+    const [row] = (await this.db.query(
+      `select ${REQUEST_COLUMNS} from request_log where request_id = $1 and project_id = $2`,
+      [requestId, projectId],
+    )) as RequestRow[];
     if (!row) return null;
     const events = (await this.db.query(
       `select version, type, data, recorded_at from events where stream_id = $1 order by version`,

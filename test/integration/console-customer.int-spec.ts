@@ -2,11 +2,11 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { jest } from '@jest/globals';
 import { Argon2idHasher, ConsoleAccountsService, McpServersService } from '#libs/accounts';
 import { WebhookStore } from '#libs/webhooks';
-import { runCli } from '../../cli/src/cli.js';
-import { ConsoleClient, linkIn } from '../../../test/support/console-client.js';
-import { startConsole, type RunningConsole } from '../../../test/support/console.js';
-import { testConfig } from '../../../test/support/config.js';
-import { Fixtures } from '../../../test/support/fixtures.js';
+import { runCli } from '../../apps/cli/src/cli.js';
+import { ConsoleClient, linkIn } from '../support/console-client.js';
+import { startConsole, type RunningConsole } from '../support/console.js';
+import { testConfig } from '../support/config.js';
+import { Fixtures } from '../support/fixtures.js';
 
 // The customer console over plain HTTP against the real PostgreSQL (issue 48, "the console a
 // customer would choose"): the deep link kept through sign-in, confirmation pages before every
