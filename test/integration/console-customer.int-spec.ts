@@ -93,6 +93,23 @@ describe('the customer console over HTTP', () => {
     expect((await owner.get(page('keys'))).text).toContain('data-testid="new-key"');
   });
 
+  it('adds a webhook endpoint once: its secret is shown on the page the POST redirects to, and a reload adds nothing', async () => {
+    const before = (await new WebhookStore(fixtures.db, config).list(projectId)).length;
+    const added = await owner.post(page('webhooks'), {
+      url: 'https://once.example.com/hook',
+      events: 'agent.completed',
+    });
+    expect(added.status).toBe(303);
+    expect(added.location).toBe(page('webhooks'));
+    const shown = await owner.get(added.location!);
+    const secret = /data-testid="webhook-secret">([^<]+)</.exec(shown.text)?.[1];
+    expect(secret).toMatch(/^whsec_/);
+    expect(shown.text).toContain('https://once.example.com/hook');
+    const reloaded = await owner.get(added.location!);
+    expect(reloaded.text).not.toContain(secret);
+    expect((await new WebhookStore(fixtures.db, config).list(projectId)).length).toBe(before + 1);
+  });
+
   it('asks before removing an MCP server, a webhook endpoint or a member: the list links to a confirmation page', async () => {
     const mcp = await new McpServersService(fixtures.db, config, fixtures.accounts).add(projectId, {
       url: 'https://mcp.example.com/mcp',
@@ -156,6 +173,12 @@ describe('the customer console over HTTP', () => {
 
     const changed = await me.post('/account/password', { current: first, password: second, confirm: second });
     expect(changed.status).toBe(303);
+    // In the audit log of the project the user is a member of, with no secret in it.
+    const [entry] = (await fixtures.db.query(
+      `select actor, detail from audit_log where project_id = $1 and action = 'account.password'`,
+      [projectId],
+    )) as { actor: string; detail: Record<string, unknown> }[];
+    expect(entry).toEqual({ actor: `user:${email}`, detail: {} });
     expect((await me.get('/account')).status).toBe(200);
     expect((await elsewhere.get('/account')).status).toBe(303);
     expect((await me.get(new URL(reset).pathname)).status).toBe(404);

@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { AccountsError, CONSOLE_LIMITS, ConsoleAccountsService, type LinkView } from '#libs/accounts';
+import { AccountsError, AuditLog, CONSOLE_LIMITS, ConsoleAccountsService, type LinkView } from '#libs/accounts';
 import { cookie, csrfTokenOf, sessionOf, type CookieNames } from './web/console-request.js';
 import { html, type Html } from './web/html.js';
 import { csrfField, page, projectPath, when } from './web/layout.js';
@@ -13,6 +13,7 @@ export const COOKIE_NAMES = Symbol('COOKIE_NAMES');
 export class AuthController {
   constructor(
     private readonly accounts: ConsoleAccountsService,
+    private readonly auditLog: AuditLog,
     @Inject(COOKIE_NAMES) private readonly cookies: CookieNames,
   ) {}
 
@@ -84,6 +85,10 @@ export class AuthController {
     try {
       const changed = await this.accounts.changePassword(session, field(req, 'current'), password, req.ip ?? 'unknown');
       if (!changed) return this.accountPage(req, res, { problem: 'The current password is wrong.' }, 400);
+      // The user's own change, in the log of every project they are a member of (no secret in it).
+      const by = { actor: `user:${session.email}`, address: req.ip ?? null };
+      for (const m of await this.accounts.memberships(session.userId))
+        await this.auditLog.record(m.projectId, by, 'account.password');
     } catch (e) {
       if (e instanceof AccountsError) return this.accountPage(req, res, { problem: e.message }, 400);
       throw e;

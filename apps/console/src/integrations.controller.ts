@@ -3,6 +3,7 @@ import type { Request, Response } from 'express';
 import { AccountsError, McpServersService } from '#libs/accounts';
 import { isUuid, WEBHOOK_EVENTS } from '#libs/contracts';
 import { WebhookStore } from '#libs/webhooks';
+import { Reveals } from './reveals.js';
 import { confirmPage, projectPage, ProjectAccess, status, type Access } from './project-access.js';
 import { html } from './web/html.js';
 import { csrfField, projectPath, when } from './web/layout.js';
@@ -29,11 +30,19 @@ export class IntegrationsController {
     private readonly projectAccess: ProjectAccess,
     private readonly webhooks: WebhookStore,
     private readonly mcpServers: McpServersService,
+    private readonly reveals: Reveals,
   ) {}
 
   @Get('webhooks')
   async webhooksPage(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.renderWebhooks(await this.projectAccess.of(req, projectId, 'viewer'), req, res);
+    const a = await this.projectAccess.of(req, projectId, 'viewer');
+    const added = await this.reveals.take(a.session.id, 'webhook-secret');
+    await this.renderWebhooks(
+      a,
+      req,
+      res,
+      added ? { added: JSON.parse(added) as { url: string; secret: string } } : {},
+    );
   }
 
   @Post('webhooks')
@@ -45,7 +54,9 @@ export class IntegrationsController {
         events: fields(req, 'events'),
       });
       await a.audit('webhook.add', subscription.id, { url: subscription.url, events: subscription.events });
-      await this.renderWebhooks(a, req, res, { added: { url: subscription.url, secret } });
+      // Shown once, by the page this redirects to: a reload of that page adds nothing.
+      await this.reveals.keep(a.session.id, 'webhook-secret', JSON.stringify({ url: subscription.url, secret }));
+      res.redirect(303, projectPath(projectId, 'webhooks'));
     } catch (e) {
       if (e instanceof AccountsError)
         return this.renderWebhooks(a, req, res, { problem: this.webhookRefusal(field(req, 'url').trim(), e) }, 400);

@@ -10,7 +10,7 @@ import {
 } from '#libs/accounts';
 import { isUuid } from '#libs/contracts';
 import { html, type Html } from './web/html.js';
-import { page, type ProjectSection } from './web/layout.js';
+import { csrfField, page, type ProjectSection } from './web/layout.js';
 import { requireSession, RoleRequired, send } from './web/respond.js';
 
 export interface Access {
@@ -101,7 +101,7 @@ export function confirmPage(
     section,
     confirm.title,
     html`<p class="notice error">${confirm.question}</p>
-<form class="inline" method="post" action="${confirm.action}"><input type="hidden" name="_csrf" value="${a.session.csrfToken}">
+<form class="inline" method="post" action="${confirm.action}">${csrfField(a.session.csrfToken)}
   <button class="danger" type="submit">${confirm.button}</button> <a href="${confirm.back}">${confirm.keep}</a>
 </form>`,
   );
