@@ -472,7 +472,7 @@ ${entries.length === AUDIT_PAGE_SIZE && last ? html`<p><a href="${`${projectPath
     if (!found) throw new NotFoundException();
     confirmPage(res, a, 'members', {
       title: 'Remove a member',
-      question: html`Remove <strong>${found.email}</strong> (${found.role}) from the project? They lose every page of it at their next request${found.active ? '' : ', and their invitation is withdrawn'}.`,
+      question: html`Remove <strong>${found.email}</strong> (${found.role}) from the project? ${found.active ? 'They lose every page of it at their next request.' : 'Their invitation is withdrawn: its link no longer accepts.'}`,
       action: projectPath(projectId, `members/${userId}/remove`),
       button: 'Remove the member',
       back: projectPath(projectId, 'members'),
