@@ -355,16 +355,16 @@ name>, and which the worker and `mas deploy` take from TEMPORAL_TASK_QUEUE. */}}
 The current one is this release's image (worker.buildId, default the image's tag). */}}
 {{- define "mas.workerBuilds" -}}
 {{- $v := .Values -}}
-{{- $current := default (default .Chart.AppVersion $v.image.tag) $v.worker.buildId -}}
+{{- $current := toString (default (default .Chart.AppVersion $v.image.tag) $v.worker.buildId) -}}
 {{- $builds := list -}}
 {{- $seen := list $current -}}
 {{- range $v.worker.keepBuilds -}}
-{{- $id := required "each of worker.keepBuilds needs its build id (id)" .id -}}
+{{- $id := toString (required "each of worker.keepBuilds needs its build id (id)" .id) -}}
 {{- if has $id $seen -}}
 {{- fail (printf "worker.keepBuilds: build %s is listed twice, or is the current build (worker.buildId / image.tag)" $id) -}}
 {{- end -}}
 {{- $seen = append $seen $id -}}
-{{- $builds = append $builds (dict "id" $id "tag" (default $id .tag) "replicas" (default $v.worker.replicas .replicas) "current" false) -}}
+{{- $builds = append $builds (dict "id" $id "tag" (toString (default $id .tag)) "replicas" (default $v.worker.replicas .replicas) "current" false) -}}
 {{- end -}}
 {{- $builds = append $builds (dict "id" $current "tag" (default $.Chart.AppVersion $v.image.tag) "replicas" $v.worker.replicas "current" true) -}}
 {{- toJson $builds -}}
@@ -377,10 +377,21 @@ The current one is this release's image (worker.buildId, default the image's tag
 
 {{/* Pod Security `restricted`: the pod's and each container's securityContext. */}}
 {{- define "mas.podSecurityContext" -}}
-{{- toYaml (merge (dict "runAsNonRoot" true "seccompProfile" (dict "type" "RuntimeDefault")) .Values.podSecurityContext) -}}
+{{- $sc := deepCopy (.Values.podSecurityContext | default dict) -}}
+{{- $_ := set $sc "runAsNonRoot" true -}}
+{{- $_ = set $sc "seccompProfile" (dict "type" "RuntimeDefault") -}}
+{{- toYaml $sc -}}
 {{- end -}}
 {{- define "mas.containerSecurityContext" -}}
-{{- toYaml (merge (dict "allowPrivilegeEscalation" false "readOnlyRootFilesystem" true "runAsNonRoot" true "capabilities" (dict "drop" (list "ALL")) "seccompProfile" (dict "type" "RuntimeDefault")) .Values.securityContext) -}}
+{{- /* set, not merge: sprig's merge takes a value's false for unset and would let it through. */ -}}
+{{- $sc := deepCopy (.Values.securityContext | default dict) -}}
+{{- $_ := set $sc "allowPrivilegeEscalation" false -}}
+{{- $_ = set $sc "readOnlyRootFilesystem" true -}}
+{{- $_ = set $sc "runAsNonRoot" true -}}
+{{- $_ = set $sc "privileged" false -}}
+{{- $_ = set $sc "capabilities" (dict "drop" (list "ALL")) -}}
+{{- $_ = set $sc "seccompProfile" (dict "type" "RuntimeDefault") -}}
+{{- toYaml $sc -}}
 {{- end -}}
 
 {{/* The code an app runs: worker-long is the worker's in another role, api-streams the api's. */}}
