@@ -24,7 +24,14 @@ import {
 const CORE = ['DATABASE_URL', 'MAS_MASTER_KEY', 'MAS_API_KEY_PEPPER', 'MAS_PAYLOAD_KEYS', 'MAS_PAYLOAD_KEY_CURRENT'];
 const KAFKA = ['KAFKA_SASL_USERNAME', 'KAFKA_SASL_PASSWORD'];
 const ALLOWED: Record<string, string[]> = {
-  api: [...CORE, 'MAS_MASTER_KEYS_PREVIOUS', 'MAS_API_KEY_PEPPERS_PREVIOUS', 'MAS_CODEC_TOKEN', 'TEMPORAL_API_KEY', ...KAFKA],
+  api: [
+    ...CORE,
+    'MAS_MASTER_KEYS_PREVIOUS',
+    'MAS_API_KEY_PEPPERS_PREVIOUS',
+    'MAS_CODEC_TOKEN',
+    'TEMPORAL_API_KEY',
+    ...KAFKA,
+  ],
   'api-streams': [
     ...CORE,
     'MAS_MASTER_KEYS_PREVIOUS',
@@ -53,7 +60,11 @@ const SECRET_OF: Record<string, string> = {
   migrate: 'cli',
   promote: 'cli',
 };
-const ALL_VALUES = { ...SAMPLE_SECRETS, MAS_MASTER_KEYS_PREVIOUS: Buffer.alloc(32, 4).toString('base64'), SMTP_URL: 'smtps://u:p@mail:465' };
+const ALL_VALUES = {
+  ...SAMPLE_SECRETS,
+  MAS_MASTER_KEYS_PREVIOUS: Buffer.alloc(32, 4).toString('base64'),
+  SMTP_URL: 'smtps://u:p@mail:465',
+};
 const setAll = Object.entries(ALL_VALUES).flatMap(([k, v]) => ['--set-string', `secrets.values.${k}=${v}`]);
 
 /**
@@ -75,13 +86,18 @@ function restrictedProblems(spec: PodSpec): string[] {
     'AUDIT_WRITE', 'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'MKNOD', 'NET_BIND_SERVICE',
     'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT',
   ]; // prettier-ignore
-  each('capabilities added beyond baseline', (_, sc) => (sc.capabilities?.add ?? []).some((c) => !baselineCaps.includes(c)));
+  each('capabilities added beyond baseline', (_, sc) =>
+    (sc.capabilities?.add ?? []).some((c) => !baselineCaps.includes(c)),
+  );
   for (const v of spec.volumes ?? []) if ('hostPath' in v) problems.push(`hostPath volume ${v.name}`);
   each('hostPort', (c) => (c.ports ?? []).some((p) => (p.hostPort ?? 0) !== 0));
   for (const sc of [pod, ...containers.map((c) => c.securityContext ?? {})]) {
     if (sc.appArmorProfile && !['RuntimeDefault', 'Localhost'].includes(sc.appArmorProfile.type))
       problems.push('AppArmor profile');
-    if (sc.seLinuxOptions?.type && !['container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t'].includes(sc.seLinuxOptions.type))
+    if (
+      sc.seLinuxOptions?.type &&
+      !['container_t', 'container_init_t', 'container_kvm_t', 'container_engine_t'].includes(sc.seLinuxOptions.type)
+    )
       problems.push('SELinux type');
     if (sc.seccompProfile?.type === 'Unconfined') problems.push('seccomp Unconfined');
   }
@@ -89,7 +105,16 @@ function restrictedProblems(spec: PodSpec): string[] {
   const safeSysctls = ['kernel.shm_rmid_forced', 'net.ipv4.ip_local_port_range', 'net.ipv4.ip_unprivileged_port_start', 'net.ipv4.tcp_syncookies', 'net.ipv4.ping_group_range', 'net.ipv4.ip_local_reserved_ports', 'net.ipv4.tcp_keepalive_time', 'net.ipv4.tcp_fin_timeout', 'net.ipv4.tcp_keepalive_intvl', 'net.ipv4.tcp_keepalive_probes']; // prettier-ignore
   if ((pod.sysctls ?? []).some((s) => !safeSysctls.includes(s.name))) problems.push('unsafe sysctl');
   // restricted
-  const allowedVolumes = ['configMap', 'csi', 'downwardAPI', 'emptyDir', 'ephemeral', 'persistentVolumeClaim', 'projected', 'secret'];
+  const allowedVolumes = [
+    'configMap',
+    'csi',
+    'downwardAPI',
+    'emptyDir',
+    'ephemeral',
+    'persistentVolumeClaim',
+    'projected',
+    'secret',
+  ];
   for (const v of spec.volumes ?? [])
     if (!Object.keys(v).some((k) => allowedVolumes.includes(k))) problems.push(`volume type of ${v.name}`);
   each('allowPrivilegeEscalation is not false', (_, sc) => sc.allowPrivilegeEscalation !== false);
@@ -101,11 +126,14 @@ function restrictedProblems(spec: PodSpec): string[] {
     return type !== 'RuntimeDefault' && type !== 'Localhost';
   });
   each('capabilities do not drop ALL', (_, sc) => !(sc.capabilities?.drop ?? []).includes('ALL'));
-  each('capabilities added beyond NET_BIND_SERVICE', (_, sc) => (sc.capabilities?.add ?? []).some((c) => c !== 'NET_BIND_SERVICE'));
+  each('capabilities added beyond NET_BIND_SERVICE', (_, sc) =>
+    (sc.capabilities?.add ?? []).some((c) => c !== 'NET_BIND_SERVICE'),
+  );
   return problems;
 }
 
-const secretRefs = (c: Container) => c.env.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.valueFrom!.secretKeyRef!);
+const secretRefs = (c: Container) =>
+  c.env.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.valueFrom!.secretKeyRef!);
 
 describe('the Helm chart, hardened (issue 45)', () => {
   let manifests: Manifest[];
@@ -154,9 +182,9 @@ describe('the Helm chart, hardened (issue 45)', () => {
         expect(r.name).toBe('mas-secrets');
         expect(ALLOWED[app]).toContain(r.key);
       }
-    await expect(render('--set', 'secrets.create=true', '--set', 'secrets.existingSecret=x', ...setAll)).rejects.toThrow(
-      /leave secrets.existingSecret empty/,
-    );
+    await expect(
+      render('--set', 'secrets.create=true', '--set', 'secrets.existingSecret=x', ...setAll),
+    ).rejects.toThrow(/leave secrets.existingSecret empty/);
   });
 
   it('runs every pod admissible under Pod Security restricted, on a read-only root filesystem with /tmp an emptyDir, whatever the values try to loosen', async () => {
@@ -183,7 +211,12 @@ describe('the Helm chart, hardened (issue 45)', () => {
     }
     // The checks themselves refuse what restricted refuses.
     const bad: PodSpec = {
-      containers: [{ name: 'c', securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } } } as Container],
+      containers: [
+        {
+          name: 'c',
+          securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+        } as Container,
+      ],
       securityContext: { runAsNonRoot: true },
       volumes: [{ name: 'h', hostPath: { path: '/' } }],
     };
@@ -194,7 +227,7 @@ describe('the Helm chart, hardened (issue 45)', () => {
     ]);
   });
 
-  it('denies by default, opens each engine only to the pods that use it, and the internet only to those that fetch customers\' URLs, never its metadata addresses or the cluster', async () => {
+  it("denies by default, opens each engine only to the pods that use it, and the internet only to those that fetch customers' URLs, never its metadata addresses or the cluster", async () => {
     const policies = manifests.filter((m) => m.kind === 'NetworkPolicy');
     type Peer = { ipBlock?: { cidr: string; except?: string[] }; namespaceSelector?: object; podSelector?: object };
     type Policy = {
@@ -217,7 +250,9 @@ describe('the Helm chart, hardened (issue 45)', () => {
     const engineNamespaces = (app: string) =>
       (policyOf(app).egress ?? [])
         .flatMap((r) => r.to ?? [])
-        .flatMap((p) => Object.values((p.namespaceSelector as { matchLabels?: Record<string, string> })?.matchLabels ?? {}))
+        .flatMap((p) =>
+          Object.values((p.namespaceSelector as { matchLabels?: Record<string, string> })?.matchLabels ?? {}),
+        )
         .filter((ns) => ns !== 'kube-system')
         .sort();
     expect(engineNamespaces('console')).toEqual(['postgres']);
@@ -228,16 +263,29 @@ describe('the Helm chart, hardened (issue 45)', () => {
 
     const internet = (app: string) =>
       (policyOf(app).egress ?? []).flatMap((r) => r.to ?? []).flatMap((p) => (p.ipBlock ? [p.ipBlock] : []));
-    const withInternet = ['api', 'api-streams', 'console', 'worker', 'worker-long', 'relay', 'projector', 'migrate', 'promote'].filter(
-      (a) => internet(a).length > 0,
-    );
+    const withInternet = [
+      'api',
+      'api-streams',
+      'console',
+      'worker',
+      'worker-long',
+      'relay',
+      'projector',
+      'migrate',
+      'promote',
+    ].filter((a) => internet(a).length > 0);
     expect(withInternet).toEqual(['console', 'worker', 'worker-long']);
-    const clusterCidrs = await render('--set-json', 'networkPolicy.internet.clusterCidrs=["198.18.0.0/16","2001:db8:42::/56"]');
+    const clusterCidrs = await render(
+      '--set-json',
+      'networkPolicy.internet.clusterCidrs=["198.18.0.0/16","2001:db8:42::/56"]',
+    );
     for (const rendered of [manifests, clusterCidrs])
       for (const app of withInternet) {
         const blocks = (
           rendered.find((m) => m.kind === 'NetworkPolicy' && component(m) === app)!.spec as unknown as Policy
-        ).egress!.flatMap((r) => r.to ?? []).flatMap((p) => (p.ipBlock ? [p.ipBlock] : []));
+        )
+          .egress!.flatMap((r) => r.to ?? [])
+          .flatMap((p) => (p.ipBlock ? [p.ipBlock] : []));
         expect(blocks.map((b) => b.cidr).sort()).toEqual(['0.0.0.0/0', '::/0']);
         /** Whether the rule lets `address` through: inside a block and outside its excepts. */
         const allowed = (address: string) => {
@@ -256,9 +304,11 @@ describe('the Helm chart, hardened (issue 45)', () => {
             return inBlock.check(address, family) && !except.check(address, family);
           });
         };
-        expect(['169.254.169.254', 'fd00:ec2::254', '10.96.0.1', '172.20.0.10', '192.168.1.1', '100.100.100.200'].filter(allowed)).toEqual(
-          [],
-        );
+        expect(
+          ['169.254.169.254', 'fd00:ec2::254', '10.96.0.1', '172.20.0.10', '192.168.1.1', '100.100.100.200'].filter(
+            allowed,
+          ),
+        ).toEqual([]);
         expect(['93.184.216.34', '2606:2800:220:1::1'].every(allowed)).toBe(true);
         if (rendered === clusterCidrs) expect(['198.18.3.4', '2001:db8:42::9'].filter(allowed)).toEqual([]);
       }
@@ -266,7 +316,9 @@ describe('the Helm chart, hardened (issue 45)', () => {
     for (const app of ['api', 'api-streams', 'console'])
       expect(policyOf(app).ingress!.flatMap((r) => r.ports!.map((p) => p.port))).toEqual(['http', 'metrics']);
     for (const app of ['worker', 'worker-long', 'relay', 'projector']) {
-      expect(policyOf(app).ingress).toEqual([expect.objectContaining({ ports: [{ port: 'metrics', protocol: 'TCP' }] })]);
+      expect(policyOf(app).ingress).toEqual([
+        expect.objectContaining({ ports: [{ port: 'metrics', protocol: 'TCP' }] }),
+      ]);
       expect(policyOf(app).ingress![0]!.from).toBeDefined();
     }
     expect(policyOf('migrate').ingress).toEqual([]);
@@ -283,9 +335,16 @@ describe('the Helm chart, hardened (issue 45)', () => {
       for (const { app, template } of pods(rendered)) {
         const c = template.spec.containers[0]!;
         const { engines } = loadConfig(environmentOf(c));
-        expect({ app, temporal: engines.temporal.tls, kafka: engines.kafka.ssl }).toEqual({ app, temporal: tls, kafka: tls });
+        expect({ app, temporal: engines.temporal.tls, kafka: engines.kafka.ssl }).toEqual({
+          app,
+          temporal: tls,
+          kafka: tls,
+        });
         // node-postgres takes PGSSLMODE when DATABASE_URL names no sslmode.
-        expect({ app, pgsslmode: environmentOf(c).PGSSLMODE }).toEqual({ app, pgsslmode: tls ? 'verify-full' : undefined });
+        expect({ app, pgsslmode: environmentOf(c).PGSSLMODE }).toEqual({
+          app,
+          pgsslmode: tls ? 'verify-full' : undefined,
+        });
       }
   });
 

@@ -101,9 +101,11 @@ describe('the Helm chart across upgrades (issue 45)', () => {
     expect(deletedBy(r2, r3)).toEqual([]);
     for (const d of [...workers(r1), ...workers(r2), ...workers(r3)])
       expect(d.metadata.annotations?.['helm.sh/resource-policy']).toBe('keep');
-    expect((promoteJob(r3)!.spec.template as unknown as { spec: { containers: Container[] } }).spec.containers[0]!.command.at(-1)).toBe(
-      '1.2.0+c',
-    );
+    expect(
+      (
+        promoteJob(r3)!.spec.template as unknown as { spec: { containers: Container[] } }
+      ).spec.containers[0]!.command.at(-1),
+    ).toBe('1.2.0+c');
     // worker-long polls unversioned (its activities are not replayed): one Deployment, rolled.
     const long = r3.filter((m) => m.kind === 'Deployment' && component(m) === 'worker-long');
     expect(long).toHaveLength(1);
@@ -125,7 +127,10 @@ describe('the Helm chart across upgrades (issue 45)', () => {
     const values = {
       image: { repository: 'registry.example.com/mas', tag: '1.1.0-b' },
       worker: { buildId: '1.1.0+b' },
-      workerController: { enabled: true, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '5m' }] } },
+      workerController: {
+        enabled: true,
+        rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '5m' }] },
+      },
       temporal: { tls: { clientSecret: 'temporal-client' } },
     };
     const rendered = await renderRevision(values, { upgrade: true, namespace: 'agents' });
@@ -157,8 +162,7 @@ describe('the Helm chart across upgrades (issue 45)', () => {
     expect(config.temporal.taskQueue).toBe(`agents/${wd.metadata.name}`);
     // Every app starts and signals work on that queue, and worker-long's is beside it.
     for (const p of pods(rendered).filter((p) => p.app !== 'migrate')) {
-      const t = loadConfig(environmentOf(p.template.spec.containers[0]!))
-        .temporal;
+      const t = loadConfig(environmentOf(p.template.spec.containers[0]!)).temporal;
       expect({ app: p.app, queue: t.taskQueue, long: t.longActivityTaskQueue }).toEqual({
         app: p.app,
         queue: 'agents/mas-agent',
@@ -169,7 +173,9 @@ describe('the Helm chart across upgrades (issue 45)', () => {
 
     // A controller before v1.7 takes the former kinds, with the same fields.
     const legacy = await render('--set', 'workerController.enabled=true', '--set', 'workerController.legacyKinds=true');
-    expect(legacy.map((m) => m.kind)).toEqual(expect.arrayContaining(['TemporalWorkerDeployment', 'TemporalConnection']));
+    expect(legacy.map((m) => m.kind)).toEqual(
+      expect.arrayContaining(['TemporalWorkerDeployment', 'TemporalConnection']),
+    );
     for (const m of legacy.filter((m) => m.apiVersion.startsWith('temporal.io/'))) expect(schemas(m)).toEqual([]);
   });
 

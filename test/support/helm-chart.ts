@@ -228,11 +228,10 @@ export async function kubernetesSchemas(): Promise<SchemaCheck> {
       validate = ajv.compile({ $ref: `k8s#/components/schemas/${name}` });
       compiled.set(name, validate);
     }
+    const what = `${m.kind} ${m.metadata.name}`;
     return validate(m)
       ? []
-      : (validate.errors ?? []).map(
-          (e) => `${m.kind} ${m.metadata.name}${e.instancePath}: ${e.message} ${JSON.stringify(e.params)}`,
-        );
+      : (validate.errors ?? []).map((e) => `${what}${e.instancePath}: ${e.message} ${JSON.stringify(e.params)}`);
   }) as SchemaCheck;
   Object.defineProperty(check, 'kinds', { value: new Set(byKind.keys()) });
   return check;
