@@ -346,6 +346,9 @@ describe('the Helm chart, hardened (issue 45)', () => {
           pgsslmode: tls ? 'verify-full' : undefined,
         });
       }
+    // The former switches are refused, not ignored: tls.enabled=false no longer means plaintext.
+    await expect(render('--set', 'temporal.tls.enabled=false')).rejects.toThrow(/temporal.insecure/);
+    await expect(render('--set', 'kafka.ssl.enabled=false')).rejects.toThrow(/kafka.insecure/);
   });
 
   it('puts stream connections on api replicas of their own, and routes GET /v1/agent/{id}/events and text/event-stream requests to them', async () => {

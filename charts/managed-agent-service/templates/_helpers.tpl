@@ -401,3 +401,17 @@ The current one is this release's image (worker.buildId, default the image's tag
 {{- else -}}{{ . }}
 {{- end -}}
 {{- end -}}
+
+{{/* Values this chart no longer reads, refused rather than ignored: TLS is now on unless
+`insecure` (issue 45), so a values file still saying tls.enabled=false would silently get TLS. */}}
+{{- define "mas.validate" -}}
+{{- if hasKey .Values.temporal.tls "enabled" -}}
+{{- fail "temporal.tls.enabled is gone: TLS to Temporal is on unless temporal.insecure is true" -}}
+{{- end -}}
+{{- if hasKey .Values.kafka.ssl "enabled" -}}
+{{- fail "kafka.ssl.enabled is gone: SSL to Kafka is on unless kafka.insecure is true" -}}
+{{- end -}}
+{{- if kindIs "slice" .Values.secrets.extraKeys -}}
+{{- fail "secrets.extraKeys is now by app: { worker: [NAME], ... } (each app's Secret holds only its keys)" -}}
+{{- end -}}
+{{- end -}}
