@@ -179,6 +179,22 @@ describe('the Helm chart across upgrades (issue 45)', () => {
     for (const m of legacy.filter((m) => m.apiVersion.startsWith('temporal.io/'))) expect(schemas(m)).toEqual([]);
   });
 
+  it('renders every option within the schemas', async () => {
+    const options = [
+      ['--set', 'apiStreams.enabled=false'],
+      ['--set', 'workerLong.enabled=false', '--set', 'console.enabled=false'],
+      ['--set', 'networkPolicy.enabled=false', '--set', 'worker.autoscaling.enabled=false'],
+      ['--set', 'apiStreams.httpRoute.enabled=true', '--set-json', 'apiStreams.httpRoute.parentRefs=[{"name":"gw"}]'],
+      ['--set', 'temporal.insecure=true', '--set', 'kafka.insecure=true', '--set', 'postgres.insecure=true'],
+      ['--set', 'workerController.enabled=true', '--set', 'workerController.apiKey=true'],
+    ];
+    for (const set of options) {
+      const rendered = await render(...set);
+      expect(rendered.length).toBeGreaterThan(20);
+      for (const m of rendered) expect({ set, problems: schemas(m) }).toEqual({ set, problems: [] });
+    }
+  });
+
   it('checks objects against the schemas: a misspelt or misplaced field is refused', () => {
     const deployment = {
       apiVersion: 'apps/v1',

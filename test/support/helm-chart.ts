@@ -175,12 +175,12 @@ export interface SchemaCheck {
   readonly kinds: ReadonlySet<string>;
 }
 
-/** A validator of rendered objects: Kubernetes v1.34's OpenAPI v3 documents and the Temporal Worker
- * Controller's CRDs (scripts/k8s-schemas.sh downloads both as Go modules). CEL rules
+/** A validator of rendered objects: Kubernetes v1.34's OpenAPI v3 documents, the Temporal Worker
+ * Controller's and the Gateway API's CRDs (scripts/k8s-schemas.sh downloads them as Go modules). CEL rules
  * (x-kubernetes-validations) and admission (Pod Security: checked on its own) are not in it. */
 export async function kubernetesSchemas(): Promise<SchemaCheck> {
   const { stdout } = await run('bash', [join(ROOT, 'scripts/k8s-schemas.sh')], { cwd: ROOT, timeout: 600_000 });
-  const [openapi, crds] = stdout.trim().split('\n');
+  const [openapi, ...crdDirs] = stdout.trim().split('\n');
   const definitions: Record<string, JsonSchema> = {};
   const byKind = new Map<string, string>();
   for (const file of readdirSync(openapi!).filter((f) => /^apis?__.*v\d+(alpha\d+|beta\d+)?_openapi\.json$/.test(f))) {
@@ -196,14 +196,21 @@ export async function kubernetesSchemas(): Promise<SchemaCheck> {
       }
     }
   }
-  for (const file of readdirSync(crds!).filter((f) => f.endsWith('.yaml'))) {
-    const crd = yaml.load(readFileSync(join(crds!, file), 'utf8')) as {
-      spec: {
-        group: string;
-        names: { kind: string };
-        versions: { name: string; schema: { openAPIV3Schema: JsonSchema } }[];
-      };
+  type Crd = {
+    kind: string;
+    spec: {
+      group: string;
+      names: { kind: string };
+      versions: { name: string; schema: { openAPIV3Schema: JsonSchema } }[];
     };
+  };
+  const crds = crdDirs.flatMap((dir) =>
+    readdirSync(dir)
+      .filter((f) => f.endsWith('.yaml'))
+      .flatMap((f) => yaml.loadAll(readFileSync(join(dir, f), 'utf8')) as (Crd | null)[])
+      .filter((d): d is Crd => d?.kind === 'CustomResourceDefinition'),
+  );
+  for (const crd of crds) {
     for (const v of crd.spec.versions) {
       const name = `crd.${crd.spec.group}.${v.name}.${crd.spec.names.kind}`;
       const schema = structuredClone(v.schema.openAPIV3Schema);
