@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# The service's image, built from this repository by its Dockerfile with Debian's podman
+# (docs/deploy.md, "Building the image"):
+#   bash scripts/image/build.sh     prints the image's name on its last line
+# Environment:
+#   MAS_IMAGE    the name to tag (default localhost/managed-agent-service:latest)
+#   BASE_IMAGE   the Dockerfile's base; unset, one made here from Debian's packages (below), since
+#                this project's machines reach no image registry. An operator who can pull sets
+#                BASE_IMAGE=node:24-bookworm-slim (the Dockerfile's own default).
+# The build id (the Dockerfile's BUILD_ID) is the package version + the commit, as `npm run build`
+# writes it from git; with uncommitted changes none is passed, and the image's is the version +
+# its workflow bundle's hash (scripts/bundle-workflows.mjs), never a commit it is not.
+#
+# The local base: Debian bookworm (mmdebstrap, minbase) laid out as node:24-bookworm-slim is, so
+# that the same Dockerfile builds on either: Node.js 24 at /usr/local/bin/node, npm beside it, a
+# user `node` (1000). Debian bookworm's own nodejs is 18; Node 24 is the one the project already
+# runs on, the npm registry's `node` package in node_modules (package.json's devDependencies), so
+# the image runs the very Node.js the tests run. npm is the one running this script. The base is
+# kept as a tarball under $MAS_HOME/image and in podman's storage, keyed on those versions and its
+# recipe (local_base), so later builds reuse it.
+set -euo pipefail
+shopt -s inherit_errexit
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$ROOT"
+# shellcheck source=../node-path.sh
+. scripts/node-path.sh
+MAS_HOME="${MAS_HOME:-$HOME/.cache/managed-agent-service}"
+IMAGE="${MAS_IMAGE:-localhost/managed-agent-service:latest}"
+PODMAN=(bash "$ROOT/scripts/image/podman.sh")
+log() { echo "[image] $*" >&2; }
+seconds() { echo $(($(date +%s) - $1)); }
+
+"${PODMAN[@]}" install
+
+local_base() {
+  local node npm_dir node_version npm_version key tag tarball started
+  node="$(readlink -f node_modules/node/bin/node)"
+  [ -x "$node" ] || { log "node_modules/node/bin/node is missing: npm install first"; return 1; }
+  npm_dir="$(dirname "$(dirname "$(readlink -f "$(command -v npm)")")")"
+  [ -f "$npm_dir/package.json" ] || { log "no npm next to $(command -v npm)"; return 1; }
+  node_version="$("$node" --version)"
+  npm_version="$(npm --version)"
+  # Remade when Node.js, npm or this recipe changes.
+  key="$(declare -f local_base | sha256sum | cut -c1-8)"
+  tag="localhost/mas-node-base:${node_version#v}-npm${npm_version}-$key"
+  if "${PODMAN[@]}" image exists "$tag"; then
+    echo "$tag"
+    return
+  fi
+  tarball="$MAS_HOME/image/base-${node_version#v}-npm${npm_version}-$key.tar"
+  if [ ! -f "$tarball" ]; then
+    started=$(date +%s)
+    log "making the base from Debian's packages (mmdebstrap bookworm) with Node.js $node_version, npm $npm_version"
+    mkdir -p "$(dirname "$tarball")"
+    mmdebstrap --quiet --mode=root --variant=minbase \
+      --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+      --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+      --customize-hook='mkdir -p "$1/usr/local/bin" "$1/usr/local/lib/node_modules"' \
+      --customize-hook="cp '$node' \"\$1/usr/local/bin/node\"" \
+      --customize-hook="cp -a '$npm_dir' \"\$1/usr/local/lib/node_modules/npm\"" \
+      --customize-hook='ln -s ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/local/bin/npm"' \
+      --customize-hook='ln -s ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/local/bin/npx"' \
+      --customize-hook='chroot "$1" groupadd --gid 1000 node' \
+      --customize-hook='chroot "$1" useradd --uid 1000 --gid node --shell /bin/bash --create-home node' \
+      --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*' \
+      --format=tar bookworm "$tarball.$$" \
+      "deb http://deb.debian.org/debian bookworm main" \
+      "deb http://deb.debian.org/debian bookworm-updates main" \
+      "deb http://deb.debian.org/debian-security bookworm-security main" >&2
+    mv "$tarball.$$" "$tarball"
+    log "base made in $(seconds "$started") s"
+  fi
+  started=$(date +%s)
+  "${PODMAN[@]}" import --quiet --change 'CMD ["node"]' "$tarball" "$tag" >/dev/null
+  log "base imported in $(seconds "$started") s: $tag"
+  echo "$tag"
+}
+
+started=$(date +%s)
+base="${BASE_IMAGE:-}"
+[ -n "$base" ] || base="$(local_base)"
+
+version="$(node -p 'require("./package.json").version')"
+commit="$(git rev-parse --short=12 HEAD 2>/dev/null || true)"
+build_args=(--build-arg "BASE_IMAGE=$base")
+if [ -n "$commit" ] && [ -z "$(git status --porcelain --untracked-files=no)" ]; then
+  build_args+=(--build-arg "BUILD_ID=$version+$commit")
+  log "building $IMAGE on $base, build id $version+$commit"
+else
+  log "building $IMAGE on $base: the work tree is not a clean commit, the build id is the version + the workflow bundle's hash"
+fi
+# The CA bundle this machine's npm trusts (a TLS-inspecting proxy's), for the build's npm ci: npm's
+# cafile, or Node's NODE_EXTRA_CA_CERTS.
+cafile="${NPM_CONFIG_CAFILE:-${npm_config_cafile:-$(npm config get cafile 2>/dev/null || true)}}"
+case "$cafile" in null | undefined) cafile="" ;; esac
+cafile="${cafile:-${NODE_EXTRA_CA_CERTS:-}}"
+if [ -n "$cafile" ] && [ -s "$cafile" ]; then
+  build_args+=(--secret "id=npm_ca,src=$cafile")
+fi
+build_started=$(date +%s)
+# Host network: the build's npm ci reaches the registry as this machine does (no bridge here).
+"${PODMAN[@]}" build --network host --layers --pull=missing "${build_args[@]}" \
+  --label "org.opencontainers.image.revision=${commit:-unknown}" \
+  -t "$IMAGE" -f Dockerfile . >&2
+log "image built in $(seconds "$build_started") s ($(seconds "$started") s in all)"
+echo "$IMAGE"
