@@ -32,6 +32,27 @@ seconds() { echo $(($(date +%s) - $1)); }
 
 "${PODMAN[@]}" install
 
+# The recipe of the local base: Debian bookworm's minbase, without documentation, with Node.js ($1,
+# a binary) and npm ($2, its directory) where node:24-bookworm-slim has them, and its user node
+# (1000); as a tarball ($3).
+make_base() {
+  mmdebstrap --quiet --mode=root --variant=minbase \
+    --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
+    --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
+    --customize-hook='mkdir -p "$1/usr/local/bin" "$1/usr/local/lib/node_modules"' \
+    --customize-hook="cp '$1' \"\$1/usr/local/bin/node\"" \
+    --customize-hook="cp -a '$2' \"\$1/usr/local/lib/node_modules/npm\"" \
+    --customize-hook='ln -s ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/local/bin/npm"' \
+    --customize-hook='ln -s ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/local/bin/npx"' \
+    --customize-hook='chroot "$1" groupadd --gid 1000 node' \
+    --customize-hook='chroot "$1" useradd --uid 1000 --gid node --shell /bin/bash --create-home node' \
+    --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*' \
+    --format=tar bookworm "$3" \
+    "deb http://deb.debian.org/debian bookworm main" \
+    "deb http://deb.debian.org/debian bookworm-updates main" \
+    "deb http://deb.debian.org/debian-security bookworm-security main" >&2
+}
+
 local_base() {
   local node npm_dir node_version npm_version key tag tarball started
   node="$(readlink -f node_modules/node/bin/node)"
@@ -40,8 +61,8 @@ local_base() {
   [ -f "$npm_dir/package.json" ] || { log "no npm next to $(command -v npm)"; return 1; }
   node_version="$("$node" --version)"
   npm_version="$(npm --version)"
-  # Remade when Node.js, npm or this recipe changes.
-  key="$(declare -f local_base | sha256sum | cut -c1-8)"
+  # Remade when Node.js, npm or the recipe changes.
+  key="$(declare -f make_base | sha256sum | cut -c1-8)"
   tag="localhost/mas-node-base:${node_version#v}-npm${npm_version}-$key"
   if "${PODMAN[@]}" image exists "$tag"; then
     echo "$tag"
@@ -52,22 +73,10 @@ local_base() {
     started=$(date +%s)
     log "making the base from Debian's packages (mmdebstrap bookworm) with Node.js $node_version, npm $npm_version"
     mkdir -p "$(dirname "$tarball")"
-    mmdebstrap --quiet --mode=root --variant=minbase \
-      --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-exclude=/usr/share/man/*' \
-      --dpkgopt='path-exclude=/usr/share/info/*' --dpkgopt='path-exclude=/usr/share/locale/*' \
-      --customize-hook='mkdir -p "$1/usr/local/bin" "$1/usr/local/lib/node_modules"' \
-      --customize-hook="cp '$node' \"\$1/usr/local/bin/node\"" \
-      --customize-hook="cp -a '$npm_dir' \"\$1/usr/local/lib/node_modules/npm\"" \
-      --customize-hook='ln -s ../lib/node_modules/npm/bin/npm-cli.js "$1/usr/local/bin/npm"' \
-      --customize-hook='ln -s ../lib/node_modules/npm/bin/npx-cli.js "$1/usr/local/bin/npx"' \
-      --customize-hook='chroot "$1" groupadd --gid 1000 node' \
-      --customize-hook='chroot "$1" useradd --uid 1000 --gid node --shell /bin/bash --create-home node' \
-      --customize-hook='rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/*' \
-      --format=tar bookworm "$tarball.$$" \
-      "deb http://deb.debian.org/debian bookworm main" \
-      "deb http://deb.debian.org/debian bookworm-updates main" \
-      "deb http://deb.debian.org/debian-security bookworm-security main" >&2
+    make_base "$node" "$npm_dir" "$tarball.$$"
     mv "$tarball.$$" "$tarball"
+    # An older base is not used again: its tarball goes (podman keeps its image until pruned).
+    find "$MAS_HOME/image" -maxdepth 1 -name 'base-*.tar' ! -path "$tarball" -delete
     log "base made in $(seconds "$started") s"
   fi
   started=$(date +%s)
