@@ -44,9 +44,6 @@ FROM deps AS runtime-deps
 RUN npm prune --omit=dev --no-audit --no-fund --no-update-notifier
 
 FROM ${BASE_IMAGE}
-ARG BUILD_ID=
-LABEL org.opencontainers.image.title="managed-agent-service" \
-      org.opencontainers.image.version="${BUILD_ID}"
 ENV NODE_ENV=production
 WORKDIR /app
 # Owned by root and read-only to the app's user: the code cannot be changed by the process running it.
@@ -55,3 +52,7 @@ COPY --from=runtime-deps /app/node_modules node_modules
 COPY --from=build /app/dist dist
 USER 1000:1000
 CMD ["node", "--max-semi-space-size=16", "--import", "./dist/libs/observability/src/source-maps.js", "dist/apps/api/src/main.js"]
+# Last, so that a new build id does not rebuild the layers above.
+ARG BUILD_ID=
+LABEL org.opencontainers.image.title="managed-agent-service" \
+      org.opencontainers.image.version="${BUILD_ID}"
