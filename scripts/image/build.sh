@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # The service's image, built from this repository by its Dockerfile with Debian's podman
 # (docs/deploy.md, "Building the image"):
-#   bash scripts/image/build.sh     prints the image's name on its last line
+#   bash scripts/image/build.sh     prints the image's id on its last line (sha256:...: what a
+#                                   test runs, even if another build takes the tag meanwhile)
 # Environment:
 #   MAS_IMAGE    the name to tag (default localhost/managed-agent-service:latest)
 #   BASE_IMAGE   the Dockerfile's base; unset, one made here from Debian's packages (below), since
 #                this project's machines reach no image registry. An operator who can pull sets
 #                BASE_IMAGE=node:24-bookworm-slim (the Dockerfile's own default).
 # The build id (the Dockerfile's BUILD_ID) is the package version + the commit, as `npm run build`
-# writes it from git; with uncommitted changes none is passed, and the image's is the version +
-# its workflow bundle's hash (scripts/bundle-workflows.mjs), never a commit it is not.
+# writes it from git; with changes to the build's inputs none is passed, and the image's is the
+# version + its workflow bundle's hash (scripts/bundle-workflows.mjs), never a commit it is not.
 #
 # The local base: Debian bookworm (mmdebstrap, minbase) laid out as node:24-bookworm-slim is, so
 # that the same Dockerfile builds on either: Node.js 24 at /usr/local/bin/node, npm beside it, a
@@ -92,11 +93,15 @@ base="${BASE_IMAGE:-}"
 version="$(node -p 'require("./package.json").version')"
 commit="$(git rev-parse --short=12 HEAD 2>/dev/null || true)"
 build_args=(--build-arg "BASE_IMAGE=$base")
-if [ -n "$commit" ] && [ -z "$(git status --porcelain --untracked-files=no)" ]; then
+# The build's inputs (what .dockerignore lets through, and the Dockerfile), new files included:
+# the commit's id only when they are the commit's.
+inputs=(Dockerfile .dockerignore package.json package-lock.json tsconfig.json tsconfig.build.json
+  scripts/bundle-workflows.mjs apps libs workflows)
+if [ -n "$commit" ] && [ -z "$(git status --porcelain -- "${inputs[@]}")" ]; then
   build_args+=(--build-arg "BUILD_ID=$version+$commit")
   log "building $IMAGE on $base, build id $version+$commit"
 else
-  log "building $IMAGE on $base: the work tree is not a clean commit, the build id is the version + the workflow bundle's hash"
+  log "building $IMAGE on $base: the build's inputs differ from the commit, the build id is the version + the workflow bundle's hash"
 fi
 # The CA bundle this machine's npm trusts (a TLS-inspecting proxy's), for the build's npm ci: npm's
 # cafile, or Node's NODE_EXTRA_CA_CERTS.
@@ -106,10 +111,13 @@ cafile="${cafile:-${NODE_EXTRA_CA_CERTS:-}}"
 if [ -n "$cafile" ] && [ -s "$cafile" ]; then
   build_args+=(--secret "id=npm_ca,src=$cafile")
 fi
+iidfile="$(mktemp)"
+trap 'rm -f "$iidfile"' EXIT
 build_started=$(date +%s)
 # Host network: the build's npm ci reaches the registry as this machine does (no bridge here).
 "${PODMAN[@]}" build --network host --layers --pull=missing "${build_args[@]}" \
   --label "org.opencontainers.image.revision=${commit:-unknown}" \
-  -t "$IMAGE" -f Dockerfile . >&2
-log "image built in $(seconds "$build_started") s ($(seconds "$started") s in all)"
-echo "$IMAGE"
+  --iidfile "$iidfile" -t "$IMAGE" -f Dockerfile . >&2
+log "image built in $(seconds "$build_started") s ($(seconds "$started") s in all): $IMAGE"
+cat "$iidfile"
+echo

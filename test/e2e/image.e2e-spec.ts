@@ -109,10 +109,13 @@ describe('the image, built by the Dockerfile and run with podman', () => {
       image,
     ]);
     const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8' }).trim();
-    const clean = git('status', '--porcelain', '--untracked-files=no') === '';
+    // The build's inputs, as scripts/image/build.sh names them.
+    const inputs = ['Dockerfile', '.dockerignore', 'package.json', 'package-lock.json', 'tsconfig.json'];
+    inputs.push('tsconfig.build.json', 'scripts/bundle-workflows.mjs', 'apps', 'libs', 'workflows');
+    const clean = git('status', '--porcelain', '--', ...inputs) === '';
     if (process.env.MAS_IMAGE === undefined && clean)
       expect(built.stdout.trim()).toBe(`${version}+${git('rev-parse', '--short=12', 'HEAD')}`);
-    // A work tree with changes: no commit's id, the workflow bundle's hash instead.
+    // Inputs with changes: no commit's id, the workflow bundle's hash instead.
     else expect(built.stdout.trim()).toMatch(new RegExp(`^${version.replaceAll('.', '\\.')}\\+[0-9a-f]{12}`));
     if (label.stdout.trim()) expect(label.stdout.trim()).toBe(built.stdout.trim());
   });

@@ -46,8 +46,9 @@ export async function podman(
 
 /**
  * Builds the image with scripts/image/build.sh (its base from Debian's packages, cached under
- * $MAS_HOME; layers cached by podman) and returns its name; fails with the build's last lines,
- * which say what is missing when podman cannot be installed or run here.
+ * $MAS_HOME; layers cached by podman), tagged `name`, and returns its id (which another checkout's
+ * build of the same tag cannot change); fails with the build's last lines, which say what is
+ * missing when podman cannot be installed or run here.
  */
 export async function buildImage(name: string): Promise<string> {
   const child = spawn('bash', [join(root, 'scripts/image/build.sh')], {
@@ -55,16 +56,17 @@ export async function buildImage(name: string): Promise<string> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: string[] = [];
-  for (const stream of [child.stdout, child.stderr])
-    createInterface({ input: stream }).on('line', (line) => lines.push(line));
+  let stdout = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  createInterface({ input: child.stderr }).on('line', (line) => lines.push(line));
   const [code] = (await once(child, 'close')) as [number | null];
-  if (code !== 0)
+  const id = stdout.trim().split('\n').at(-1) ?? '';
+  if (code !== 0 || !/^(sha256:)?[0-9a-f]{64}$/.test(id))
     throw new Error(
       `scripts/image/build.sh failed (exit ${code}): the image cannot be built on this machine:\n${lines.slice(-40).join('\n')}`,
     );
-  const timings = lines.filter((l) => l.startsWith('[image]'));
-  process.stderr.write(`${timings.join('\n')}\n`);
-  return name;
+  process.stderr.write(`${lines.filter((l) => l.startsWith('[image]')).join('\n')}\n`);
+  return id;
 }
 
 /** The command line that starts `app` in the image: scripts/app-process.mjs's, with the image's
