@@ -59,6 +59,7 @@ describe('the image, built by the Dockerfile and run with podman', () => {
   }, IMAGE_BUILD_TIMEOUT_MS);
 
   beforeAll(async () => {
+    if (!image) throw new Error('there is no image to run: its build failed (the first error says why)');
     fixtures = await Fixtures.open(config);
     const [apiPort, consolePort] = [await freePort(), await freePort()];
     apiUrl = `http://127.0.0.1:${apiPort}`;
