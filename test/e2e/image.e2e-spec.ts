@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { agentRequestWorkflowId } from '#libs/contracts';
 import type { AppProcess } from '../support/app-process.js';
 import { testConfig } from '../support/config.js';
 import { ConsoleClient } from '../support/console-client.js';
@@ -10,6 +11,7 @@ import { Fixtures } from '../support/fixtures.js';
 import { request } from '../support/http.js';
 import { buildImage, imageCommand, podman, runInImage } from '../support/image.js';
 import { readSse } from '../support/sse.js';
+import { connectTemporal } from '../support/temporal.js';
 
 // The shipped image (DESIGN.md section 11, "shipping"; docs/deploy.md, "Building the image"): built
 // from this repository by its Dockerfile with Debian's podman (scripts/image/build.sh, a base made
@@ -176,6 +178,15 @@ describe('the image, built by the Dockerfile and run with podman', () => {
     expect(tokens.length).toBeGreaterThan(0);
     expect(tokens.map((t) => t.data.content).join('')).toBe('You said: "Hello stream"');
     expect(res.events.at(-1)).toMatchObject({ event: 'done', data: { status: 'completed' } });
+    const temporal = await connectTemporal(config);
+    try {
+      const id = res.headers.get('x-request-id')!;
+      const { events } = await temporal.client.workflow.getHandle(agentRequestWorkflowId(id)).fetchHistory();
+      const scheduled = (events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes ?? []);
+      expect(scheduled.map((a) => [a.activityType?.name, a.taskQueue?.name])).toEqual([['callModel', longQueue]]);
+    } finally {
+      await temporal.connection.close();
+    }
   });
 
   it("signs in to the console with an account the image's CLI invited", async () => {
