@@ -18,6 +18,11 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+const given = process.env.MAS_BUILD_ID?.trim();
+if (given && !/^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/.test(given)) {
+  console.error(`MAS_BUILD_ID ${JSON.stringify(given)}: letters, digits and . _ + - only, at most 128 characters`);
+  process.exit(1);
+}
 const dist = (path) => fileURLToPath(new URL(`../dist/${path}`, import.meta.url));
 const startedAt = Date.now();
 const { code } = await bundleWorkflowCode({
@@ -38,11 +43,6 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 const bundleHash = createHash('sha256').update(code).digest('hex').slice(0, 12);
 const commit = git('rev-parse', '--short=12', 'HEAD');
 const dirty = commit !== undefined && git('status', '--porcelain', '--untracked-files=no') !== '';
-const given = process.env.MAS_BUILD_ID?.trim();
-if (given && !/^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/.test(given)) {
-  console.error(`MAS_BUILD_ID ${JSON.stringify(given)}: letters, digits and . _ + - only, at most 128 characters`);
-  process.exit(1);
-}
 const buildId = given
   ? given
   : commit === undefined
