@@ -8,6 +8,8 @@
 // docs/operations.md): the package version and the commit, plus the bundle's hash when the work
 // tree has uncommitted changes (two different codes must never share a build id: a run pinned to
 // a build replays on whatever worker polls under that id), or the bundle's hash alone outside git.
+// MAS_BUILD_ID, when set, is the build id as given: the image's build (the Dockerfile's BUILD_ID
+// argument) has no .git, and scripts/image/build.sh passes the version and the commit it builds.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -16,6 +18,11 @@ import { fileURLToPath } from 'node:url';
 import { bundleWorkflowCode } from '@temporalio/worker';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
+const given = process.env.MAS_BUILD_ID?.trim();
+if (given && !/^[A-Za-z0-9][A-Za-z0-9._+-]{0,127}$/.test(given)) {
+  console.error(`MAS_BUILD_ID ${JSON.stringify(given)}: letters, digits and . _ + - only, at most 128 characters`);
+  process.exit(1);
+}
 const dist = (path) => fileURLToPath(new URL(`../dist/${path}`, import.meta.url));
 const startedAt = Date.now();
 const { code } = await bundleWorkflowCode({
@@ -36,8 +43,9 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 const bundleHash = createHash('sha256').update(code).digest('hex').slice(0, 12);
 const commit = git('rev-parse', '--short=12', 'HEAD');
 const dirty = commit !== undefined && git('status', '--porcelain', '--untracked-files=no') !== '';
-const buildId =
-  commit === undefined
+const buildId = given
+  ? given
+  : commit === undefined
     ? `${version}+${bundleHash}`
     : dirty
       ? `${version}+${commit}.dirty.${bundleHash}`
