@@ -196,6 +196,12 @@ describe('the customer console', () => {
     apiKey = (await ownerPage.getByTestId('new-key').textContent())!.trim();
     expect(apiKey).toMatch(/^sk-mas_/);
     await ownerPage.screenshot({ path: join(shots, 'keys.png') });
+    // The POST redirected: a reload shows the key no more and issues no second one.
+    expect(ownerPage.url()).toBe(`${consoleApp.url}/projects/${projectA}/keys`);
+    const issued = (await stack.fixtures.accounts.listApiKeys(projectA)).length;
+    await ownerPage.reload();
+    expect(await ownerPage.getByTestId('new-key').count()).toBe(0);
+    expect((await stack.fixtures.accounts.listApiKeys(projectA)).length).toBe(issued);
     // Shown once: the list shows the prefix only.
     await ownerPage.getByRole('link', { name: 'API keys' }).click();
     expect(await ownerPage.content()).not.toContain(apiKey);
@@ -366,7 +372,11 @@ describe('the customer console', () => {
       await phone.screenshot({ path: join(shots, 'webhooks-phone.png'), fullPage: true });
       await phone.close();
 
-      await ownerPage.getByRole('button', { name: `Remove the endpoint ${receiver.url}` }).click();
+      // Removing asks first, on a page of its own.
+      await ownerPage.getByRole('link', { name: `Remove the endpoint ${receiver.url}` }).click();
+      await ownerPage.getByRole('heading', { name: 'Remove a webhook endpoint' }).waitFor();
+      expect(await new WebhookStore(stack.fixtures.db, stack.config).list(projectA)).toHaveLength(1);
+      await ownerPage.getByRole('button', { name: 'Remove the endpoint' }).click();
       await ownerPage.getByText('The endpoint is removed').waitFor();
       expect(await new WebhookStore(stack.fixtures.db, stack.config).list(projectA)).toEqual([]);
       // Its deliveries stay listed, with nowhere to resend them.
@@ -430,7 +440,17 @@ describe('the customer console', () => {
       (await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA))[0]?.tools,
     ).toBeNull();
 
-    await ownerPage.getByRole('button', { name: 'Remove the MCP server docs' }).click();
+    // Removing asks first: "Keep it" keeps it, the confirmation's button removes it.
+    await ownerPage.getByRole('link', { name: 'Remove the MCP server docs' }).click();
+    await ownerPage.getByRole('heading', { name: 'Remove an MCP server' }).waitFor();
+    expect(await seriousViolations(ownerPage)).toEqual([]);
+    await ownerPage.getByRole('link', { name: 'Keep it' }).click();
+    await ownerPage.getByRole('heading', { name: 'MCP servers' }).waitFor();
+    expect(
+      await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA),
+    ).toHaveLength(1);
+    await ownerPage.getByRole('link', { name: 'Remove the MCP server docs' }).click();
+    await ownerPage.getByRole('button', { name: 'Remove the server' }).click();
     await ownerPage.getByText('The MCP server is removed').waitFor();
     expect(
       await new McpServersService(stack.fixtures.db, stack.config, stack.fixtures.accounts).list(projectA),
@@ -492,6 +512,14 @@ describe('the customer console', () => {
     await ownerPage.screenshot({ path: join(shots, 'session.png'), fullPage: true });
     expect(await seriousViolations(ownerPage)).toEqual([]);
 
+    // Ending asks first, on a page of its own.
+    await ownerPage.getByRole('link', { name: 'End the session' }).click();
+    await ownerPage.getByRole('heading', { name: 'End a session' }).waitFor();
+    expect(
+      (
+        await stack.fixtures.db.query(`select count(*)::int as n from session_end_requests where session_id = $1`, [id])
+      )[0].n,
+    ).toBe(0);
     await ownerPage.getByRole('button', { name: 'End the session' }).click();
     await ownerPage.getByText('The session is ending').waitFor();
     // A worker carries the end out; the api reads the session ended, and refuses its messages.
@@ -516,7 +544,7 @@ describe('the customer console', () => {
       await ownerPage.reload();
       await expect(ownerPage.getByTestId('session-status').textContent()).resolves.toBe('ended');
     });
-    expect(await ownerPage.getByRole('button', { name: 'End the session' }).count()).toBe(0);
+    expect(await ownerPage.getByRole('link', { name: 'End the session' }).count()).toBe(0);
     // Ending it again is refused with the reason, and asks nothing of the worker.
     const csrf = (await ownerPage.locator('input[name="_csrf"]').first().getAttribute('value'))!;
     const again = await ownerPage.request.post(`${consoleApp.url}/projects/${projectA}/sessions/${id}/end`, {
@@ -637,7 +665,9 @@ describe('the customer console', () => {
       expect(invite.status()).toBe(403);
 
       // The owner removes the member: A is gone for them too.
-      await ownerPage.getByRole('button', { name: `Remove ${memberEmail}` }).click();
+      await ownerPage.getByRole('link', { name: `Remove ${memberEmail}` }).click();
+      await ownerPage.getByRole('heading', { name: 'Remove a member' }).waitFor();
+      await ownerPage.getByRole('button', { name: 'Remove the member' }).click();
       await ownerPage.getByText('The member is removed.').waitFor();
       expect((await member.goto(`${consoleApp.url}/projects/${projectA}/overview`))?.status()).toBe(404);
     } finally {
@@ -701,6 +731,82 @@ describe('the customer console', () => {
       expect((await signIn(password)).status).toBe(303);
       await page.getByRole('heading', { name: 'Overview' }).waitFor();
       expect(await seriousViolations(page)).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('is dark where the browser prefers it, without serious or critical accessibility findings', async () => {
+    const dark = await ownerContext.newPage();
+    try {
+      await dark.emulateMedia({ colorScheme: 'dark' });
+      for (const section of ['overview', 'keys', 'model', 'requests', 'webhooks', 'members']) {
+        await dark.goto(`${consoleApp.url}/projects/${projectA}/${section}`);
+        const background = await dark.evaluate('getComputedStyle(document.body).backgroundColor');
+        expect([section, background]).not.toEqual([section, 'rgb(255, 255, 255)']);
+        expect([section, await seriousViolations(dark)]).toEqual([section, []]);
+      }
+      await dark.goto(`${consoleApp.url}/account`);
+      expect(await seriousViolations(dark)).toEqual([]);
+    } finally {
+      await dark.close();
+    }
+  });
+
+  it("shows times in the browser's own zone (the UTC text without JavaScript)", async () => {
+    const tokyo = await browser.newContext({
+      bypassCSP: true,
+      timezoneId: 'Asia/Tokyo',
+      locale: 'en-US',
+      storageState: await ownerContext.storageState(),
+    });
+    try {
+      const page = await tokyo.newPage();
+      await page.goto(`${consoleApp.url}/projects/${projectA}/keys`);
+      const time = page.locator('time[datetime]').first();
+      const datetime = (await time.getAttribute('datetime'))!;
+      const expected = new Intl.DateTimeFormat('en-US', {
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        hour: '2-digit',
+        minute: '2-digit',
+        second: '2-digit',
+        hourCycle: 'h23',
+        timeZoneName: 'short',
+        timeZone: 'Asia/Tokyo',
+      }).format(new Date(datetime));
+      await expect(time.textContent()).resolves.toBe(expected);
+      expect(expected).toContain('GMT+9');
+      await expect(time.getAttribute('title')).resolves.toMatch(/ UTC$/);
+      // Without JavaScript the page's own UTC text stays.
+      const plain = await browser.newContext({
+        javaScriptEnabled: false,
+        storageState: await ownerContext.storageState(),
+      });
+      try {
+        const noScript = await plain.newPage();
+        await noScript.goto(`${consoleApp.url}/projects/${projectA}/keys`);
+        await expect(noScript.locator('time[datetime]').first().textContent()).resolves.toMatch(/ UTC$/);
+      } finally {
+        await plain.close();
+      }
+    } finally {
+      await tokyo.close();
+    }
+  });
+
+  it('opens the page asked for while signed out once the user signs in (the deep link)', async () => {
+    const context = await browser.newContext({ bypassCSP: true });
+    try {
+      const page = await context.newPage();
+      await page.goto(`${consoleApp.url}/projects/${projectA}/requests?status=completed`);
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+      await page.getByLabel('Email').fill(owner);
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('heading', { name: 'Requests' }).waitFor();
+      expect(page.url()).toBe(`${consoleApp.url}/projects/${projectA}/requests?status=completed`);
     } finally {
       await context.close();
     }

@@ -3,10 +3,8 @@
 // the app serves, every variable the apps require is set, every secret comes from the Secret by
 // reference and never as a value. An integration test (not a unit one): it runs helm, which
 // `npm test` installs (scripts/helm.sh, MAS_HELM), and listens on a port.
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
+import { join } from 'node:path';
 import 'reflect-metadata';
 import { PATH_METADATA } from '@nestjs/common/constants.js';
 import yaml from 'js-yaml';
@@ -14,55 +12,24 @@ import { ConfigError, loadConfig } from '#libs/config';
 import { startMetricsServer } from '#libs/observability';
 import { HealthController } from '../../apps/api/src/health/health.controller.js';
 import { HealthController as ConsoleHealthController } from '../../apps/console/src/health.controller.js';
+import {
+  CHART,
+  component,
+  CORE_SECRETS,
+  environmentOf,
+  helm,
+  pods,
+  render,
+  ROOT,
+  SAMPLE_SECRETS,
+  type Container,
+  type Manifest,
+} from '../support/helm-chart.js';
 
-const ROOT = resolve(import.meta.dirname, '../..');
-const CHART = join(ROOT, 'charts/managed-agent-service');
-const APPS = ['api', 'console', 'worker', 'worker-long', 'relay', 'projector'] as const;
-/** The code each app runs: worker-long is the worker's, in another role. */
-const codeOf = (app: string) => (app === 'worker-long' ? 'worker' : app);
+const APPS = ['api', 'api-streams', 'console', 'worker', 'worker-long', 'relay', 'projector'] as const;
+/** The code each app runs: worker-long is the worker's, in another role; api-streams the api's. */
+const codeOf = (app: string) => ({ 'worker-long': 'worker', 'api-streams': 'api' })[app] ?? app;
 
-interface EnvVar {
-  name: string;
-  value?: string;
-  valueFrom?: { secretKeyRef?: { name: string; key: string; optional?: boolean } };
-}
-interface Probe {
-  httpGet: { path: string; port: string | number };
-}
-interface Container {
-  name: string;
-  command: string[];
-  env: EnvVar[];
-  ports?: { name: string; containerPort: number }[];
-  startupProbe?: Probe;
-  livenessProbe?: Probe;
-  readinessProbe?: Probe;
-  resources: { requests: { cpu: string; memory: string }; limits?: Record<string, string> };
-}
-interface Manifest {
-  kind: string;
-  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  spec: Record<string, unknown> & { template?: { spec: { containers: Container[] } } };
-  stringData?: Record<string, string>;
-}
-
-function helmPath(): string {
-  const path = process.env.MAS_HELM;
-  if (!path) throw new Error('MAS_HELM is not set: run the tests with `npm test` (scripts/helm.sh installs helm)');
-  return path;
-}
-
-async function helm(...args: string[]): Promise<string> {
-  const { stdout } = await promisify(execFile)(helmPath(), args, { cwd: ROOT, maxBuffer: 16 * 1024 * 1024 });
-  return stdout;
-}
-
-async function render(...set: string[]): Promise<Manifest[]> {
-  const text = await helm('template', 'mas', CHART, ...set);
-  return (yaml.loadAll(text) as (Manifest | null)[]).filter((m): m is Manifest => m !== null);
-}
-
-const component = (m: Manifest) => m.metadata.labels?.['app.kubernetes.io/component'];
 const deployment = (manifests: Manifest[], app: string): Manifest => {
   const d = manifests.find((m) => m.kind === 'Deployment' && component(m) === app);
   if (!d) throw new Error(`no Deployment for ${app}`);
@@ -97,33 +64,6 @@ function requiredVariables(): string[] {
   throw new Error('loadConfig accepted an empty environment');
 }
 
-/** A valid value for each secret, so that a pod's environment can be loaded as the app would. */
-const SAMPLE_SECRETS: Record<string, string> = {
-  DATABASE_URL: 'postgres://mas:pw@postgres:5432/mas?sslmode=verify-full&sslrootcert=/etc/mas/tls/postgres/ca.crt',
-  MAS_MASTER_KEY: Buffer.alloc(32, 1).toString('base64'),
-  MAS_API_KEY_PEPPER: Buffer.alloc(32, 2).toString('base64'),
-  MAS_PAYLOAD_KEYS: `k1:${Buffer.alloc(32, 3).toString('base64')}`,
-  MAS_PAYLOAD_KEY_CURRENT: 'k1',
-  MAS_CODEC_TOKEN: 'c'.repeat(43),
-  TEMPORAL_API_KEY: 'tcld-ak-0123456789abcdef',
-  KAFKA_SASL_USERNAME: 'kafka-user-of-mas',
-  KAFKA_SASL_PASSWORD: 'kafka-password',
-};
-
-/** The environment the app in `c` starts with, the Secret's references resolved from `secrets`
- * (an optional key missing from it is left out, as Kubernetes leaves it out). */
-function environmentOf(c: Container, secrets: Record<string, string> = CORE_SECRETS): Record<string, string> {
-  return Object.fromEntries(
-    c.env.flatMap((e) => {
-      const v = e.value ?? secrets[e.valueFrom!.secretKeyRef!.key];
-      return v === undefined ? [] : [[e.name, v]];
-    }),
-  );
-}
-
-/** The Secret without the managed engines' keys (the chart's defaults use none). */
-const CORE_SECRETS = Object.fromEntries(Object.entries(SAMPLE_SECRETS).filter(([k]) => !/^(TEMPORAL|KAFKA)_/.test(k)));
-
 describe('the Helm chart', () => {
   let manifests: Manifest[];
   beforeAll(async () => {
@@ -136,9 +76,12 @@ describe('the Helm chart', () => {
     await expect(helm('lint', '--strict', CHART, '--set', 'secrets.create=true', ...set)).resolves.toMatch(
       /0 chart\(s\) failed/,
     );
+    await expect(helm('lint', '--strict', CHART, '--set', 'workerController.enabled=true')).resolves.toMatch(
+      /0 chart\(s\) failed/,
+    );
   });
 
-  it('renders the apps, their disruption budgets, autoscalers for api, worker and worker-long, the api and console Services and the migrations hook', async () => {
+  it('renders the apps, their disruption budgets, autoscalers for api, api-streams, worker and worker-long, the api, api-streams and console Services and the migrations and promote hooks', async () => {
     const kinds = (kind: string) =>
       manifests
         .filter((m) => m.kind === kind)
@@ -146,9 +89,10 @@ describe('the Helm chart', () => {
         .sort();
     expect(kinds('Deployment')).toEqual([...APPS].sort());
     expect(kinds('PodDisruptionBudget')).toEqual([...APPS].sort());
-    expect(kinds('HorizontalPodAutoscaler')).toEqual(['api', 'worker', 'worker-long']);
-    expect(kinds('Service')).toEqual(['api', 'console']);
-    const job = manifests.find((m) => m.kind === 'Job')!;
+    expect(kinds('HorizontalPodAutoscaler')).toEqual(['api', 'api-streams', 'worker', 'worker-long']);
+    expect(kinds('Service')).toEqual(['api', 'api-streams', 'console']);
+    expect(kinds('Job')).toEqual(['migrate', 'promote']);
+    const job = manifests.find((m) => m.kind === 'Job' && component(m) === 'migrate')!;
     expect(job.metadata.annotations?.['helm.sh/hook']).toBe('pre-install,pre-upgrade');
     expect((job.spec.template as unknown as { spec: { containers: Container[] } }).spec.containers[0]!.command).toEqual(
       ['node', 'dist/apps/cli/src/main.js', 'migrate'],
@@ -236,6 +180,7 @@ describe('the Helm chart', () => {
   it("scrapes every app's /metrics on a metrics port of its own, bound for the pod's address, which no Service routes", async () => {
     const metricsPort = {
       api: 'apiPort',
+      'api-streams': 'apiPort',
       console: 'consolePort',
       worker: 'workerPort',
       'worker-long': 'workerPort',
@@ -253,7 +198,8 @@ describe('the Helm chart', () => {
       const annotations = (d.spec.template as unknown as { metadata: { annotations: Record<string, string> } }).metadata
         .annotations;
       expect(annotations).toMatchObject({ 'prometheus.io/port': String(port), 'prometheus.io/path': '/metrics' });
-      if (app === 'api' || app === 'console') expect(port).not.toBe(app === 'api' ? config.port : config.console.port);
+      if (app !== 'console' && app.startsWith('api')) expect(port).not.toBe(config.port);
+      if (app === 'console') expect(port).not.toBe(config.console.port);
     }
     for (const service of manifests.filter((m) => m.kind === 'Service'))
       expect(service.spec.ports).toEqual([expect.objectContaining({ name: 'http', targetPort: 'http' })]);
@@ -284,19 +230,22 @@ describe('the Helm chart', () => {
     expect(secrets).toEqual(
       expect.arrayContaining(['MAS_CODEC_TOKEN', 'MAS_PAYLOAD_KEY_CURRENT', 'TEMPORAL_API_KEY', 'KAFKA_SASL_PASSWORD']),
     );
-    const pods = [
-      ...APPS.map((app) => container(deployment(manifests, app))),
-      (manifests.find((m) => m.kind === 'Job')!.spec.template as unknown as { spec: { containers: Container[] } }).spec
-        .containers[0]!,
-    ];
-    for (const c of pods) {
+    // Which secret each app gets is helm-chart-hardening.int-spec.ts's table; here: every one it
+    // gets, by reference to its app's Secret, required as the apps require it.
+    const all = pods(manifests);
+    expect(all.map((p) => p.app).sort()).toEqual([...APPS, 'migrate', 'promote'].sort());
+    for (const { template } of all) {
+      const c = template.spec.containers[0]!;
       const names = c.env.map((e) => e.name);
-      expect(names).toEqual(expect.arrayContaining([...required, ...secrets]));
+      expect(names).toEqual(expect.arrayContaining(required));
       expect(new Set(names).size).toBe(names.length);
-      for (const name of secrets) {
+      for (const name of secrets.filter((n) => names.includes(n))) {
         const v = c.env.find((e) => e.name === name)!;
         expect(v.value).toBeUndefined();
-        expect(v.valueFrom?.secretKeyRef).toMatchObject({ name: 'mas-managed-agent-service-secrets', key: name });
+        expect(v.valueFrom?.secretKeyRef).toMatchObject({
+          name: expect.stringMatching(/^mas-managed-agent-service-[a-z-]+-secrets$/),
+          key: name,
+        });
         expect(v.valueFrom!.secretKeyRef!.optional ?? false).toBe(!required.includes(name));
       }
       expect(() => loadConfig(environmentOf(c))).not.toThrow();
@@ -312,9 +261,10 @@ describe('the Helm chart', () => {
 
     const set = Object.entries(SAMPLE_SECRETS).flatMap(([k, v]) => ['--set-string', `secrets.values.${k}=${v}`]);
     const withSecret = await render('--set', 'secrets.create=true', ...set);
+    // One Secret per app: together they hold every value given, each only where it is read.
     const secret = withSecret.filter((m) => m.kind === 'Secret');
-    expect(secret).toHaveLength(1);
-    expect(secret[0]!.stringData).toEqual(SAMPLE_SECRETS);
+    expect(secret).toHaveLength(7);
+    expect(Object.assign({}, ...secret.map((s) => s.stringData))).toEqual(SAMPLE_SECRETS);
     const elsewhere = JSON.stringify(withSecret.filter((m) => m.kind !== 'Secret'));
     for (const [name, value] of Object.entries(SAMPLE_SECRETS))
       expect({ name, found: elsewhere.includes(value) }).toEqual({ name, found: false });
@@ -332,24 +282,24 @@ describe('the Helm chart', () => {
 
   it("mounts PostgreSQL's CA for sslmode=verify-full in every pod when one is named", async () => {
     const withTls = await render('--set', 'postgres.tls.caSecret=pg-ca');
-    const pods = withTls.filter((m) => m.kind === 'Deployment' || m.kind === 'Job');
-    expect(pods).toHaveLength(APPS.length + 1);
-    for (const m of pods) {
-      const spec = m.spec.template!.spec as unknown as {
-        containers: (Container & { volumeMounts: unknown[] })[];
-        volumes: unknown[];
-      };
-      expect(spec.volumes).toEqual([{ name: 'postgres-tls', secret: { secretName: 'pg-ca' } }]);
-      expect(spec.containers[0]!.volumeMounts).toEqual([
+    const all = pods(withTls);
+    expect(all).toHaveLength(APPS.length + 2);
+    for (const { template } of all) {
+      // Beside /tmp, the one writable directory of a read-only root filesystem.
+      expect(template.spec.volumes).toEqual([
+        { name: 'tmp', emptyDir: { sizeLimit: '256Mi' } },
+        { name: 'postgres-tls', secret: { secretName: 'pg-ca' } },
+      ]);
+      expect(template.spec.containers[0]!.volumeMounts).toEqual([
+        { name: 'tmp', mountPath: '/tmp' },
         { name: 'postgres-tls', mountPath: '/etc/mas/tls/postgres', readOnly: true },
       ]);
     }
   });
 
   it("connects to managed engines as the apps read it: Temporal's TLS and API key, Kafka's SSL and SASL, each file from a mounted Secret", async () => {
+    // TLS is on by default (helm-chart-hardening.int-spec.ts): the files and SASL on top.
     const rendered = await render(
-      '--set',
-      'temporal.tls.enabled=true',
       '--set',
       'temporal.tls.caSecret=temporal-ca',
       '--set',
@@ -357,13 +307,11 @@ describe('the Helm chart', () => {
       '--set',
       'temporal.tls.serverName=frontend.temporal',
       '--set',
-      'kafka.ssl.enabled=true',
-      '--set',
       'kafka.ssl.caSecret=kafka-ca',
       '--set',
       'kafka.sasl.mechanism=scram-sha-512',
     );
-    for (const app of APPS) {
+    for (const app of APPS.filter((a) => a !== 'console')) {
       const d = deployment(rendered, app);
       const c = container(d);
       const spec = d.spec.template!.spec as unknown as {
@@ -390,12 +338,7 @@ describe('the Helm chart', () => {
       expect(secretOfPath(engines.kafka.caFile!)).toBe('kafka-ca');
     }
     // Temporal Cloud: TLS against public roots and the API key from the Secret.
-    const cloud = await render(
-      '--set',
-      'temporal.tls.enabled=true',
-      '--set',
-      'temporal.address=acme.a1b2c.tmprl.cloud:7233',
-    );
+    const cloud = await render('--set', 'temporal.address=acme.a1b2c.tmprl.cloud:7233');
     const { engines } = loadConfig(
       environmentOf(container(deployment(cloud, 'worker')), {
         ...CORE_SECRETS,

@@ -52,18 +52,22 @@ const ROUTES: readonly RouteCase[] = [
   { method: 'GET', route: 'files/:fileId', role: 'viewer' },
   { method: 'GET', route: 'sessions', role: 'viewer' },
   { method: 'GET', route: 'sessions/:sessionId', role: 'viewer' },
+  { method: 'GET', route: 'sessions/:sessionId/end', role: 'developer' },
   { method: 'POST', route: 'sessions/:sessionId/end', role: 'developer' },
   { method: 'GET', route: 'members', role: 'viewer' },
   { method: 'POST', route: 'members', role: 'owner', form: { email: 'not an address', role: 'viewer' } },
+  { method: 'GET', route: 'members/:userId/remove', role: 'owner' },
   { method: 'POST', route: 'members/:userId/remove', role: 'owner' },
   { method: 'GET', route: 'audit', role: 'owner' },
   { method: 'GET', route: 'webhooks', role: 'viewer' },
   { method: 'POST', route: 'webhooks', role: 'developer', form: { url: 'not a url' } },
+  { method: 'GET', route: 'webhooks/:webhookId/remove', role: 'developer' },
   { method: 'POST', route: 'webhooks/:webhookId/remove', role: 'developer' },
   { method: 'POST', route: 'webhooks/deliveries/:deliveryId/resend', role: 'developer' },
   { method: 'GET', route: 'mcp', role: 'viewer' },
   { method: 'POST', route: 'mcp', role: 'developer', form: { url: 'not a url' } },
   { method: 'POST', route: 'mcp/:serverId/tools', role: 'developer', form: { tools: 'a' } },
+  { method: 'GET', route: 'mcp/:serverId/remove', role: 'developer' },
   { method: 'POST', route: 'mcp/:serverId/remove', role: 'developer' },
 ];
 const RANK: Record<ConsoleRole, number> = { viewer: 0, developer: 1, owner: 2 };
@@ -158,11 +162,11 @@ describe('console roles: every route x every role x another project', () => {
 
   it("a developer revokes the keys they issued, not another member's; an owner any", async () => {
     const issued = await members.developer.post(`/projects/${projectA}/keys`, { label: 'mine' });
-    expect(issued.status).toBe(200);
+    expect(issued.status).toBe(303);
     const keys = await fixtures.accounts.listApiKeys(projectA);
     const mine = keys.find((k) => k.label === 'mine')!;
     const ownerIssued = await members.owner.post(`/projects/${projectA}/keys`, { label: 'the owner s' });
-    expect(ownerIssued.status).toBe(200);
+    expect(ownerIssued.status).toBe(303);
     const theirs = (await fixtures.accounts.listApiKeys(projectA)).find((k) => k.label === 'the owner s')!;
     expect((await members.developer.post(`/projects/${projectA}/keys/${theirs.id}/revoke`)).status).toBe(403);
     expect((await members.developer.post(`/projects/${projectA}/keys/${mine.id}/revoke`)).status).toBe(303);

@@ -118,9 +118,11 @@ function isUtf8(req: Request): boolean {
 }
 
 /** How long a connection refused before its body was read stays open after the answer, its body
- * unread: ample for the client to read the answer (one round trip), short enough that a flood of
- * refused uploads holds few sockets. */
-export const REFUSED_LINGER_MS = 2000;
+ * unread: ample for the client to read the answer even on a loaded machine (2 s was not: with the
+ * test run's two cores at a load of 14, some node:http clients were reset before they had read
+ * it), short enough that a flood of refused uploads holds few sockets (one descriptor each, no
+ * buffer beyond the kernel's). */
+export const REFUSED_LINGER_MS = 10_000;
 
 /**
  * For an answer sent before the request's body was read (a refusal: 401, 405, 413, 429 and the

@@ -1,6 +1,6 @@
 import { Controller, Get, Inject, Param, Post, Req, Res } from '@nestjs/common';
 import type { Request, Response } from 'express';
-import { AccountsError, CONSOLE_LIMITS, ConsoleAccountsService, type LinkView } from '#libs/accounts';
+import { AccountsError, AuditLog, CONSOLE_LIMITS, ConsoleAccountsService, type LinkView } from '#libs/accounts';
 import { cookie, csrfTokenOf, sessionOf, type CookieNames } from './web/console-request.js';
 import { html, type Html } from './web/html.js';
 import { csrfField, page, projectPath, when } from './web/layout.js';
@@ -13,6 +13,7 @@ export const COOKIE_NAMES = Symbol('COOKIE_NAMES');
 export class AuthController {
   constructor(
     private readonly accounts: ConsoleAccountsService,
+    private readonly auditLog: AuditLog,
     @Inject(COOKIE_NAMES) private readonly cookies: CookieNames,
   ) {}
 
@@ -68,20 +69,31 @@ export class AuthController {
 
   @Get('account')
   async account(@Req() req: Request, @Res() res: Response): Promise<void> {
+    await this.accountPage(req, res);
+  }
+
+  /**
+   * Changes the signed-in user's password: the current one is checked through the sign-in
+   * throttle, the user's other sessions end and their reset links die (this session stays).
+   */
+  @Post('account/password')
+  async changePassword(@Req() req: Request, @Res() res: Response): Promise<void> {
     const session = requireSession(req);
-    const live = await this.accounts.liveSessions(session.userId);
-    send(
-      res,
-      page(
-        { title: 'Your account', csrf: session.csrfToken, session },
-        html`<p>Signed in as <strong>${session.email}</strong>.</p>
-<h2>Where you are signed in</h2>
-<div class="table-wrap"><table><thead><tr><th scope="col">Browser</th><th scope="col">Signed in</th><th scope="col">Last seen</th></tr></thead><tbody>
-${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id ? html` <strong>(this one)</strong>` : ''}</td><td>${when(s.createdAt)}</td><td>${when(s.lastSeenAt)}</td></tr>`)}
-</tbody></table></div>
-<form method="post" action="/account/sign-out-everywhere">${csrfField(session.csrfToken)}<button class="danger" type="submit">Sign out everywhere</button></form>`,
-      ),
-    );
+    const password = field(req, 'password');
+    if (password !== field(req, 'confirm'))
+      return this.accountPage(req, res, { problem: 'The two new passwords differ.' }, 400);
+    try {
+      const changed = await this.accounts.changePassword(session, field(req, 'current'), password, req.ip ?? 'unknown');
+      if (!changed) return this.accountPage(req, res, { problem: 'The current password is wrong.' }, 400);
+      // The user's own change, in the log of every project they are a member of (no secret in it).
+      const by = { actor: `user:${session.email}`, address: req.ip ?? null };
+      for (const m of await this.accounts.memberships(session.userId))
+        await this.auditLog.record(m.projectId, by, 'account.password');
+    } catch (e) {
+      if (e instanceof AccountsError) return this.accountPage(req, res, { problem: e.message }, 400);
+      throw e;
+    }
+    res.redirect(303, '/account?done=password');
   }
 
   @Post('account/sign-out-everywhere')
@@ -149,6 +161,41 @@ ${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id 
       throw e;
     }
     res.redirect(303, '/sign-in?done=password');
+  }
+
+  private async accountPage(
+    req: Request,
+    res: Response,
+    outcome: { problem?: string } = {},
+    statusCode = 200,
+  ): Promise<void> {
+    const session = requireSession(req);
+    const live = await this.accounts.liveSessions(session.userId);
+    const done = req.query['done'] === 'password';
+    send(
+      res,
+      page(
+        { title: 'Your account', csrf: session.csrfToken, session },
+        html`${done && !outcome.problem ? html`<p class="notice" role="status">Password changed. You are signed out everywhere else.</p>` : ''}
+<p>Signed in as <strong>${session.email}</strong>.</p>
+<h2>Change your password</h2>
+${outcome.problem ? html`<p class="notice error" role="alert">${outcome.problem}</p>` : ''}
+<form class="stack" method="post" action="/account/password">${csrfField(session.csrfToken)}
+  <input type="email" name="email" autocomplete="username" value="${session.email}" hidden>
+  <label>Current password <input type="password" name="current" autocomplete="current-password" required></label>
+  <label>New password (${CONSOLE_LIMITS.minPasswordLength} characters or more) <input type="password" name="password" autocomplete="new-password" minlength="${CONSOLE_LIMITS.minPasswordLength}" required></label>
+  <label>The new password again <input type="password" name="confirm" autocomplete="new-password" required></label>
+  <button type="submit">Change the password</button>
+  <span class="muted">Every other place you are signed in is signed out, and reset links sent to you stop working.</span>
+</form>
+<h2>Where you are signed in</h2>
+<div class="table-wrap"><table><thead><tr><th scope="col">Browser</th><th scope="col">Signed in</th><th scope="col">Last seen</th></tr></thead><tbody>
+${live.map((s) => html`<tr><td>${s.userAgent ?? 'unknown'}${s.id === session.id ? html` <strong>(this one)</strong>` : ''}</td><td>${when(s.createdAt)}</td><td>${when(s.lastSeenAt)}</td></tr>`)}
+</tbody></table></div>
+<form method="post" action="/account/sign-out-everywhere">${csrfField(session.csrfToken)}<button class="danger" type="submit">Sign out everywhere</button></form>`,
+      ),
+      statusCode,
+    );
   }
 
   private acceptPage(req: Request, token: string, view: Extract<LinkView, { purpose: 'accept' }>): Html {

@@ -13,13 +13,31 @@ export interface RequestSummary {
   readonly errorCode: string | null;
   readonly createdAt: Date;
   readonly updatedAt: Date;
+  /** Where the page after this row starts (`before` of the next page): its exact time and id. */
+  readonly cursor: string;
+}
+
+/** A place in the requests list, newest first: the rows after (created_at, id) in that order. */
+export interface RequestCursor {
+  /** created_at to the microsecond, as PostgreSQL keeps it (a Date would round it to the millisecond). */
+  readonly at: string;
+  readonly id: string;
 }
 
 export interface RequestFilters {
   readonly status?: string;
   readonly capability?: string;
-  /** Only requests created before this time (the next page). */
-  readonly before?: Date;
+  /** Only requests after this one in the list (the next page). */
+  readonly before?: RequestCursor;
+}
+
+const CURSOR =
+  /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+
+/** A `before` query parameter as a cursor, or undefined (absent or malformed: the first page). */
+export function parseRequestCursor(raw: string | undefined): RequestCursor | undefined {
+  const m = raw ? CURSOR.exec(raw) : null;
+  return m ? { at: m[1]!, id: m[2]! } : undefined;
 }
 
 export interface DayUsage {
@@ -56,7 +74,11 @@ type RequestRow = {
   error_code: string | null;
   created_at: Date;
   updated_at: Date;
+  created_key: string;
 };
+
+/** Every column of request_log, and created_at to the microsecond in UTC (the cursor's time). */
+const REQUEST_COLUMNS = `*, to_char(created_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') as created_key`;
 
 const summary = (r: RequestRow): RequestSummary => ({
   id: r.request_id,
@@ -68,6 +90,7 @@ const summary = (r: RequestRow): RequestSummary => ({
   errorCode: r.error_code,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
+  cursor: `${r.created_key}_${r.request_id}`,
 });
 
 /**
@@ -104,7 +127,7 @@ export class ConsoleReads {
 
   async recentFailures(projectId: string, limit = 5): Promise<RequestSummary[]> {
     const rows = (await this.db.query(
-      `select * from request_log where project_id = $1 and status in ('failed', 'expired') order by updated_at desc limit $2`,
+      `select ${REQUEST_COLUMNS} from request_log where project_id = $1 and status in ('failed', 'expired') order by updated_at desc limit $2`,
       [projectId, limit],
     )) as RequestRow[];
     return rows.map(summary);
@@ -112,10 +135,18 @@ export class ConsoleReads {
 
   async requests(projectId: string, filters: RequestFilters): Promise<RequestSummary[]> {
     const rows = (await this.db.query(
-      `select * from request_log
-        where project_id = $1 and ($2::text is null or status = $2) and ($3::text is null or $3 = any(capabilities)) and ($4::timestamptz is null or created_at < $4)
-        order by created_at desc limit $5`,
-      [projectId, filters.status ?? null, filters.capability ?? null, filters.before ?? null, PAGE_SIZE],
+      `select ${REQUEST_COLUMNS} from request_log
+        where project_id = $1 and ($2::text is null or status = $2) and ($3::text is null or $3 = any(capabilities))
+          and ($4::timestamptz is null or (created_at, request_id) < ($4::timestamptz, $5::uuid))
+        order by created_at desc, request_id desc limit $6`,
+      [
+        projectId,
+        filters.status ?? null,
+        filters.capability ?? null,
+        filters.before?.at ?? null,
+        filters.before?.id ?? null,
+        PAGE_SIZE,
+      ],
     )) as RequestRow[];
     return rows.map(summary);
   }
@@ -132,10 +163,10 @@ export class ConsoleReads {
     stops: Map<number, AgentRequestStopView>;
     files: readonly FileRef[];
   } | null> {
-    const [row] = (await this.db.query(`select * from request_log where request_id = $1 and project_id = $2`, [
-      requestId,
-      projectId,
-    ])) as RequestRow[];
+    const [row] = (await this.db.query(
+      `select ${REQUEST_COLUMNS} from request_log where request_id = $1 and project_id = $2`,
+      [requestId, projectId],
+    )) as RequestRow[];
     if (!row) return null;
     const events = (await this.db.query(
       `select version, type, data, recorded_at from events where stream_id = $1 order by version`,
@@ -210,7 +241,7 @@ export class ConsoleReads {
   /** The requests of one session (its messages' runs), newest first. */
   async sessionRequests(projectId: string, sessionId: string): Promise<RequestSummary[]> {
     const rows = (await this.db.query(
-      `select * from request_log where project_id = $1 and session_id = $2 order by created_at desc, request_id limit $3`,
+      `select ${REQUEST_COLUMNS} from request_log where project_id = $1 and session_id = $2 order by created_at desc, request_id limit $3`,
       [projectId, sessionId, PAGE_SIZE],
     )) as RequestRow[];
     return rows.map(summary);

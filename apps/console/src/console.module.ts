@@ -19,6 +19,7 @@ import { HealthController } from './health.controller.js';
 import { IntegrationsController } from './integrations.controller.js';
 import { ProjectAccess } from './project-access.js';
 import { ProjectController } from './project.controller.js';
+import { Reveals } from './reveals.js';
 import { StaticController } from './static.controller.js';
 import { cookieNames } from './web/console-request.js';
 import { ConsoleErrorFilter } from './web/error.filter.js';
@@ -41,6 +42,7 @@ import { ConsoleErrorFilter } from './web/error.filter.js';
     },
     { provide: AuditLog, inject: [DataSource], useFactory: (db: DataSource) => new AuditLog(db) },
     ProjectAccess,
+    Reveals,
     { provide: ConversationStore, inject: [DataSource], useFactory: (db: DataSource) => new ConversationStore(db) },
     { provide: ConsoleReads, inject: [DataSource], useFactory: (db: DataSource) => new ConsoleReads(db) },
   ],

@@ -3,9 +3,11 @@ import type { Request, Response } from 'express';
 import { AccountsError, McpServersService } from '#libs/accounts';
 import { isUuid, WEBHOOK_EVENTS } from '#libs/contracts';
 import { WebhookStore } from '#libs/webhooks';
-import { projectPage, ProjectAccess, status, type Access } from './project-access.js';
+import { Reveals } from './reveals.js';
+import { confirmPage, projectPage, ProjectAccess, status, type Access } from './project-access.js';
 import { html } from './web/html.js';
 import { csrfField, projectPath, when } from './web/layout.js';
+import { privateAddressRefusal, urlProblem } from './web/customer-words.js';
 import { field } from './web/respond.js';
 
 /** Deliveries the Webhooks page lists (the newest). */
@@ -28,11 +30,19 @@ export class IntegrationsController {
     private readonly projectAccess: ProjectAccess,
     private readonly webhooks: WebhookStore,
     private readonly mcpServers: McpServersService,
+    private readonly reveals: Reveals,
   ) {}
 
   @Get('webhooks')
   async webhooksPage(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.renderWebhooks(await this.projectAccess.of(req, projectId, 'viewer'), req, res);
+    const a = await this.projectAccess.of(req, projectId, 'viewer');
+    const added = await this.reveals.take(a.session.id, 'webhook-secret');
+    await this.renderWebhooks(
+      a,
+      req,
+      res,
+      added ? { added: JSON.parse(added) as { url: string; secret: string } } : {},
+    );
   }
 
   @Post('webhooks')
@@ -44,11 +54,54 @@ export class IntegrationsController {
         events: fields(req, 'events'),
       });
       await a.audit('webhook.add', subscription.id, { url: subscription.url, events: subscription.events });
-      await this.renderWebhooks(a, req, res, { added: { url: subscription.url, secret } });
+      // Shown once, by the page this redirects to: a reload of that page adds nothing.
+      await this.reveals.keep(a.session.id, 'webhook-secret', JSON.stringify({ url: subscription.url, secret }));
+      res.redirect(303, projectPath(projectId, 'webhooks'));
     } catch (e) {
-      if (e instanceof AccountsError) return this.renderWebhooks(a, req, res, { problem: e.message }, 400);
+      if (e instanceof AccountsError)
+        return this.renderWebhooks(a, req, res, { problem: this.webhookRefusal(field(req, 'url').trim(), e) }, 400);
       throw e;
     }
+  }
+
+  /**
+   * A refused endpoint in the customer's words: a malformed URL says what to change; one the
+   * store's URL check still refuses was refused for its address (the store's message names the
+   * operator's setting); anything else (the events) as the store says it.
+   */
+  private webhookRefusal(url: string, e: AccountsError): string {
+    const malformed = urlProblem(url, 'webhook');
+    if (malformed) return malformed;
+    try {
+      this.webhooks.checkUrl(url);
+    } catch (refused) {
+      if (refused instanceof AccountsError) return privateAddressRefusal(url);
+      throw refused;
+    }
+    return e.message;
+  }
+
+  /** Asks before removing an endpoint (the list links here; the form POSTs to the same path). */
+  @Get('webhooks/:webhookId/remove')
+  async confirmRemoveWebhook(
+    @Param('projectId') projectId: string,
+    @Param('webhookId') webhookId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const a = await this.projectAccess.of(req, projectId, 'developer');
+    const endpoint = isUuid(webhookId)
+      ? (await this.webhooks.list(a.member.projectId)).find((e) => e.id === webhookId)
+      : undefined;
+    if (!endpoint) throw new NotFoundException();
+    confirmPage(res, a, 'webhooks', {
+      title: 'Remove a webhook endpoint',
+      question: html`Remove the endpoint <code>${endpoint.url}</code>? Nothing more is sent to it, retries included. Its deliveries stay listed.`,
+      action: projectPath(projectId, `webhooks/${endpoint.id}/remove`),
+      button: 'Remove the endpoint',
+      back: projectPath(projectId, 'webhooks'),
+      keep: 'Keep it',
+    });
   }
 
   @Post('webhooks/:webhookId/remove')
@@ -120,7 +173,9 @@ export class IntegrationsController {
       });
       await this.renderMcp(a, req, res, { added: added.name });
     } catch (e) {
-      if (e instanceof AccountsError) return this.renderMcp(a, req, res, { problem: e.message }, 400);
+      // A URL the service refuses is told by what is wrong with it, in the form's words.
+      if (e instanceof AccountsError)
+        return this.renderMcp(a, req, res, { problem: urlProblem(field(req, 'url').trim(), 'mcp') ?? e.message }, 400);
       throw e;
     }
   }
@@ -150,6 +205,29 @@ export class IntegrationsController {
       throw e;
     }
     res.redirect(303, `${projectPath(projectId, 'mcp')}?notice=mcp-tools`);
+  }
+
+  /** Asks before removing a server (the list links here; the form POSTs to the same path). */
+  @Get('mcp/:serverId/remove')
+  async confirmRemoveMcp(
+    @Param('projectId') projectId: string,
+    @Param('serverId') serverId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const a = await this.projectAccess.of(req, projectId, 'developer');
+    const server = isUuid(serverId)
+      ? (await this.mcpServers.list(a.member.projectId)).find((s) => s.id === serverId)
+      : undefined;
+    if (!server) throw new NotFoundException();
+    confirmPage(res, a, 'mcp', {
+      title: 'Remove an MCP server',
+      question: html`Remove the MCP server <strong>${server.name}</strong> (<code>${server.url}</code>)? Runs that start from then on no longer offer its tools, and its auth header is deleted.`,
+      action: projectPath(projectId, `mcp/${server.id}/remove`),
+      button: 'Remove the server',
+      back: projectPath(projectId, 'mcp'),
+      keep: 'Keep it',
+    });
   }
 
   @Post('mcp/:serverId/remove')
@@ -202,7 +280,7 @@ ${
 ${
   endpoints.length
     ? html`<div class="table-wrap"><table><thead><tr><th scope="col">URL</th><th scope="col">Events</th><th scope="col">Added</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
-${endpoints.map((e) => html`<tr><td><code>${e.url}</code></td><td>${e.events.length === WEBHOOK_EVENTS.length ? 'all' : e.events.join(', ')}</td><td>${when(e.createdAt)}</td><td><form method="post" action="${projectPath(projectId, `webhooks/${e.id}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove the endpoint ${e.url}`}">Remove</button></form></td></tr>`)}
+${endpoints.map((e) => html`<tr><td><code>${e.url}</code></td><td>${e.events.length === WEBHOOK_EVENTS.length ? 'all' : e.events.join(', ')}</td><td>${when(e.createdAt)}</td><td><a href="${projectPath(projectId, `webhooks/${e.id}/remove`)}" aria-label="${`Remove the endpoint ${e.url}`}">Remove</a></td></tr>`)}
 </tbody></table></div>`
     : html`<p class="muted">No endpoints: nothing is sent.</p>`
 }
@@ -262,7 +340,7 @@ ${servers.map(
   (
     s,
   ) => html`<tr><td>${s.name}</td><td><code>${s.url}</code></td><td><form class="inline" method="post" action="${projectPath(projectId, `mcp/${s.id}/tools`)}">${csrfField(a.session.csrfToken)}<input name="tools" size="16" aria-label="${`Allowed tools of ${s.name}`}" placeholder="every tool it lists" value="${s.tools?.join(', ') ?? ''}"><button class="secondary" type="submit" aria-label="${`Save the allowed tools of ${s.name}`}">Save</button></form></td><td>${s.headerName ? html`${s.headerName} <span class="muted">(set, never shown)</span>` : html`<span class="muted">none</span>`}</td><td>${when(s.createdAt)}</td>
-<td><form method="post" action="${projectPath(projectId, `mcp/${s.id}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove the MCP server ${s.name}`}">Remove</button></form></td></tr>`,
+<td><a href="${projectPath(projectId, `mcp/${s.id}/remove`)}" aria-label="${`Remove the MCP server ${s.name}`}">Remove</a></td></tr>`,
 )}
 </tbody></table></div>`
     : html`<p class="muted">No MCP servers.</p>`

@@ -10,7 +10,7 @@ import {
 } from '#libs/accounts';
 import { isUuid } from '#libs/contracts';
 import { html, type Html } from './web/html.js';
-import { page, type ProjectSection } from './web/layout.js';
+import { csrfField, page, type ProjectSection } from './web/layout.js';
 import { requireSession, RoleRequired, send } from './web/respond.js';
 
 export interface Access {
@@ -82,5 +82,27 @@ export function projectPage(
       html`${notice ? html`<p class="notice" role="status">${notice}</p>` : ''}${body}`,
     ),
     statusCode,
+  );
+}
+
+/**
+ * The page that asks before a change that cannot be undone (the GET of the change's path; its
+ * form POSTs to the same path): what happens, the button that does it, and a way back.
+ */
+export function confirmPage(
+  res: Response,
+  a: Access,
+  section: ProjectSection,
+  confirm: { title: string; question: Html; action: string; button: string; back: string; keep: string },
+): void {
+  projectPage(
+    res,
+    a,
+    section,
+    confirm.title,
+    html`<p class="notice error">${confirm.question}</p>
+<form class="inline" method="post" action="${confirm.action}">${csrfField(a.session.csrfToken)}
+  <button class="danger" type="submit">${confirm.button}</button> <a href="${confirm.back}">${confirm.keep}</a>
+</form>`,
   );
 }

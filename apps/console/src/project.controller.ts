@@ -11,7 +11,7 @@ import {
   type InvitationResult,
 } from '#libs/accounts';
 import { APP_CONFIG, type AppConfig } from '#libs/config';
-import { CAPABILITIES, isUuid, MODEL_PROVIDERS, PROVIDER_GUIDE, type ChatMessage } from '#libs/contracts';
+import { CAPABILITIES, isUuid, MODEL_PROVIDERS, PROVIDER_GUIDE_CONSOLE, type ChatMessage } from '#libs/contracts';
 import { callModel } from '#libs/llm';
 import { redactSecret } from '#libs/observability';
 import {
@@ -23,10 +23,12 @@ import {
 } from '#libs/persistence';
 import { fileDownload } from '#libs/resources';
 import { usageChartSvg } from './chart.js';
-import { ConsoleReads, PAGE_SIZE, type RequestSummary } from './console-reads.js';
-import { projectPage, ProjectAccess, status, type Access } from './project-access.js';
+import { ConsoleReads, PAGE_SIZE, parseRequestCursor, type RequestSummary } from './console-reads.js';
+import { confirmPage, projectPage, ProjectAccess, status, type Access } from './project-access.js';
+import { Reveals } from './reveals.js';
 import { html, trusted, type Html } from './web/html.js';
 import { csrfField, projectPath, when, type ProjectSection } from './web/layout.js';
+import { modelFormProblem } from './web/customer-words.js';
 import { field, queryParam, RoleRequired } from './web/respond.js';
 
 const STATUSES = ['in_progress', 'requires_tool_outputs', 'completed', 'failed', 'expired', 'cancelled'] as const;
@@ -51,6 +53,7 @@ export class ProjectController {
     private readonly conversations: ConversationStore,
     private readonly sessionEnds: SessionEndRequests,
     private readonly auditLog: AuditLog,
+    private readonly reveals: Reveals,
     @Inject(APP_CONFIG) private readonly config: AppConfig,
   ) {}
 
@@ -94,7 +97,8 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
 
   @Get('keys')
   async keys(@Param('projectId') projectId: string, @Req() req: Request, @Res() res: Response): Promise<void> {
-    await this.keysPage(await this.access(req, projectId, 'viewer'), req, res);
+    const a = await this.access(req, projectId, 'viewer');
+    await this.keysPage(a, req, res, (await this.reveals.take(a.session.id, 'api-key')) ?? undefined);
   }
 
   @Post('keys')
@@ -104,7 +108,9 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
     const { key, record } = await this.accounts.createApiKey(projectId, label || `console (${a.session.email})`);
     await this.consoleAccounts.recordKeyIssuer(record.id, a.session.userId);
     await a.audit('key.issue', record.id, { prefix: record.prefix, label: record.label });
-    await this.keysPage(a, req, res, key);
+    // Shown once, by the page this redirects to: a reload of that page issues nothing.
+    await this.reveals.keep(a.session.id, 'api-key', key);
+    res.redirect(303, projectPath(projectId, 'keys'));
   }
 
   @Get('keys/:keyId/revoke')
@@ -179,7 +185,16 @@ ${failures.length ? this.requestTable(projectId, failures) : html`<p class="mute
         key: apiKey ? 'replaced' : field(req, 'clear_key') === 'on' ? 'cleared' : 'kept',
       });
     } catch (e) {
-      if (e instanceof AccountsError) return this.modelPage(a, req, res, { problem: e.message }, 400);
+      // A missing provider setting is named by the form's field (the service's message names the CLI's flag).
+      if (e instanceof AccountsError) {
+        const problem =
+          modelFormProblem(field(req, 'provider'), {
+            region: field(req, 'region').trim(),
+            resource: field(req, 'resource').trim(),
+            baseUrl: field(req, 'base_url').trim(),
+          }) ?? e.message;
+        return this.modelPage(a, req, res, { problem }, 400);
+      }
       throw e;
     }
     res.redirect(303, `${projectPath(projectId, 'model')}?notice=model`);
@@ -237,15 +252,14 @@ ${CAPABILITIES.map((c) => html`<tr><td>${c}</td><td>${plan.capabilities.includes
     const a = await this.access(req, projectId, 'viewer');
     const statusFilter = STATUSES.find((s) => s === queryParam(req, 'status'));
     const capability = CAPABILITIES.find((c) => c === queryParam(req, 'capability'));
-    const beforeRaw = queryParam(req, 'before');
-    const before = beforeRaw && !Number.isNaN(Date.parse(beforeRaw)) ? new Date(beforeRaw) : undefined;
+    const before = parseRequestCursor(queryParam(req, 'before'));
     const rows = await this.reads.requests(projectId, { status: statusFilter, capability, before });
     const next =
       rows.length === PAGE_SIZE
         ? new URLSearchParams({
             ...(statusFilter ? { status: statusFilter } : {}),
             ...(capability ? { capability } : {}),
-            before: rows.at(-1)!.createdAt.toISOString(),
+            before: rows.at(-1)!.cursor,
           })
         : null;
     this.page(
@@ -357,6 +371,29 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
     await this.sessionPage(await this.access(req, projectId, 'viewer'), sessionId, res);
   }
 
+  /** Asks before ending a session (its page links here; the form POSTs to the same path). */
+  @Get('sessions/:sessionId/end')
+  async confirmEndSession(
+    @Param('projectId') projectId: string,
+    @Param('sessionId') sessionId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const a = await this.access(req, projectId, 'developer');
+    const found = isUuid(sessionId) ? await this.reads.session(a.member.projectId, sessionId) : null;
+    if (!found) throw new NotFoundException();
+    if (found.status !== 'active')
+      return this.sessionPage(a, sessionId, res, `The session is ${found.status} already.`, 400);
+    confirmPage(res, a, 'sessions', {
+      title: 'End a session',
+      question: html`End the session <code>${sessionId}</code>? Its later messages are refused (410 session_ended), and its conversation is no longer continued. This cannot be undone.`,
+      action: projectPath(projectId, `sessions/${sessionId}/end`),
+      button: 'End the session',
+      back: projectPath(projectId, `sessions/${sessionId}`),
+      keep: 'Keep it going',
+    });
+  }
+
   /** Asks for the session's end: a worker sends its workflow the end Update (docs/console.md, "Ending a session"). */
   @Post('sessions/:sessionId/end')
   async endSession(
@@ -418,6 +455,29 @@ ${entries.length === AUDIT_PAGE_SIZE && last ? html`<p><a href="${`${projectPath
       if (e instanceof AccountsError) return this.membersPage(a, req, res, { problem: e.message }, 400);
       throw e;
     }
+  }
+
+  /** Asks before removing a member (the list links here; the form POSTs to the same path). */
+  @Get('members/:userId/remove')
+  async confirmRemove(
+    @Param('projectId') projectId: string,
+    @Param('userId') userId: string,
+    @Req() req: Request,
+    @Res() res: Response,
+  ): Promise<void> {
+    const a = await this.access(req, projectId, 'owner');
+    const found = isUuid(userId)
+      ? (await this.consoleAccounts.members(projectId)).find((m) => m.userId === userId)
+      : undefined;
+    if (!found) throw new NotFoundException();
+    confirmPage(res, a, 'members', {
+      title: 'Remove a member',
+      question: html`Remove <strong>${found.email}</strong> (${found.role}) from the project? ${found.active ? 'They lose every page of it at their next request.' : 'Their invitation is withdrawn: its link no longer accepts.'}`,
+      action: projectPath(projectId, `members/${userId}/remove`),
+      button: 'Remove the member',
+      back: projectPath(projectId, 'members'),
+      keep: 'Keep them',
+    });
   }
 
   @Post('members/:userId/remove')
@@ -489,7 +549,7 @@ ${problem ? html`<p class="notice error" role="alert">${problem}</p>` : ''}
 </div>
 ${
   found.status === 'active' && !ending
-    ? html`<form class="inline" method="post" action="${projectPath(projectId, `sessions/${sessionId}/end`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit">End the session</button> <span class="muted">Later messages are refused (410 session_ended).</span></form>`
+    ? html`<p><a class="button danger" href="${projectPath(projectId, `sessions/${sessionId}/end`)}">End the session</a> <span class="muted">Later messages are refused (410 session_ended).</span></p>`
     : ''
 }
 <h2>Conversation</h2>
@@ -563,7 +623,7 @@ ${outcome.failure !== undefined ? html`<div class="notice error" role="alert" da
   <label><span><input type="checkbox" name="clear_key"> Remove the stored key</span></label>
   <button type="submit">Save</button>
 </form>
-<details><summary>Providers</summary><ul>${MODEL_PROVIDERS.map((p) => html`<li><strong>${p}</strong>: ${PROVIDER_GUIDE[p]}</li>`)}</ul></details>
+<details><summary>Providers</summary><ul>${MODEL_PROVIDERS.map((p) => html`<li><strong>${p}</strong>: ${PROVIDER_GUIDE_CONSOLE[p]}</li>`)}</ul></details>
 <h2>Send a test request</h2>
 <form method="post" action="${projectPath(projectId, 'model/test')}">${csrfField(a.session.csrfToken)}<button type="submit" class="secondary">Send a test request</button></form>`,
       statusCode,
@@ -600,7 +660,7 @@ ${
     : ''
 }
 <div class="table-wrap"><table><thead><tr><th scope="col">Email</th><th scope="col">Role</th><th scope="col">Since</th>${owner ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : ''}</tr></thead><tbody>
-${members.map((m) => html`<tr><td>${m.email}${m.active ? '' : html` <span class="muted">(invited)</span>`}</td><td>${m.role}</td><td>${when(m.since)}</td>${owner ? html`<td>${m.userId === a.session.userId ? '' : html`<form method="post" action="${projectPath(projectId, `members/${m.userId}/remove`)}">${csrfField(a.session.csrfToken)}<button class="danger" type="submit" aria-label="${`Remove ${m.email}`}">Remove</button></form>`}</td>` : ''}</tr>`)}
+${members.map((m) => html`<tr><td>${m.email}${m.active ? '' : html` <span class="muted">(invited)</span>`}</td><td>${m.role}</td><td>${when(m.since)}</td>${owner ? html`<td>${m.userId === a.session.userId ? '' : html`<a href="${projectPath(projectId, `members/${m.userId}/remove`)}" aria-label="${`Remove ${m.email}`}">Remove</a>`}</td>` : ''}</tr>`)}
 </tbody></table></div>
 ${
   owner

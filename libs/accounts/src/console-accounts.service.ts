@@ -340,6 +340,43 @@ export class ConsoleAccountsService {
     return { ok: true, token, session };
   }
 
+  /**
+   * A signed-in user changes their password: the new one is checked first (no hash for a refused
+   * one), then the current one through sign-in's throttle (counted per email and client address,
+   * waiting past the limit), then the new one is set, the user's other sessions end (`keepSessionId`
+   * stays), their reset links die and their other invitations' links only accept. False: the
+   * current password is wrong and nothing changed.
+   */
+  async changePassword(
+    session: Pick<ConsoleSession, 'id' | 'userId' | 'email'>,
+    current: string,
+    password: string,
+    clientAddress: string,
+  ): Promise<boolean> {
+    this.assertPassword(password);
+    const address = session.email.trim().toLowerCase();
+    await this.sleep(await this.throttleDelayMs(address, clientAddress));
+    const [user] = (await this.db.query(`select password_hash from console_users where id = $1`, [session.userId])) as {
+      password_hash: string | null;
+    }[];
+    if (!user?.password_hash || !(await this.hasher.verify(user.password_hash, current))) return false;
+    const hash = await this.hasher.hash(password);
+    await this.db.transaction(async (tx) => {
+      await tx.query(`update console_users set password_hash = $2 where id = $1`, [session.userId, hash]);
+      await this.revokeOtherLinks(tx, session.userId);
+      await tx.query(
+        `update console_sessions set revoked_at = now() where user_id = $1 and id <> $2 and revoked_at is null`,
+        [session.userId, session.id],
+      );
+      await tx.query(
+        `with forgotten as (delete from console_signin_counters where scope = $1)
+         update console_signin_counters set attempts = attempts - 1 where scope = $2 and attempts > 0`,
+        [`email:${address}`, `address:${clientAddress}`],
+      );
+    });
+    return true;
+  }
+
   /** The live session of a cookie's token, or null (unknown, revoked, expired or idle too long). */
   async session(token: string): Promise<ConsoleSession | null> {
     if (!TOKEN.test(token)) return null;

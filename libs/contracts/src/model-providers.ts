@@ -31,6 +31,20 @@ export const PROVIDER_GUIDE: Readonly<Record<ModelProvider, string>> = {
   scripted: 'the deterministic offline model (tests, the demo); no key',
 };
 
+/** The same guide in the console's words: its form's fields, not the CLI's flags (issue 48). */
+export const PROVIDER_GUIDE_CONSOLE: Readonly<Record<ModelProvider, string>> = {
+  openai:
+    'OpenAI. With a Base URL, any OpenAI-compatible server (Ollama, vLLM, llama.cpp, a gateway); the API key is optional there.',
+  anthropic: "Anthropic's Messages API. A Base URL is only for a proxy in front of it.",
+  google: 'Google Gemini. The Base URL defaults to https://generativelanguage.googleapis.com/v1beta.',
+  mistral: 'Mistral. The Base URL defaults to https://api.mistral.ai/v1.',
+  'azure-openai':
+    "Azure OpenAI. Model is your deployment's name; fill in Resource (as in https://<resource>.openai.azure.com) or a Base URL; API version v1 (the default) or a dated version such as 2024-10-21.",
+  bedrock:
+    'Amazon Bedrock. Region is required (for example us-east-1); the API key is a Bedrock API key (AWS access keys instead are set by your service operator).',
+  scripted: 'A built-in offline model that answers from a script (tests and demos); no key.',
+};
+
 /** A provider's own settings, none of them secret (stored in plain text beside the model name). */
 export interface ModelProviderSettings {
   /** bedrock: the AWS region, e.g. `us-east-1`. */

@@ -2,7 +2,11 @@
 // so the Content-Security-Policy allows no inline script or style at all).
 
 export const CONSOLE_CSS = `
-:root { color-scheme: light; --fg: #1b1f24; --muted: #4d5661; --line: #d0d7de; --accent: #0b5cad; --bad: #a4141b; --good: #116329; --bg: #ffffff; --soft: #f4f6f8; }
+:root { color-scheme: light; --fg: #1b1f24; --muted: #4d5661; --line: #d0d7de; --accent: #0b5cad; --bad: #a4141b; --good: #116329; --bg: #ffffff; --soft: #f4f6f8; --on-accent: #ffffff; --field: #8c959f; }
+@media (prefers-color-scheme: dark) {
+  :root { color-scheme: dark; --fg: #e6edf3; --muted: #a5afba; --line: #3d444d; --accent: #79b8ff; --bad: #ff8e8a; --good: #6bdc7b; --bg: #0d1117; --soft: #161b22; --on-accent: #0d1117; --field: #7d8590; }
+  .chart svg { background: #ffffff; border-radius: 4px; }
+}
 * { box-sizing: border-box; }
 body { margin: 0; font: 16px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: var(--fg); background: var(--bg); }
 a { color: var(--accent); }
@@ -25,10 +29,10 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 form.stack { display: grid; gap: .6rem; max-width: 32rem; }
 form.inline { display: flex; flex-wrap: wrap; gap: .5rem; align-items: end; }
 label { display: grid; gap: .2rem; font-weight: 600; }
-input, select, textarea { font: inherit; padding: .45rem .5rem; border: 1px solid #8c959f; border-radius: 4px; min-width: 0; }
-button, .button { font: inherit; padding: .45rem .9rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: #fff; cursor: pointer; text-decoration: none; display: inline-block; }
-button.secondary { background: #fff; color: var(--accent); }
-button.danger { background: var(--bad); border-color: var(--bad); }
+input, select, textarea { font: inherit; padding: .45rem .5rem; border: 1px solid var(--field); border-radius: 4px; min-width: 0; color: var(--fg); background: var(--bg); }
+button, .button { font: inherit; padding: .45rem .9rem; border-radius: 4px; border: 1px solid var(--accent); background: var(--accent); color: var(--on-accent); cursor: pointer; text-decoration: none; display: inline-block; }
+button.secondary { background: var(--bg); color: var(--accent); }
+button.danger, .button.danger { background: var(--bad); border-color: var(--bad); color: var(--on-accent); }
 .notice { border-left: 4px solid var(--accent); background: var(--soft); padding: .6rem .8rem; margin: 0 0 1rem; }
 .error { border-left-color: var(--bad); }
 .secret { display: flex; flex-wrap: wrap; gap: .5rem; align-items: center; }
@@ -52,6 +56,23 @@ pre { white-space: pre-wrap; word-break: break-word; background: var(--soft); pa
 `;
 
 export const CONSOLE_JS = `
+// Times in the reader's own zone: the page says UTC (what a browser without JavaScript keeps);
+// each <time datetime> is rewritten to the browser's local time, its UTC text kept as a tooltip.
+const localTime = new Intl.DateTimeFormat(undefined, {
+  year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+  hourCycle: 'h23', timeZoneName: 'short',
+});
+function showLocalTimes() {
+  for (const el of document.querySelectorAll('time[datetime]')) {
+    const at = new Date(el.getAttribute('datetime'));
+    if (Number.isNaN(at.getTime()) || el.dataset.local) continue;
+    el.title = el.textContent;
+    el.textContent = localTime.format(at);
+    el.dataset.local = 'yes';
+  }
+}
+if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', showLocalTimes);
+else showLocalTimes();
 document.addEventListener('click', async (event) => {
   const button = event.target.closest('button[data-copy]');
   if (!button) return;

@@ -29,6 +29,7 @@ import { SessionSlot1763700000053 } from './1763700000053-session-slot.js';
 import { BlobCompression1763700000054 } from './1763700000054-blob-compression.js';
 import { ConsoleRoles1763700000055 } from './1763700000055-console-roles.js';
 import { HostileTenantLimits1763700000056 } from './1763700000056-hostile-tenant-limits.js';
+import { ConsoleReveals1763700000057 } from './1763700000057-console-reveals.js';
 
 /** Every migration, in the order they apply. */
 export const MIGRATIONS: readonly Function[] = [
@@ -63,4 +64,5 @@ export const MIGRATIONS: readonly Function[] = [
   BlobCompression1763700000054,
   ConsoleRoles1763700000055,
   HostileTenantLimits1763700000056,
+  ConsoleReveals1763700000057,
 ];
