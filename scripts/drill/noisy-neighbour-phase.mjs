@@ -15,9 +15,9 @@
 // report of where it stood (never a hang).
 // The phase holds when the well-behaved project got no
 // error and the money invariant holds over both projects; the p99 ratio (target < 1.2) is printed
-// as a figure, not checked: timing is measured, never asserted (README, "The bar"). Beside it, its
+// as a figure, not checked: timing is measured, never asserted (docs/testing.md, "Timing"). Beside it, its
 // 95% bootstrap interval: with --quick's 20 s windows (about 100 samples each) two windows of the
-// same load differ by up to x1.6 (docs/reliability.md, session 16), so only the long windows of
+// same load differ by up to x1.6 (docs/reliability-history.md, session 16), so only the long windows of
 // the full drill (300 s, --noisy-seconds) can tell whether the p99 moved by less than 20%.
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';

@@ -1,5 +1,5 @@
 # Sourced by scripts/*.sh: where the local stack lives, its ports, and the variables the apps read.
-# Every value can be overridden from the environment; the defaults are listed in the README.
+# Every value can be overridden from the environment; the defaults are listed in docs/stack.md.
 
 # shellcheck source=../node-path.sh
 . "$(dirname "${BASH_SOURCE[0]}")/../node-path.sh"

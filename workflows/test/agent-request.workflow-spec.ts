@@ -13,7 +13,7 @@ import {
   type AgentStop,
 } from '#libs/contracts';
 import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, WorkflowNotFoundError } from '@temporalio/common';
 import { scriptedTurn } from '#libs/llm';
 import { creditsFor } from '#libs/metering';
 import { sourceBundlerOptions } from '../../apps/worker/src/workflow-bundle.js';
@@ -171,11 +171,13 @@ describe('agentRequestWorkflow', () => {
       await env.sleep('61 seconds');
       const final: AgentStop = await handle.result();
       expect(final.status).toBe('expired');
+      // The workflow has closed: Temporal refuses the Update as NOT_FOUND, which the api answers
+      // 404 context_expired (apps/api/src/runs/temporal-errors.ts).
       await expect(
         handle.executeUpdate(submitToolOutputsUpdate, {
           args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'late' }] }],
         }),
-      ).rejects.toThrow();
+      ).rejects.toThrow(WorkflowNotFoundError);
     });
     expect(ledger.settled).toEqual([1]);
     expect(ledger.stops).toEqual(['1:requires_tool_outputs', '2:expired']);
@@ -370,11 +372,12 @@ describe('agentRequestWorkflow', () => {
       const final: AgentStop = await handle.result();
       expect(final).toMatchObject({ status: 'cancelled', stop: 2, creditsThisRequest: 0, message: '' });
       expect(final.toolCalls).toBeUndefined();
+      // Closed by the cancel: late outputs are refused as for an expired context.
       await expect(
         handle.executeUpdate(submitToolOutputsUpdate, {
           args: [{ projectId: first.projectId, outputs: [{ toolCallId: first.toolCalls![0]!.id, output: 'late' }] }],
         }),
-      ).rejects.toThrow();
+      ).rejects.toThrow(WorkflowNotFoundError);
     });
     expect(ledger.settled).toEqual([1]);
     expect(ledger.stops).toEqual(['1:requires_tool_outputs', '2:cancelled']);

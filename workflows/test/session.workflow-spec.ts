@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/common';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import {
@@ -206,7 +207,11 @@ describe('sessionWorkflow', () => {
       const final: SessionView = await handle.result();
       expect(final).toMatchObject({ status: 'expired', expiresAt: created.expiresAt });
       expect(ledger.records.at(-1)).toMatchObject({ status: 'expired', messageCount: 0 });
-      await expect(handle.executeUpdate(endSessionUpdate, { args: [{ projectId }] })).rejects.toThrow();
+      // The expired session's workflow has closed: Temporal refuses the Update as NOT_FOUND, which the
+      // api turns into the session's recorded end (apps/api/src/sessions/session-temporal.ts).
+      await expect(handle.executeUpdate(endSessionUpdate, { args: [{ projectId }] })).rejects.toThrow(
+        WorkflowNotFoundError,
+      );
     });
   });
 

@@ -18,7 +18,7 @@ export interface RetentionRule {
 export type RetentionSettings = Pick<AppConfig, 'streamRetentionSeconds'>;
 
 /**
- * Every table that grows with traffic, with its retention (docs/reliability.md lists the same).
+ * Every table that grows with traffic, with its retention (docs/api-usage.md, "Retention", lists the same).
  * The event store itself (`events`) is the source of truth and is kept; the read models keep
  * 30 days of requests (issue 13).
  */

@@ -15,7 +15,7 @@ export function isModelProvider(value: unknown): value is ModelProvider {
   return typeof value === 'string' && (MODEL_PROVIDERS as readonly string[]).includes(value);
 }
 
-/** What each provider reaches, which settings it takes and how it authenticates (README, CLI
+/** What each provider reaches, which settings it takes and how it authenticates (docs/operator-cli.md, CLI
  * help; here rather than in libs/llm so that the CLI's help loads none of the service's libs). */
 export const PROVIDER_GUIDE: Readonly<Record<ModelProvider, string>> = {
   openai:

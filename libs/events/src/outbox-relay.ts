@@ -25,7 +25,7 @@ const PUBLISH_LOCK = 7_460_203_911;
  * answers across its internal retries and, on a retry, sends only to brokers that have none: a
  * partition whose leadership moved to a broker that had already answered for its own partitions
  * is never sent, and send() resolves (kafkajs pull request #1798, open). Under a killed broker
- * that lost 15 of 108 usage events that the relay had marked published (docs/reliability.md,
+ * that lost 15 of 108 usage events that the relay had marked published (docs/reliability-history.md,
  * "Usage events lost when a Kafka broker dies"). With no internal retry, any failed partition fails the
  * send, and the relay's loop sends the whole batch again: a partition that had been written gets
  * its rows twice (consumers drop copies by CloudEvent id), never none. kafkajs refuses an

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 
-/** Rows a retention statement deletes at most (docs/reliability.md, retention). */
+/** Rows a retention statement deletes at most (docs/api-usage.md, "Retention"). */
 export const DELETE_BATCH_ROWS = 5000;
 
 /**

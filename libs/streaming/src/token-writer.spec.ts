@@ -4,8 +4,12 @@ import { StreamPublisher } from './stream-publisher.js';
 import type { RequestEvents, StreamStore } from './stream-store.js';
 
 /** A publisher whose store and producer record in memory: the batching logic alone. `batches`
- * has one request's events a send; `sends` the requests of each send. */
-function recordingPublisher(intervalMs: number): {
+ * has one request's events a send; `sends` the requests of each send. A store insert takes
+ * `saveMs` (as PostgreSQL's does), or no time. */
+function recordingPublisher(
+  intervalMs: number,
+  saveMs = 0,
+): {
   publisher: StreamPublisher;
   batches: StreamEvent[][];
   sends: string[][];
@@ -16,6 +20,7 @@ function recordingPublisher(intervalMs: number): {
   const kafka: ProducerRecord[] = [];
   const store = {
     save: async (rows: readonly RequestEvents[]) => {
+      if (saveMs > 0) await new Promise((resolve) => setTimeout(resolve, saveMs));
       sends.push(rows.map((r) => r.requestId));
       for (const r of rows) batches.push([...r.events]);
     },
@@ -136,20 +141,31 @@ describe('TokenWriter', () => {
   });
 
   it('closes a writer without waiting for the other streams that go on', async () => {
-    const { publisher } = recordingPublisher(5);
+    // Each insert takes 3 ms and the other stream pushes a token every millisecond, so there is
+    // always something of it pending or out: the flusher never goes quiet while it goes on.
+    const { publisher, batches } = recordingPublisher(5, 3);
     const going = publisher.tokenWriter('going', 'p', 1);
     const ending = publisher.tokenWriter('ending', 'p', 1);
-    let stop = false;
-    const feeding = (async () => {
-      while (!stop) {
-        going.push('x');
-        await new Promise((resolve) => setTimeout(resolve, 1));
-      }
-    })();
+    going.push('x0');
     ending.push('last words');
-    await ending.close();
-    stop = true;
-    await feeding;
+    let pushed = 0;
+    let closedAt: number | undefined; // how many tokens the other stream had pushed when the close returned
+    const closing = ending.close().then(() => (closedAt = pushed));
+    // The other stream goes on for 500 tokens (a hundred sends at least): a close that waited for
+    // every stream to go quiet would still be out when they are all pushed.
+    while (closedAt === undefined && pushed < 500) {
+      going.push(`x${++pushed}`);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    expect(closedAt).toBeDefined();
+    await closing;
+    expect(batches).toContainEqual([{ seq: 1, type: 'token', data: { content: 'last words' } }]);
+    // The other stream is still open and loses nothing: every token it pushed, in order.
+    going.push(`x${++pushed}`);
     await going.close();
+    const goingEvents = batches.flat().filter((e) => String(e.data.content).startsWith('x'));
+    expect(goingEvents.map((e) => [e.seq, e.data.content])).toEqual(
+      Array.from({ length: pushed + 1 }, (_, i) => [i + 1, `x${i}`]),
+    );
   });
 });
