@@ -135,6 +135,7 @@ export function normaliseEmail(email: string): string {
  */
 export class ConsoleAccountsService {
   private dummyHash: Promise<string> | undefined;
+  private countersPurgedAt = 0;
 
   constructor(
     private readonly db: DataSource,
@@ -509,6 +510,12 @@ export class ConsoleAccountsService {
    * order, so concurrent attempts take distinct numbers) and answers how long it waits.
    */
   private async throttleDelayMs(email: string, clientAddress: string): Promise<number> {
+    // A counter per email and address ever tried: those whose window ended a day ago go, at most
+    // once a minute per process, so sprayed addresses do not grow the table without end.
+    if (Date.now() - this.countersPurgedAt > 60_000) {
+      this.countersPurgedAt = Date.now();
+      await this.db.query(`delete from console_signin_counters where window_started_at < now() - interval '1 day'`);
+    }
     const scopes = [`address:${clientAddress}`, `email:${email}`].sort();
     const rows = (await this.db.query(
       `insert into console_signin_counters as c (scope, window_started_at, attempts)

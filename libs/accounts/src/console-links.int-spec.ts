@@ -52,4 +52,15 @@ describe('one-time links against PostgreSQL', () => {
     expect(await consoleAccounts.setPassword(token, 'another long password')).toBeNull();
     expect(hasher.hashes).toBe(1);
   });
+
+  it('deletes sign-in counters whose window ended a day ago when it counts an attempt', async () => {
+    const stale = `email:stale-${randomUUID()}@example.com`;
+    await db.query(
+      `insert into console_signin_counters (scope, window_started_at, attempts) values ($1, now() - interval '2 days', 9)`,
+      [stale],
+    );
+    const fresh = new ConsoleAccountsService(db, config, new AccountsService(db, config, new EventStore()), hasher);
+    await fresh.signIn(`nobody-${randomUUID()}@example.com`, 'a long enough password', '192.0.2.1', null);
+    expect(await db.query(`select 1 from console_signin_counters where scope = $1`, [stale])).toHaveLength(0);
+  });
 });

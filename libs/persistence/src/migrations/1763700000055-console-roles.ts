@@ -50,6 +50,8 @@ export class ConsoleRoles1763700000055 implements MigrationInterface {
         window_started_at timestamptz not null,
         attempts integer not null
       )`);
+    // Counters whose window ended long ago are deleted (at most once a minute per console).
+    await q.query(`create index console_signin_counters_window_idx on console_signin_counters (window_started_at)`);
     await q.query(`
       create table console_key_issuers (
         key_id uuid primary key references api_keys (id) on delete cascade,
