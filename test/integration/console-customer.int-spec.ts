@@ -2,7 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { jest } from '@jest/globals';
 import { Argon2idHasher, ConsoleAccountsService, McpServersService } from '#libs/accounts';
 import { WebhookStore } from '#libs/webhooks';
-import { runCli } from '../../apps/cli/src/cli.js';
+import { operatorCli } from '../support/cli.js';
 import { ConsoleClient, linkIn } from '../support/console-client.js';
 import { startConsole, type RunningConsole } from '../support/console.js';
 import { testConfig } from '../support/config.js';
@@ -26,17 +26,7 @@ describe('the customer console over HTTP', () => {
   const ownerPassword = `first password ${randomUUID()}`;
   const address = (): string => `198.19.${randomInt(256)}.${randomInt(1, 255)}`;
 
-  async function cli(...argv: string[]): Promise<string> {
-    let out = '';
-    const code = await runCli(argv, config, {
-      out: (s) => (out += s),
-      err: (s) => (out += s),
-      readStdin: async () => '',
-      env: {},
-    });
-    if (code !== 0) throw new Error(`mas ${argv.join(' ')} exited ${code}: ${out}`);
-    return out;
-  }
+  const cli = (...argv: string[]): Promise<string> => operatorCli(config, ...argv);
 
   async function member(email: string, password: string, role = 'owner'): Promise<ConsoleClient> {
     const link = linkIn(await cli('console', 'invite', projectId, email, '--role', role))!;

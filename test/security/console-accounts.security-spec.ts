@@ -1,6 +1,6 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { jest } from '@jest/globals';
-import { runCli } from '../../apps/cli/src/cli.js';
+import { operatorCli } from '../support/cli.js';
 import { ConsoleClient, linkIn } from '../support/console-client.js';
 import { startConsole, type RunningConsole } from '../support/console.js';
 import { testConfig } from '../support/config.js';
@@ -29,18 +29,7 @@ describe('console accounts against a hostile tenant', () => {
   let asOwnerA: ConsoleClient;
   let asOwnerB: ConsoleClient;
 
-  /** Runs the operator CLI; its output. */
-  async function cli(...argv: string[]): Promise<string> {
-    let out = '';
-    const code = await runCli(argv, config, {
-      out: (s) => (out += s),
-      err: (s) => (out += s),
-      readStdin: async () => '',
-      env: {},
-    });
-    if (code !== 0) throw new Error(`mas ${argv.join(' ')} exited ${code}: ${out}`);
-    return out;
-  }
+  const cli = (...argv: string[]): Promise<string> => operatorCli(config, ...argv);
 
   /** An operator's invitation of a new owner, redeemed: the owner signed in. */
   async function owner(projectId: string, who: { email: string; password: string }): Promise<ConsoleClient> {

@@ -1,7 +1,7 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import { jest } from '@jest/globals';
 import type { ConsoleRole } from '#libs/accounts';
-import { runCli } from '../../apps/cli/src/cli.js';
+import { operatorCli } from '../support/cli.js';
 import { ConsoleClient, linkIn } from '../support/console-client.js';
 import { startConsole, type RunningConsole } from '../support/console.js';
 import { testConfig } from '../support/config.js';
@@ -82,17 +82,7 @@ describe('console roles: every route x every role x another project', () => {
   const members = {} as Record<ConsoleRole, ConsoleClient>;
   const address = (): string => `198.18.${randomInt(256)}.${randomInt(1, 255)}`;
 
-  async function cli(...argv: string[]): Promise<string> {
-    let out = '';
-    const code = await runCli(argv, config, {
-      out: (s) => (out += s),
-      err: (s) => (out += s),
-      readStdin: async () => '',
-      env: {},
-    });
-    if (code !== 0) throw new Error(`mas ${argv.join(' ')} exited ${code}: ${out}`);
-    return out;
-  }
+  const cli = (...argv: string[]): Promise<string> => operatorCli(config, ...argv);
 
   async function member(projectId: string, role: ConsoleRole): Promise<ConsoleClient> {
     const email = `${role}-${randomUUID()}@example.com`;
