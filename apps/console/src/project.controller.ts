@@ -380,10 +380,7 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
     @Res() res: Response,
   ): Promise<void> {
     const a = await this.access(req, projectId, 'developer');
-    const found = isUuid(sessionId) ? await this.reads.session(a.member.projectId, sessionId) : null;
-    if (!found) throw new NotFoundException();
-    if (found.status !== 'active')
-      return this.sessionPage(a, sessionId, res, `The session is ${found.status} already.`, 400);
+    if (!(await this.activeSession(a, sessionId, res))) return;
     confirmPage(res, a, 'sessions', {
       title: 'End a session',
       question: html`End the session <code>${sessionId}</code>? Its later messages are refused (410 session_ended), and its conversation is no longer continued. This cannot be undone.`,
@@ -403,10 +400,7 @@ ${rows.map((s) => html`<tr><td><a class="mono" href="${projectPath(projectId, `s
     @Res() res: Response,
   ): Promise<void> {
     const a = await this.access(req, projectId, 'developer');
-    const found = isUuid(sessionId) ? await this.reads.session(a.member.projectId, sessionId) : null;
-    if (!found) throw new NotFoundException();
-    if (found.status !== 'active')
-      return this.sessionPage(a, sessionId, res, `The session is ${found.status} already.`, 400);
+    if (!(await this.activeSession(a, sessionId, res))) return;
     await this.sessionEnds.request(a.member.projectId, sessionId);
     await a.audit('session.end', sessionId);
     res.redirect(303, `${projectPath(projectId, `sessions/${sessionId}`)}?notice=ending`);
@@ -501,6 +495,15 @@ ${entries.length === AUDIT_PAGE_SIZE && last ? html`<p><a href="${`${projectPath
 
   private access(req: Request, projectId: string, role: ConsoleRole): Promise<Access> {
     return this.projectAccess.of(req, projectId, role);
+  }
+
+  /** Whether the session is this project's and active; a page saying it is not, otherwise (404 if none). */
+  private async activeSession(a: Access, sessionId: string, res: Response): Promise<boolean> {
+    const found = isUuid(sessionId) ? await this.reads.session(a.member.projectId, sessionId) : null;
+    if (!found) throw new NotFoundException();
+    if (found.status === 'active') return true;
+    await this.sessionPage(a, sessionId, res, `The session is ${found.status} already.`, 400);
+    return false;
   }
 
   /** A developer revokes the keys they issued in the console; an owner any key. */
